@@ -1,0 +1,106 @@
+package extauth
+
+// Config is the typed form of the secrets file: the sixteen settings of the
+// specification, grouped by provider, plus the documented extensions (the
+// *_site endpoint overrides). A provider whose settings are all empty is not
+// configured; LoadConfig and ParseConfig reject one that is half filled.
+type Config struct {
+	// Microblog: microblog_key, microblog_secret and the extension
+	// microblog_site (API base, default https://api.twitter.com).
+	Microblog OAuthProvider
+	// Socialnet: socialnet_key, socialnet_secret and the extension
+	// socialnet_site (one base for the dialog and Graph paths).
+	Socialnet OAuthProvider
+	// SearchOAuth2: search_oauth2_key, search_oauth2_secret and the extension
+	// search_oauth2_site (issuer, default https://accounts.google.com).
+	SearchOAuth2 OAuthProvider
+	// BlogOAuth2: blog_oauth2_key, blog_oauth2_secret and blog_oauth2_site
+	// (the WordPress site running WP OAuth Server).
+	BlogOAuth2 OAuthProvider
+	// SAML: saml_sp_entity_id, saml_idp_metadata_url,
+	// saml_idp_sso_service_url and saml_additional_settings.
+	SAML SAMLConfig
+	// OIDC: oidc_client_id, oidc_client_secret, oidc_issuer.
+	OIDC OIDCConfig
+
+	// Warnings lists what loading noticed and tolerated, such as a key that
+	// looks like a misspelling of one of ours ("twiter_key"). Warnings never
+	// contain values.
+	Warnings []string
+}
+
+// OAuthProvider is the registration of an OAuth provider: the key and secret
+// it issued, and the site it runs on.
+type OAuthProvider struct {
+	Key    string
+	Secret Secret
+	// Site is the provider's base URL. Required for blog_oauth2; an optional
+	// override of the real host for the others.
+	Site string
+}
+
+// Configured reports whether the provider has its credentials.
+func (p OAuthProvider) Configured() bool { return p.Key != "" && !p.Secret.IsZero() }
+
+// SAMLConfig is the SAML service-provider registration.
+type SAMLConfig struct {
+	// SPEntityID is the entity ID of this application as service provider.
+	SPEntityID string
+	// IdPMetadataURL is where the IdP publishes its metadata.
+	IdPMetadataURL string
+	// IdPSSOServiceURL overrides the single sign-on location of the metadata.
+	IdPSSOServiceURL string
+	// Additional is saml_additional_settings.
+	Additional SAMLAdditionalSettings
+}
+
+// Configured reports whether SAML has its required settings.
+func (c SAMLConfig) Configured() bool { return c.SPEntityID != "" && c.IdPMetadataURL != "" }
+
+// SAMLAdditionalSettings is the saml_additional_settings mapping.
+type SAMLAdditionalSettings struct {
+	// RelayState is the page to go to after sign-in (relative or same-origin).
+	RelayState string
+	// AuthnContext is a requested authentication context class (URN).
+	AuthnContext string
+	// Certificate is the service provider's PEM certificate.
+	Certificate string
+	// PrivateKey is the service provider's PEM private key.
+	PrivateKey Secret
+	// Security is the security mapping.
+	Security SAMLSecurity
+	// Custom holds every other entry, in file order, sent to the IdP as
+	// query parameters of the sign-in request (e.g. organization).
+	Custom []Param
+}
+
+// HasKeyPair reports whether both halves of the SP key pair are set.
+func (s SAMLAdditionalSettings) HasKeyPair() bool {
+	return s.Certificate != "" && !s.PrivateKey.IsZero()
+}
+
+// SAMLSecurity is saml_additional_settings.security.
+type SAMLSecurity struct {
+	// LogoutRequestsSigned signs single-logout requests.
+	LogoutRequestsSigned bool
+}
+
+// Param is one custom name/value entry.
+type Param struct {
+	Name  string
+	Value string
+}
+
+// OIDCConfig is the OpenID Connect client registration.
+type OIDCConfig struct {
+	ClientID     string
+	ClientSecret Secret
+	// Issuer is the exact issuer identifier; discovery is read from
+	// Issuer + "/.well-known/openid-configuration".
+	Issuer string
+}
+
+// Configured reports whether OIDC has its required settings.
+func (c OIDCConfig) Configured() bool {
+	return c.ClientID != "" && !c.ClientSecret.IsZero() && c.Issuer != ""
+}

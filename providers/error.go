@@ -1,0 +1,123 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable, machine-readable reason why a sign-in failed. Codes are
+// part of the API: hosts may switch on them and show them to users.
+type Code string
+
+// The codes an *Error carries.
+const (
+	// CodeAccessDenied: the user refused consent, or the provider refused the user.
+	CodeAccessDenied Code = "access_denied"
+	// CodeCSRFDetected: a sign-in was started cross-site (login CSRF).
+	CodeCSRFDetected Code = "csrf_detected"
+	// CodeInvalidState: the callback does not belong to a live transaction of
+	// this browser (missing, tampered, expired or replayed cookie, wrong state).
+	CodeInvalidState Code = "invalid_state"
+	// CodeInvalidResponse: the provider's answer is malformed, unverifiable
+	// or oversized.
+	CodeInvalidResponse Code = "invalid_response"
+	// CodeInvalidCredentials: the provider rejected our client credentials.
+	CodeInvalidCredentials Code = "invalid_credentials"
+	// CodeReplayed: a code, verifier or assertion was presented twice.
+	CodeReplayed Code = "replayed"
+	// CodeProviderUnavailable: the provider could not be reached or answered
+	// with a server error.
+	CodeProviderUnavailable Code = "provider_unavailable"
+	// CodeMisconfigured: the provider's configuration cannot work.
+	CodeMisconfigured Code = "misconfigured"
+	// CodeTimeout: the provider did not answer in time.
+	CodeTimeout Code = "timeout"
+)
+
+// HTTPStatus returns the status code the default failure page answers with.
+func (c Code) HTTPStatus() int {
+	switch c {
+	case CodeAccessDenied, CodeCSRFDetected:
+		return http.StatusForbidden
+	case CodeInvalidState, CodeInvalidResponse, CodeReplayed:
+		return http.StatusBadRequest
+	case CodeProviderUnavailable:
+		return http.StatusServiceUnavailable
+	case CodeTimeout:
+		return http.StatusGatewayTimeout
+	case CodeInvalidCredentials:
+		return http.StatusBadGateway
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// Error is the one error type a failed sign-in produces.
+//
+// Message is short, fixed text written by extauth, safe to show to a user; it
+// never contains provider input, secrets or tokens. Err is the cause, for
+// logs; it is matched with errors.Is and errors.As through Unwrap.
+type Error struct {
+	Code     Code
+	Provider string
+	Message  string
+	Err      error
+}
+
+// NewError returns an *Error with the given code, message and cause.
+func NewError(code Code, message string, cause error) *Error {
+	return &Error{Code: code, Message: message, Err: cause}
+}
+
+// Error formats the error as "extauth: <provider>: <code>: <message>: <cause>".
+func (e *Error) Error() string {
+	s := "extauth: "
+	if e.Provider != "" {
+		s += e.Provider + ": "
+	}
+	s += string(e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same Code and, when target
+// names one, the same Provider, so that
+//
+//	errors.Is(err, &providers.Error{Code: providers.CodeTimeout})
+//
+// matches any time-out.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	return t.Code == e.Code && (t.Provider == "" || t.Provider == e.Provider)
+}
+
+// AsError returns err as an *Error for provider, wrapping anything that is
+// not one already under fallback.
+func AsError(err error, provider string, fallback Code) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		out := *e
+		if out.Provider == "" {
+			out.Provider = provider
+		}
+		return &out
+	}
+	return &Error{Code: fallback, Provider: provider, Message: "sign-in failed", Err: err}
+}
+
+// Errorf is NewError with a formatted cause.
+func Errorf(code Code, message, format string, args ...any) *Error {
+	return &Error{Code: code, Message: message, Err: fmt.Errorf(format, args...)}
+}

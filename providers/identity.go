@@ -1,0 +1,125 @@
+package providers
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/markbates/goth"
+)
+
+// Identity is the verified, normalized user a callback hook receives. It
+// mirrors OmniAuth's auth hash: the same fields whatever the protocol.
+//
+// The pair (Provider, UID) identifies the account; Email is an address the
+// provider reported, trustworthy only when EmailVerified is true.
+type Identity struct {
+	Provider      string `json:"provider"`
+	UID           string `json:"uid"`
+	Email         string `json:"email,omitempty"`
+	EmailVerified bool   `json:"email_verified"`
+	Name          string `json:"name,omitempty"`
+	FirstName     string `json:"first_name,omitempty"`
+	LastName      string `json:"last_name,omitempty"`
+	NickName      string `json:"nickname,omitempty"`
+	Description   string `json:"description,omitempty"`
+	Location      string `json:"location,omitempty"`
+	Image         string `json:"image,omitempty"`
+	// Tokens are the credentials the provider issued. They redact themselves
+	// when printed, logged or marshalled.
+	Tokens Tokens `json:"credentials"`
+	// Raw is the provider's profile or claims as received, for fields the
+	// normalized ones do not cover.
+	Raw map[string]any `json:"extra,omitempty"`
+	// SAML is set for SAML sign-ins.
+	SAML *SAMLInfo `json:"saml,omitempty"`
+}
+
+// SAMLInfo is what a SAML assertion says beyond the normalized fields, kept
+// for single logout and attribute mapping.
+type SAMLInfo struct {
+	NameID       string              `json:"name_id"`
+	NameIDFormat string              `json:"name_id_format,omitempty"`
+	SessionIndex string              `json:"session_index,omitempty"`
+	Attributes   map[string][]string `json:"attributes,omitempty"`
+}
+
+// Tokens are the credentials of a sign-in. Their String, Format, LogValue and
+// MarshalJSON methods never reveal a token: read the fields to use them.
+type Tokens struct {
+	AccessToken  string
+	RefreshToken string
+	TokenType    string
+	// Secret is the OAuth 1.0a access token secret.
+	Secret  string
+	Expiry  time.Time
+	IDToken string
+}
+
+const redacted = "[REDACTED]"
+
+func mark(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+type tokensView struct {
+	AccessToken  string    `json:"token,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	Secret       string    `json:"secret,omitempty"`
+	Expiry       time.Time `json:"expires_at,omitzero"`
+	IDToken      string    `json:"id_token,omitempty"`
+}
+
+func (t Tokens) view() tokensView {
+	return tokensView{
+		AccessToken:  mark(t.AccessToken),
+		RefreshToken: mark(t.RefreshToken),
+		TokenType:    t.TokenType,
+		Secret:       mark(t.Secret),
+		Expiry:       t.Expiry,
+		IDToken:      mark(t.IDToken),
+	}
+}
+
+// String describes the tokens with every value redacted.
+func (t Tokens) String() string {
+	v := t.view()
+	return fmt.Sprintf("{AccessToken:%s RefreshToken:%s TokenType:%s Secret:%s Expiry:%s IDToken:%s}",
+		v.AccessToken, v.RefreshToken, v.TokenType, v.Secret, v.Expiry.Format(time.RFC3339), v.IDToken)
+}
+
+// Format makes every fmt verb, %#v included, print the redacted String.
+func (t Tokens) Format(f fmt.State, verb rune) { fmt.Fprint(f, t.String()) }
+
+// LogValue makes slog print the redacted tokens.
+func (t Tokens) LogValue() slog.Value { return slog.StringValue(t.String()) }
+
+// MarshalJSON writes the tokens with every value redacted.
+func (t Tokens) MarshalJSON() ([]byte, error) { return json.Marshal(t.view()) }
+
+// GothUser converts the identity to a goth.User, for hosts moving from goth.
+func (id *Identity) GothUser() goth.User {
+	return goth.User{
+		RawData:           id.Raw,
+		Provider:          id.Provider,
+		Email:             id.Email,
+		Name:              id.Name,
+		FirstName:         id.FirstName,
+		LastName:          id.LastName,
+		NickName:          id.NickName,
+		Description:       id.Description,
+		UserID:            id.UID,
+		AvatarURL:         id.Image,
+		Location:          id.Location,
+		AccessToken:       id.Tokens.AccessToken,
+		AccessTokenSecret: id.Tokens.Secret,
+		RefreshToken:      id.Tokens.RefreshToken,
+		ExpiresAt:         id.Tokens.Expiry,
+		IDToken:           id.Tokens.IDToken,
+	}
+}

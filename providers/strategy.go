@@ -1,0 +1,88 @@
+// Package providers holds the sign-in strategies that extauth mounts, one per
+// file, and the small contract they share with the routes in package extauth.
+//
+// A Strategy speaks one protocol to one identity provider. The routes own
+// everything that is the same for every protocol: the sealed transaction
+// cookie, binding the callback to it, single use, method and origin checks,
+// hooks and error pages. A strategy only starts a sign-in (Begin) and turns the
+// provider's answer into a verified Identity (Complete).
+package providers
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Strategy is one identity provider behind the extauth routes.
+//
+// The routes call Begin from the shared authorize handler and Binding and
+// Complete from the provider's callback handler. Implementations must be safe
+// for concurrent use and must honour ctx for every outbound request.
+type Strategy interface {
+	// Name returns the provider slug used in route paths and configuration,
+	// for example "blog_oauth2".
+	Name() string
+
+	// Begin starts a sign-in. It may record what the callback needs in tx
+	// (an OAuth 1.0a request token secret, a SAML request ID, the binding)
+	// and returns the URL the browser is sent to. tx arrives with ID, State,
+	// Verifier and Nonce already filled from crypto/rand.
+	Begin(ctx context.Context, tx *Transaction) (redirectURL string, err error)
+
+	// Binding returns the value of the callback request that names its
+	// transaction: the OAuth 2 state, the OAuth 1.0a oauth_token, the SAML
+	// RelayState handle. The routes compare it in constant time with
+	// tx.Binding before Complete is called; an empty result means the
+	// request carries none and is refused as invalid_state.
+	Binding(r *http.Request) string
+
+	// Complete finishes the sign-in from the provider's callback request and
+	// returns the verified identity, or an error (preferably an *Error with
+	// a stable Code).
+	Complete(ctx context.Context, r *http.Request, tx *Transaction) (*Identity, error)
+}
+
+// CrossSiteCallback is implemented by strategies whose provider returns the
+// browser with a cross-site POST (SAML's HTTP-POST binding). Their transaction
+// cookie is then sent SameSite=None; Secure and scoped to the callback path.
+type CrossSiteCallback interface {
+	CrossSiteCallback() bool
+}
+
+// BodyLimiter is implemented by strategies that accept callback bodies larger
+// than the routes' default bound of 64 KiB (SAML responses).
+type BodyLimiter interface {
+	MaxCallbackBytes() int64
+}
+
+// Transaction is the state of one sign-in between authorize and callback. The
+// routes seal it into a short-lived cookie; it never lives on the server and
+// is never read from the authorize request.
+type Transaction struct {
+	// ID names the transaction for single use; random, 128 bits or more.
+	ID string `json:"i"`
+	// Provider is the slug the transaction was started for.
+	Provider string `json:"p"`
+	// State is the OAuth 2 state parameter: 256 random bits, base64url.
+	State string `json:"s,omitempty"`
+	// Verifier is the PKCE code verifier (RFC 7636, 43 characters).
+	Verifier string `json:"v,omitempty"`
+	// Nonce is the OpenID Connect nonce.
+	Nonce string `json:"n,omitempty"`
+	// Binding is what Strategy.Binding must return at the callback. Begin
+	// sets it when it is not the State (the default).
+	Binding string `json:"b,omitempty"`
+	// RequestID is the ID of a SAML AuthnRequest (checked as InResponseTo).
+	RequestID string `json:"r,omitempty"`
+	// TokenSecret is the OAuth 1.0a request token secret.
+	TokenSecret string `json:"t,omitempty"`
+	// ReturnTo is the validated relative path to go to after sign-in.
+	ReturnTo string `json:"u,omitempty"`
+	// Format is the route's format suffix ("json"), empty for none.
+	Format string `json:"f,omitempty"`
+	// Expires is when the transaction stops being accepted.
+	Expires time.Time `json:"e"`
+	// Extra holds strategy-specific values (a goth session, for example).
+	Extra map[string]string `json:"x,omitempty"`
+}

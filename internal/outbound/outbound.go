@@ -1,0 +1,174 @@
+// Package outbound builds the HTTP client every strategy uses to talk to
+// providers: bounded in time and in response size, and classifying transport
+// failures into the stable error codes.
+package outbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/extauth/extauth/providers"
+)
+
+// Defaults for NewClient.
+const (
+	DefaultTimeout  = 10 * time.Second
+	DefaultMaxBody  = 1 << 20
+	maxIdleConns    = 32
+	dialTimeout     = 5 * time.Second
+	tlsHandshake    = 5 * time.Second
+	responseHeaders = 10 * time.Second
+)
+
+// ErrBodyTooLarge is returned while reading a response body past the bound.
+var ErrBodyTooLarge = errors.New("response body exceeds the size bound")
+
+// NewClient returns a client whose requests time out after timeout and whose
+// response bodies fail with ErrBodyTooLarge past maxBody bytes. Zero values
+// take the defaults. base, when not nil, supplies the transport to wrap.
+func NewClient(base *http.Client, timeout time.Duration, maxBody int64) *http.Client {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	var rt http.RoundTripper
+	var jar http.CookieJar
+	if base != nil {
+		rt = base.Transport
+		jar = base.Jar
+		if base.Timeout > 0 && base.Timeout < timeout {
+			timeout = base.Timeout
+		}
+	}
+	if rt == nil {
+		rt = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   tlsHandshake,
+			ResponseHeaderTimeout: responseHeaders,
+			MaxIdleConns:          maxIdleConns,
+			MaxIdleConnsPerHost:   maxIdleConns,
+			IdleConnTimeout:       90 * time.Second,
+			ForceAttemptHTTP2:     true,
+		}
+	}
+	return &http.Client{
+		Transport: &limitTransport{base: rt, max: maxBody},
+		Jar:       jar,
+		Timeout:   timeout,
+		// Providers' token and profile endpoints have no business redirecting
+		// us; following would let a compromised endpoint point our
+		// credentials elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type limitTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > t.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %w", r.Method, Redact(r.URL), ErrBodyTooLarge)
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.max}
+	return resp, nil
+}
+
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the bound from a longer one.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, ErrBodyTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// Redact returns u without its query, fragment and user information, for
+// error messages: a provider URL may carry a token or a code.
+func Redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	c.User = nil
+	c.RawQuery = ""
+	c.ForceQuery = false
+	c.Fragment = ""
+	c.RawFragment = ""
+	return c.String()
+}
+
+// Classify turns a failed outbound call into an *Error with the right code:
+// time-outs become CodeTimeout, oversized bodies CodeInvalidResponse, and
+// anything else CodeProviderUnavailable. The cause is stripped of URL queries.
+func Classify(err error, what string) *providers.Error {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	cause := scrub(err)
+	switch {
+	case errors.Is(err, ErrBodyTooLarge):
+		return providers.NewError(providers.CodeInvalidResponse, what+": response too large", cause)
+	case isTimeout(err):
+		return providers.NewError(providers.CodeTimeout, what+": provider did not answer in time", cause)
+	default:
+		return providers.NewError(providers.CodeProviderUnavailable, what+": provider unreachable", cause)
+	}
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// scrub replaces a *url.Error's URL with its redacted form, keeping the
+// chain for errors.Is.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			c := *ue
+			c.URL = Redact(u)
+			return &c
+		}
+		c := *ue
+		c.URL = "(unparseable URL)"
+		return &c
+	}
+	return err
+}

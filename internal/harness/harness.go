@@ -1,0 +1,130 @@
+// Package harness drives sign-ins end to end in tests: a browser-like client
+// with a cookie jar that follows redirects across the app and the fake
+// providers, and servers whose handler is built once their URL is known.
+package harness
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Serve starts a test server whose handler is made by build from the
+// server's own base URL, so the app can be configured with its real address.
+func Serve(t testing.TB, build func(baseURL string) http.Handler) *httptest.Server {
+	t.Helper()
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+	}))
+	h = build(srv.URL)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Browser is a cookie-keeping HTTP client that records every hop.
+type Browser struct {
+	T      testing.TB
+	Client *http.Client
+	Jar    *cookiejar.Jar
+	// Hops lists every URL requested, redirects included, in order.
+	Hops []string
+	// Header is added to every request (Sec-Fetch-Site, Origin, ...).
+	Header http.Header
+}
+
+// NewBrowser returns a browser that follows up to 20 redirects.
+func NewBrowser(t testing.TB) *Browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Browser{T: t, Jar: jar, Header: http.Header{}}
+	b.Client = &http.Client{
+		Jar:     jar,
+		Timeout: 30 * time.Second,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 20 {
+				return http.ErrUseLastResponse
+			}
+			b.Hops = append(b.Hops, req.URL.String())
+			for k, v := range b.Header {
+				req.Header[k] = v
+			}
+			return nil
+		},
+	}
+	return b
+}
+
+// NoFollow makes the browser stop at the first redirect and return it.
+func (b *Browser) NoFollow() *Browser {
+	b.Client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return b
+}
+
+// Response is a finished request: status, headers, the final URL and the body.
+type Response struct {
+	*http.Response
+	Body string
+	URL  *url.URL
+}
+
+// Do sends req with the browser's headers and reads the whole answer.
+func (b *Browser) Do(req *http.Request) *Response {
+	b.T.Helper()
+	for k, v := range b.Header {
+		req.Header[k] = v
+	}
+	b.Hops = append(b.Hops, req.URL.String())
+	resp, err := b.Client.Do(req)
+	if err != nil {
+		b.T.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.T.Fatalf("reading %s: %v", req.URL, err)
+	}
+	return &Response{Response: resp, Body: string(body), URL: resp.Request.URL}
+}
+
+// Get requests u.
+func (b *Browser) Get(u string) *Response {
+	b.T.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return b.Do(req)
+}
+
+// PostForm posts form to u.
+func (b *Browser) PostForm(u string, form url.Values) *Response {
+	b.T.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.Do(req)
+}
+
+// Cookie returns the named cookie the jar would send to u, or nil.
+func (b *Browser) Cookie(u, name string) *http.Cookie {
+	pu, err := url.Parse(u)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	for _, c := range b.Jar.Cookies(pu) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}

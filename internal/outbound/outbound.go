@@ -11,9 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
-
-	"github.com/extauth/extauth/providers"
 )
 
 // Defaults for NewClient.
@@ -129,26 +128,9 @@ func Redact(u *url.URL) string {
 	return c.String()
 }
 
-// Classify turns a failed outbound call into an *Error with the right code:
-// time-outs become CodeTimeout, oversized bodies CodeInvalidResponse, and
-// anything else CodeProviderUnavailable. The cause is stripped of URL queries.
-func Classify(err error, what string) *providers.Error {
-	var pe *providers.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	cause := scrub(err)
-	switch {
-	case errors.Is(err, ErrBodyTooLarge):
-		return providers.NewError(providers.CodeInvalidResponse, what+": response too large", cause)
-	case isTimeout(err):
-		return providers.NewError(providers.CodeTimeout, what+": provider did not answer in time", cause)
-	default:
-		return providers.NewError(providers.CodeProviderUnavailable, what+": provider unreachable", cause)
-	}
-}
-
-func isTimeout(err error) bool {
+// IsTimeout reports whether err is a time-out: a deadline or a net.Error
+// that says so.
+func IsTimeout(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
@@ -156,9 +138,15 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// scrub replaces a *url.Error's URL with its redacted form, keeping the
-// chain for errors.Is.
-func scrub(err error) error {
+// IsTooLarge reports whether err comes from the body bound. Libraries that
+// flatten errors with %v lose the chain, so the text is recognised too.
+func IsTooLarge(err error) bool {
+	return errors.Is(err, ErrBodyTooLarge) || (err != nil && strings.Contains(err.Error(), ErrBodyTooLarge.Error()))
+}
+
+// Scrub replaces a *url.Error's URL with its redacted form, keeping the
+// chain for errors.Is: a request URL may carry a code or a token.
+func Scrub(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if u, perr := url.Parse(ue.URL); perr == nil {

@@ -1,0 +1,263 @@
+// Package wpoauth is a fake WordPress "WP OAuth Server": authorization code
+// grant with PKCE, single-use codes, client and redirect_uri checks, and the
+// /oauth/me profile. It serves tests and the demo's development provider.
+package wpoauth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// User is the profile /oauth/me returns.
+type User struct {
+	ID          int    `json:"ID"`
+	Login       string `json:"user_login"`
+	Email       string `json:"user_email"`
+	DisplayName string `json:"display_name"`
+	Avatar      string `json:"avatar,omitempty"`
+}
+
+// Server is the fake. Its exported fields are knobs; set them before use or
+// under Lock when the server is running.
+type Server struct {
+	ClientID     string
+	ClientSecret string
+	// RedirectURI is the only redirect_uri accepted.
+	RedirectURI string
+	User        User
+	// AutoApprove skips the consent page.
+	AutoApprove bool
+	// Prefix is the path the server is mounted under (e.g. "/dev/blog").
+	Prefix string
+
+	// TokenStatus, when set, is the status of every token response.
+	TokenStatus int
+	// Hang makes the token endpoint wait until the request is abandoned.
+	Hang bool
+	// HugeToken makes the token endpoint send a body of this many bytes.
+	HugeToken int
+	// MeBody, when set, replaces the profile JSON.
+	MeBody string
+
+	mu     sync.Mutex
+	codes  map[string]grant
+	tokens map[string]bool
+	// TokenCalls counts token endpoint requests.
+	TokenCalls int
+}
+
+type grant struct {
+	redirectURI string
+	challenge   string
+	expires     time.Time
+}
+
+// New returns a fake for one registered client.
+func New(clientID, clientSecret, redirectURI string) *Server {
+	return &Server{
+		ClientID:     clientID,
+		ClientSecret: clientSecret,
+		RedirectURI:  redirectURI,
+		User:         User{ID: 42, Login: "ada", Email: "ada@blog.example", DisplayName: "Ada Lovelace"},
+		codes:        map[string]grant{},
+		tokens:       map[string]bool{},
+	}
+}
+
+// Lock serialises knob changes with requests in flight.
+func (s *Server) Lock() { s.mu.Lock() }
+
+// Unlock releases Lock.
+func (s *Server) Unlock() { s.mu.Unlock() }
+
+// ServeHTTP routes /oauth/authorize, /oauth/token and /oauth/me under Prefix.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimPrefix(r.URL.Path, s.Prefix) {
+	case "/oauth/authorize":
+		s.authorize(w, r)
+	case "/oauth/token":
+		s.token(w, r)
+	case "/oauth/me":
+		s.me(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+var consent = template.Must(template.New("consent").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Blog: authorize</title>
+<style>body{font-family:sans-serif;max-width:30em;margin:3em auto}</style></head>
+<body><h1>WP OAuth Server (development)</h1>
+<p>The application <b>{{.Client}}</b> asks to sign you in as <b>{{.User}}</b>.</p>
+<form method="post">
+<button name="decision" value="approve" id="approve">Approve</button>
+<button name="decision" value="deny" id="deny">Deny</button></form></body></html>
+`))
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	q := r.Form
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q.Get("client_id") != s.ClientID {
+		http.Error(w, "unknown client_id", http.StatusBadRequest)
+		return
+	}
+	// Never redirect to an unregistered URI: the error goes on the page.
+	if q.Get("redirect_uri") != s.RedirectURI {
+		http.Error(w, "redirect_uri mismatch", http.StatusBadRequest)
+		return
+	}
+	back, _ := url.Parse(s.RedirectURI)
+	v := url.Values{}
+	if st := q.Get("state"); st != "" {
+		v.Set("state", st)
+	}
+	if q.Get("response_type") != "code" {
+		v.Set("error", "unsupported_response_type")
+		back.RawQuery = v.Encode()
+		http.Redirect(w, r, back.String(), http.StatusFound)
+		return
+	}
+	if q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 {
+		v.Set("error", "invalid_request")
+		back.RawQuery = v.Encode()
+		http.Redirect(w, r, back.String(), http.StatusFound)
+		return
+	}
+	decision := r.PostForm.Get("decision")
+	if !s.AutoApprove && decision == "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		consent.Execute(w, map[string]any{"Client": s.ClientID, "User": s.User.Login})
+		return
+	}
+	if decision == "deny" {
+		v.Set("error", "access_denied")
+		back.RawQuery = v.Encode()
+		http.Redirect(w, r, back.String(), http.StatusFound)
+		return
+	}
+	code := random()
+	s.codes[code] = grant{redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"), expires: time.Now().Add(time.Minute)}
+	v.Set("code", code)
+	back.RawQuery = v.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.TokenCalls++
+	hang, status, huge := s.Hang, s.TokenStatus, s.HugeToken
+	s.mu.Unlock()
+	if hang {
+		// The body must be drained for net/http to notice the client
+		// leaving and cancel the context; the timer is a backstop.
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+		return
+	}
+	if r.Method != http.MethodPost {
+		oauthError(w, http.StatusMethodNotAllowed, "invalid_request")
+		return
+	}
+	if status != 0 {
+		oauthError(w, status, "server_error")
+		return
+	}
+	if huge > 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"`))
+		w.Write([]byte(strings.Repeat("a", huge)))
+		w.Write([]byte(`"}`))
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request")
+		return
+	}
+	f := r.PostForm
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = f.Get("client_id"), f.Get("client_secret")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != s.ClientID || subtle.ConstantTimeCompare([]byte(secret), []byte(s.ClientSecret)) != 1 {
+		oauthError(w, http.StatusUnauthorized, "invalid_client")
+		return
+	}
+	if f.Get("grant_type") != "authorization_code" {
+		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
+		return
+	}
+	g, found := s.codes[f.Get("code")]
+	delete(s.codes, f.Get("code")) // single use, even when the rest fails
+	if !found || time.Now().After(g.expires) {
+		oauthError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
+	if f.Get("redirect_uri") != g.redirectURI {
+		oauthError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
+	sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+	if base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
+		oauthError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
+	tok := random()
+	s.tokens[tok] = true
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]any{
+		"access_token":  tok,
+		"token_type":    "Bearer",
+		"expires_in":    3600,
+		"refresh_token": random(),
+		"scope":         "basic",
+	})
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok || !s.tokens[tok] {
+		oauthError(w, http.StatusUnauthorized, "invalid_token")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if s.MeBody != "" {
+		w.Write([]byte(s.MeBody))
+		return
+	}
+	json.NewEncoder(w).Encode(s.User)
+}
+
+func oauthError(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": code})
+}
+
+func random() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

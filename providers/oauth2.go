@@ -1,0 +1,141 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/extauth/extauth/internal/outbound"
+	"golang.org/x/oauth2"
+)
+
+// callbackError turns the error parameters an OAuth 2 provider returns to
+// the callback (RFC 6749 4.1.2.1) into an *Error, or nil when there are none.
+func callbackError(r *http.Request) *Error {
+	code := r.FormValue("error")
+	if code == "" {
+		return nil
+	}
+	if code == "access_denied" {
+		return NewError(CodeAccessDenied, "you did not allow the sign-in", errors.New("provider answered access_denied"))
+	}
+	return NewError(CodeInvalidResponse, "the provider refused the sign-in",
+		fmt.Errorf("provider answered error=%.64q", code))
+}
+
+// exchange trades an authorization code for tokens with PKCE, through the
+// bounded client, and classifies every failure.
+func exchange(ctx context.Context, conf *oauth2.Config, client *http.Client, code, verifier string) (*oauth2.Token, error) {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+	var opts []oauth2.AuthCodeOption
+	if verifier != "" {
+		opts = append(opts, oauth2.VerifierOption(verifier))
+	}
+	tok, err := conf.Exchange(ctx, code, opts...)
+	if err == nil {
+		if tok.AccessToken == "" {
+			return nil, NewError(CodeInvalidResponse, "the provider sent no access token", errors.New("token response without access_token"))
+		}
+		return tok, nil
+	}
+	return nil, tokenError(err)
+}
+
+func tokenError(err error) *Error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		// The body of a token error may echo what we sent; keep only the
+		// standard fields.
+		cause := fmt.Errorf("token endpoint: HTTP %d error=%.64q", re.Response.StatusCode, re.ErrorCode)
+		switch {
+		case re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client" || re.Response.StatusCode == http.StatusUnauthorized:
+			return NewError(CodeInvalidCredentials, "the provider rejected this application's credentials", cause)
+		case re.Response.StatusCode >= 500:
+			return NewError(CodeProviderUnavailable, "the provider is unavailable", cause)
+		default:
+			return NewError(CodeInvalidResponse, "the provider refused the authorization code", cause)
+		}
+	}
+	if strings.Contains(err.Error(), "oauth2: cannot parse") || strings.Contains(err.Error(), "oauth2: server response missing access_token") {
+		return NewError(CodeInvalidResponse, "the provider's token response is malformed", err)
+	}
+	return TransportError(err, "token exchange")
+}
+
+// getJSON fetches url with the access token in the Authorization header
+// (never in the query) and decodes the JSON object it returns.
+func getJSON(ctx context.Context, client *http.Client, url, accessToken, what string) (map[string]any, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, NewError(CodeMisconfigured, what+": bad URL", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, TransportError(err, what)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, TransportError(err, what)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, NewError(CodeInvalidResponse, what+": the provider refused the access token", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
+	case resp.StatusCode >= 500:
+		return nil, NewError(CodeProviderUnavailable, what+": the provider is unavailable", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
+	case resp.StatusCode != http.StatusOK:
+		return nil, NewError(CodeInvalidResponse, what+": unexpected answer", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil || out == nil {
+		return nil, NewError(CodeInvalidResponse, what+": malformed JSON", fmt.Errorf("%s: %v", what, errOrNull(err)))
+	}
+	return out, nil
+}
+
+func errOrNull(err error) error {
+	if err == nil {
+		return errors.New("not a JSON object")
+	}
+	return err
+}
+
+// str reads a string field, accepting JSON numbers too (IDs are sent either
+// way); other types read as "".
+func str(m map[string]any, key string) string {
+	switch v := m[key].(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	default:
+		return ""
+	}
+}
+
+// TransportError turns a failed outbound call into an *Error: time-outs
+// become CodeTimeout, oversized bodies CodeInvalidResponse, anything else
+// CodeProviderUnavailable. URL queries are scrubbed from the cause.
+func TransportError(err error, what string) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	cause := outbound.Scrub(err)
+	switch {
+	case outbound.IsTooLarge(err):
+		return NewError(CodeInvalidResponse, what+": response too large", cause)
+	case outbound.IsTimeout(err):
+		return NewError(CodeTimeout, what+": the provider did not answer in time", cause)
+	default:
+		return NewError(CodeProviderUnavailable, what+": the provider is unreachable", cause)
+	}
+}

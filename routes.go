@@ -1,0 +1,428 @@
+package extauth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/extauth/extauth/providers"
+)
+
+const (
+	pathPrefix = "/users/auth/"
+	// callbackBodyLimit bounds OAuth callback bodies; SAML strategies ask
+	// for more through providers.BodyLimiter.
+	callbackBodyLimit = 64 << 10
+	// maxCookieBytes keeps a transaction cookie under the 4 KB that every
+	// browser stores.
+	maxCookieBytes = 4000
+	// maxLiveTransactions bounds the transaction cookies one browser keeps
+	// per provider (several tabs signing in at once).
+	maxLiveTransactions = 4
+)
+
+// Route is one route mounted by Mount.
+type Route struct {
+	Provider Provider
+	// Purpose is "authorize" or "callback" (SAML adds "metadata" and "logout").
+	Purpose string
+	// Path is the route's path; each also answers with a ".json" suffix.
+	Path    string
+	Methods []string
+	// URL is the absolute URL: for a callback, the one to register with the
+	// provider.
+	URL string
+}
+
+// Routes lists the mounted routes: two per provider.
+func (a *Auth) Routes() []Route {
+	var out []Route
+	for _, name := range a.order {
+		for _, purpose := range []string{"authorize", "callback"} {
+			path := pathPrefix + name
+			if purpose == "callback" {
+				path += "/callback"
+			}
+			out = append(out, Route{
+				Provider: Provider(name),
+				Purpose:  purpose,
+				Path:     path,
+				Methods:  []string{http.MethodGet, http.MethodPost},
+				URL:      a.base.String() + path,
+			})
+		}
+	}
+	return out
+}
+
+// Mount registers the routes on mux under /users/auth/. More specific
+// patterns the host registers under that prefix keep precedence.
+func (a *Auth) Mount(mux *http.ServeMux) {
+	mux.Handle(pathPrefix, a)
+}
+
+// ServeHTTP serves the routes, for routers other than http.ServeMux: every
+// path under /users/auth/ that is not one of them is answered 404.
+func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, callback, format, ok := parsePath(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	s, ok := a.strategies[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	allowed := "GET, POST"
+	if a.strictPOST && !callback {
+		allowed = "POST"
+	}
+	if !(r.Method == http.MethodPost || (r.Method == http.MethodGet && allowed != "POST")) {
+		w.Header().Set("Allow", allowed)
+		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if callback {
+		a.callback(w, r, s, format)
+	} else {
+		a.authorize(w, r, s, format)
+	}
+}
+
+// parsePath splits /users/auth/<p>[/callback][.<format>]. Formats are
+// limited to html and json: anything else is not a route.
+func parsePath(p string) (name string, callback bool, format string, ok bool) {
+	rest, found := strings.CutPrefix(p, pathPrefix)
+	if !found || rest == "" {
+		return "", false, "", false
+	}
+	if i := strings.LastIndexByte(rest, '.'); i >= 0 && !strings.Contains(rest[i:], "/") {
+		format = rest[i+1:]
+		rest = rest[:i]
+		if format != "json" && format != "html" {
+			return "", false, "", false
+		}
+	}
+	name, tail, hasTail := strings.Cut(rest, "/")
+	if hasTail {
+		if tail != "callback" {
+			return "", false, "", false
+		}
+		callback = true
+	}
+	if !validSlug(name) {
+		return "", false, "", false
+	}
+	return name, callback, format, true
+}
+
+func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
+	name := s.Name()
+	if !a.sameOrigin(r) {
+		a.fail(w, r, format, &Error{Code: providers.CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("cross-site authorize request")})
+		return
+	}
+	// ParseForm reads a bounded body (10 MB by net/http); the authorize
+	// form is tiny, so bound it much harder.
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		a.fail(w, r, format, &Error{Code: providers.CodeInvalidResponse, Provider: name,
+			Message: "malformed request", Err: err})
+		return
+	}
+	now := a.now()
+	tx := &providers.Transaction{
+		ID:       randomString(16),
+		Provider: name,
+		State:    randomString(32),
+		Verifier: randomString(32),
+		Nonce:    randomString(32),
+		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
+		Format:   format,
+		Expires:  now.Add(a.ttl),
+	}
+	target, err := s.Begin(r.Context(), tx)
+	if err != nil {
+		a.fail(w, r, format, providers.AsError(err, name, providers.CodeProviderUnavailable))
+		return
+	}
+	if tx.Binding == "" {
+		tx.Binding = tx.State
+	}
+	payload, err := json.Marshal(tx)
+	if err != nil {
+		a.fail(w, r, format, &Error{Code: providers.CodeMisconfigured, Provider: name, Message: "cannot seal sign-in", Err: err})
+		return
+	}
+	cookieName := a.cookieName(s, tx.Binding)
+	value := a.sealer.Seal(cookieName, payload)
+	if len(cookieName)+len(value) > maxCookieBytes {
+		a.fail(w, r, format, &Error{Code: providers.CodeMisconfigured, Provider: name,
+			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
+		return
+	}
+	a.pruneTransactions(w, r, s)
+	http.SetCookie(w, a.txCookie(s, cookieName, value, int(a.ttl.Seconds())))
+	if format == "json" {
+		writeJSON(w, http.StatusOK, map[string]string{"redirect_to": target})
+		return
+	}
+	status := http.StatusFound
+	if r.Method == http.MethodPost {
+		status = http.StatusSeeOther
+	}
+	http.Redirect(w, r, target, status)
+}
+
+func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
+	name := s.Name()
+	limit := int64(callbackBodyLimit)
+	if bl, ok := s.(providers.BodyLimiter); ok && bl.MaxCallbackBytes() > limit {
+		limit = bl.MaxCallbackBytes()
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		a.fail(w, r, format, &Error{Code: providers.CodeInvalidResponse, Provider: name,
+			Message: "malformed or oversized callback", Err: err})
+		return
+	}
+	tx, err := a.openTransaction(w, r, s)
+	if err != nil {
+		a.fail(w, r, format, &Error{Code: providers.CodeInvalidState, Provider: name,
+			Message: "this sign-in is not valid any more; please start again", Err: err})
+		return
+	}
+	if tx.Format != "" {
+		format = tx.Format
+	}
+	id, err := s.Complete(r.Context(), r, tx)
+	if err == nil && id == nil {
+		err = errors.New("strategy returned no identity")
+	}
+	if err != nil {
+		a.fail(w, r, format, providers.AsError(err, name, providers.CodeInvalidResponse))
+		return
+	}
+	id.Provider = name
+	a.log.Info("extauth: signed in", "provider", name)
+	a.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format)), id)
+}
+
+// openTransaction finds the cookie named by the callback's binding, opens
+// it, checks it belongs to this provider, is live, matches the binding, and
+// has not been used; then expires it.
+func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s providers.Strategy) (*providers.Transaction, error) {
+	binding := s.Binding(r)
+	if binding == "" {
+		return nil, errors.New("callback carries no state")
+	}
+	name := a.cookieName(s, binding)
+	c, err := r.Cookie(name)
+	if err != nil {
+		return nil, errors.New("no transaction cookie for this state")
+	}
+	// The cookie is spent whatever happens next.
+	http.SetCookie(w, a.txCookie(s, name, "", -1))
+	raw, err := a.sealer.Open(name, c.Value)
+	if err != nil {
+		return nil, errors.New("transaction cookie does not open")
+	}
+	var tx providers.Transaction
+	if err := json.Unmarshal(raw, &tx); err != nil {
+		return nil, errors.New("transaction cookie is malformed")
+	}
+	if tx.Provider != s.Name() {
+		return nil, errors.New("transaction belongs to another provider")
+	}
+	if !a.now().Before(tx.Expires) {
+		return nil, errors.New("transaction expired")
+	}
+	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
+		return nil, errors.New("state does not match the transaction")
+	}
+	fresh, err := a.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
+	if err != nil {
+		return nil, errors.New("single-use store unavailable")
+	}
+	if !fresh {
+		return nil, errors.New("transaction already used")
+	}
+	return &tx, nil
+}
+
+// cookieName derives the per-transaction cookie name from the binding, so a
+// browser can run several sign-ins at once and the callback finds its own
+// without trying each.
+func (a *Auth) cookieName(s providers.Strategy, binding string) string {
+	sum := sha256.Sum256([]byte(binding))
+	return a.cookiePrefix(s) + s.Name() + "_" + base64.RawURLEncoding.EncodeToString(sum[:9])
+}
+
+func (a *Auth) cookiePrefix(s providers.Strategy) string {
+	switch {
+	case !a.secure:
+		return "extauth_"
+	case crossSite(s):
+		// __Host- would demand Path=/; this cookie is scoped to its callback.
+		return "__Secure-extauth_"
+	default:
+		return "__Host-extauth_"
+	}
+}
+
+func crossSite(s providers.Strategy) bool {
+	cs, ok := s.(providers.CrossSiteCallback)
+	return ok && cs.CrossSiteCallback()
+}
+
+func (a *Auth) txCookie(s providers.Strategy, name, value string, maxAge int) *http.Cookie {
+	c := &http.Cookie{
+		Name:     name,
+		Value:    value,
+		Path:     "/",
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   a.secure,
+		SameSite: http.SameSiteLaxMode,
+	}
+	if crossSite(s) && a.secure {
+		// The IdP POSTs the callback cross-site: Lax cookies would not come
+		// along. Narrow the cookie to that one path instead.
+		c.Path = a.base.Path + pathPrefix + s.Name() + "/callback"
+		c.SameSite = http.SameSiteNoneMode
+	}
+	return c
+}
+
+// pruneTransactions expires this provider's transaction cookies that no
+// longer open or have expired, and the oldest past maxLiveTransactions.
+func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s providers.Strategy) {
+	prefix := a.cookiePrefix(s) + s.Name() + "_"
+	type live struct {
+		name    string
+		expires int64
+	}
+	var alive []live
+	now := a.now()
+	for _, c := range r.Cookies() {
+		if !strings.HasPrefix(c.Name, prefix) {
+			continue
+		}
+		var tx providers.Transaction
+		raw, err := a.sealer.Open(c.Name, c.Value)
+		if err == nil {
+			err = json.Unmarshal(raw, &tx)
+		}
+		if err != nil || !now.Before(tx.Expires) {
+			http.SetCookie(w, a.txCookie(s, c.Name, "", -1))
+			continue
+		}
+		alive = append(alive, live{c.Name, tx.Expires.UnixNano()})
+	}
+	if len(alive) < maxLiveTransactions {
+		return
+	}
+	sort.Slice(alive, func(i, j int) bool { return alive[i].expires < alive[j].expires })
+	for _, l := range alive[:len(alive)-maxLiveTransactions+1] {
+		http.SetCookie(w, a.txCookie(s, l.name, "", -1))
+	}
+}
+
+// sameOrigin refuses authorize requests a browser marks as cross-site, and
+// those whose Origin is another origin (login CSRF, CVE-2015-9284).
+func (a *Auth) sameOrigin(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	return origin == a.base.Scheme+"://"+a.base.Host
+}
+
+// SafeReturnTo returns s when it is a path on this application, and "/"
+// otherwise: it refuses absolute URLs, scheme-relative and backslash tricks
+// (//evil, /\evil, /%2F%2Fevil), control characters and other schemes.
+func SafeReturnTo(s string) string {
+	if s == "" || len(s) > 2048 || s[0] != '/' {
+		return "/"
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "/"
+	}
+	// Decoded, the path must not turn into a scheme-relative URL either:
+	// some proxies and frameworks decode before redirecting.
+	dec, err := url.PathUnescape(u.EscapedPath())
+	if err != nil || strings.HasPrefix(dec, "//") || strings.Contains(dec, "\\") {
+		return "/"
+	}
+	return s
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (a *Auth) fail(w http.ResponseWriter, r *http.Request, format string, err *Error) {
+	a.log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
+	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format)), err)
+}
+
+var failurePage = template.Must(template.New("failure").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title></head>
+<body><h1>Sign-in failed</h1><p>{{.Message}}</p><p><code>{{.Code}}</code></p><p><a href="/">Back</a></p></body></html>
+`))
+
+func defaultFailure(w http.ResponseWriter, r *http.Request, err *Error) {
+	status := err.Code.HTTPStatus()
+	msg := err.Message
+	if msg == "" {
+		msg = "Sign-in failed."
+	}
+	if Format(r) == "json" {
+		writeJSON(w, status, map[string]string{
+			"error":             string(err.Code),
+			"error_description": msg,
+			"provider":          err.Provider,
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	failurePage.Execute(w, struct {
+		Message string
+		Code    Code
+	}{msg, err.Code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}

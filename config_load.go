@@ -469,27 +469,34 @@ func (l *loader) scalar(p Provider, key string, n *yaml.Node) (string, bool) {
 
 const keyAdditional = "saml_additional_settings"
 
-// additional reads saml_additional_settings.
-func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
-	var s SAMLAdditionalSettings
+// mapping returns the entries of a nested mapping setting. Null, and the
+// empty string a template may leave, read as an empty mapping.
+func (l *loader) mapping(key string, n *yaml.Node) []entry {
 	n, err := deref(n)
 	if err != nil {
-		l.problem(SAML, keyAdditional, "is an alias that does not resolve", ErrInvalidSetting)
-		return s
+		l.problem(SAML, key, "is an alias that does not resolve", ErrInvalidSetting)
+		return nil
 	}
 	if isNull(n) || (n.Kind == yaml.ScalarNode && n.Value == "") {
-		return s
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		l.problem(SAML, keyAdditional, "must be a mapping", ErrInvalidSetting)
-		return s
+		l.problem(SAML, key, "must be a mapping", ErrInvalidSetting)
+		return nil
 	}
 	entries, dups, err := l.entries(n, 0)
 	if err != nil {
-		l.problem(SAML, keyAdditional, "cannot be read: "+err.Error(), ErrInvalidSetting)
-		return s
+		l.problem(SAML, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
+		return nil
 	}
-	l.duplicates(dups, keyAdditional+".")
+	l.duplicates(dups, key+".")
+	return entries
+}
+
+// additional reads saml_additional_settings.
+func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
+	var s SAMLAdditionalSettings
+	entries := l.mapping(keyAdditional, n)
 	for _, e := range entries {
 		key := keyAdditional + "." + e.key
 		switch e.key {
@@ -505,7 +512,8 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 		case "security":
 			s.Security = l.security(e.val)
 		default:
-			if near := suggest(e.key, additionalKeys, nil); near != "" {
+			known := []string{"RelayState", "authn_context", "certificate", "private_key", "security"}
+			if near := suggest(e.key, known, nil); near != "" {
 				l.warn("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near)
 			}
 			v, ok := l.scalar(SAML, key, e.val)
@@ -517,26 +525,11 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 	return s
 }
 
-var additionalKeys = []string{"RelayState", "authn_context", "certificate", "private_key", "security"}
-
 // security reads saml_additional_settings.security.
 func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	const key = keyAdditional + ".security"
 	var s SAMLSecurity
-	n, err := deref(n)
-	if err != nil || isNull(n) {
-		return s
-	}
-	if n.Kind != yaml.MappingNode {
-		l.problem(SAML, key, "must be a mapping", ErrInvalidSetting)
-		return s
-	}
-	entries, dups, err := l.entries(n, 0)
-	if err != nil {
-		l.problem(SAML, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
-		return s
-	}
-	l.duplicates(dups, key+".")
+	entries := l.mapping(key, n)
 	for _, e := range entries {
 		if e.key != "logout_requests_signed" {
 			hint := ""

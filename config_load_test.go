@@ -514,6 +514,19 @@ func TestAdditionalSettings(t *testing.T) {
 	if cfg.SAML.Additional.Security.LogoutRequestsSigned {
 		t.Error("a misspelt security key took effect")
 	}
+
+	for src, key := range map[string]string{
+		"saml_additional_settings: [a]\n":                         "saml_additional_settings",
+		"saml_additional_settings:\n  security: true\n":           "saml_additional_settings.security",
+		"saml_additional_settings:\n  security: [true]\n":         "saml_additional_settings.security",
+		"saml_additional_settings:\n  a: 1\n  a: 2\n":             "saml_additional_settings.a",
+		"saml_additional_settings:\n  authn_context: [urn:a:b]\n": "saml_additional_settings.authn_context",
+	} {
+		_, err := extauth.ParseConfig([]byte(head+src), vars())
+		if keys := problemKeys(t, err); !slices.Equal(keys, []string{key}) {
+			t.Errorf("%q: keys %v, want %s", src, keys, key)
+		}
+	}
 }
 
 func reflectZero(s extauth.SAMLAdditionalSettings) bool {

@@ -210,10 +210,6 @@ func (s SAMLAdditionalSettings) isZero() bool {
 		s.PrivateKey.IsZero() && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
 }
 
-// reservedParams are the query parameters of the SAML HTTP-Redirect binding;
-// a custom entry by one of these names would corrupt the signed request.
-var reservedParams = []string{"SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature"}
-
 func (s SAMLAdditionalSettings) problems() []Problem {
 	const pre = keyAdditional + "."
 	var ps []Problem
@@ -228,11 +224,14 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 			bad("authn_context", "must be a URN or an absolute URI", ErrInvalidSetting)
 		}
 	}
+	// The query parameters of the SAML HTTP-Redirect binding: a custom entry
+	// by one of these names would corrupt the signed request.
+	reserved := []string{"SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature"}
 	for _, p := range s.Custom {
 		switch {
 		case p.Name == "":
 			ps = append(ps, Problem{SAML, keyAdditional, "has a custom entry with an empty name", ErrInvalidSetting})
-		case containsFold(reservedParams, p.Name):
+		case containsFold(reserved, p.Name):
 			bad(p.Name, "is a parameter of the SAML binding and cannot be a custom entry", ErrInvalidSetting)
 		case strings.Contains(p.Value, "-----BEGIN"):
 			// Custom entries go to the IdP in the URL: a misspelt

@@ -1,0 +1,618 @@
+package extauth_test
+
+import (
+	"errors"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+)
+
+// vars is a hermetic stand-in for the process environment.
+func vars(kv ...string) extauth.ConfigOption {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return extauth.LookupEnv(func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	})
+}
+
+func mustParse(t *testing.T, src string, opts ...extauth.ConfigOption) *extauth.Config {
+	t.Helper()
+	cfg, err := extauth.ParseConfig([]byte(src), append([]extauth.ConfigOption{vars()}, opts...)...)
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	return cfg
+}
+
+// problemKeys returns the keys named by the *ValidationError in err.
+func problemKeys(t *testing.T, err error) []string {
+	t.Helper()
+	var ve *extauth.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %v is not a *ValidationError", err)
+	}
+	var keys []string
+	for _, p := range ve.Problems {
+		keys = append(keys, p.Key)
+	}
+	return keys
+}
+
+func TestLoadLegacyFile(t *testing.T) {
+	cfg, err := extauth.LoadConfig("testdata/config/legacy.yml", vars())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []extauth.Provider{extauth.Microblog, extauth.Socialnet, extauth.SearchOAuth2, extauth.BlogOAuth2}
+	if got := cfg.Providers(); !slices.Equal(got, want) {
+		t.Errorf("Providers() = %v, want %v", got, want)
+	}
+	if cfg.SAML.Configured() || cfg.OIDC.Configured() {
+		t.Error("saml or oidc configured by a four-provider file")
+	}
+	if cfg.Socialnet.Key != "1234567890" {
+		t.Errorf("numeric socialnet_key read as %q", cfg.Socialnet.Key)
+	}
+	if cfg.Microblog.Secret.Value() != "legacy-microblog-secret" || cfg.BlogOAuth2.Site != "https://blog.example.com" {
+		t.Errorf("values not read: %q %q", cfg.Microblog.Secret.Value(), cfg.BlogOAuth2.Site)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings for a clean file: %q", cfg.Warnings)
+	}
+}
+
+func TestLoadFullFile(t *testing.T) {
+	cfg, err := extauth.LoadConfig("testdata/config/full.yml", vars())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Providers(); !slices.Equal(got, extauth.BuiltinProviders()) {
+		t.Errorf("Providers() = %v, want all six", got)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings for a clean file: %q", cfg.Warnings)
+	}
+	a := cfg.SAML.Additional
+	if a.RelayState != "/dashboard" || !strings.HasPrefix(a.AuthnContext, "urn:oasis:") || !a.Security.LogoutRequestsSigned {
+		t.Errorf("additional settings not read: %+v", a)
+	}
+	wantCustom := []extauth.Param{{Name: "organization", Value: "example-org"}, {Name: "tenant", Value: "42"}, {Name: "locale", Value: "en"}}
+	if !slices.Equal(a.Custom, wantCustom) {
+		t.Errorf("Custom = %v, want %v (file order)", a.Custom, wantCustom)
+	}
+	if !strings.HasPrefix(a.Certificate, "-----BEGIN CERTIFICATE-----\n") || !strings.HasSuffix(a.Certificate, "-----END CERTIFICATE-----\n") {
+		t.Errorf("certificate lost its PEM lines: %q", a.Certificate)
+	}
+	if strings.Count(a.PrivateKey.Value(), "\n") < 20 {
+		t.Error("private key lost its newlines")
+	}
+	cert, key, err := a.KeyPair()
+	if err != nil {
+		t.Fatalf("KeyPair: %v", err)
+	}
+	if cert.Subject.CommonName != "extauth-test" || key.N.BitLen() != 2048 {
+		t.Errorf("key pair: CN %q, %d bits", cert.Subject.CommonName, key.N.BitLen())
+	}
+	if days := cert.NotAfter.Sub(cert.NotBefore) / (24 * time.Hour); days != 3650 {
+		t.Errorf("certificate valid %d days, want 3650", days)
+	}
+	if cfg.OIDC.Issuer != "https://id.example.org" || cfg.OIDC.ClientSecret.Value() != "full-oidc-secret" {
+		t.Errorf("oidc not read: %+v", cfg.OIDC)
+	}
+	if cfg.Microblog.Site != "https://api.microblog.test" {
+		t.Errorf("extension microblog_site not read: %q", cfg.Microblog.Site)
+	}
+}
+
+func TestLoadRailsFile(t *testing.T) {
+	const path = "testdata/config/rails.yml"
+	t.Run("development", func(t *testing.T) {
+		cfg, err := extauth.LoadConfig(path, vars("MICROBLOG_KEY", "mk", "MICROBLOG_SECRET", "ms"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.Providers(), []extauth.Provider{extauth.Microblog, extauth.OIDC}; !slices.Equal(got, want) {
+			t.Errorf("Providers() = %v, want %v", got, want)
+		}
+		if cfg.Microblog.Key != "mk" || cfg.Microblog.Secret.Value() != "ms" {
+			t.Errorf("merged ERB look-ups: %q %q", cfg.Microblog.Key, cfg.Microblog.Secret.Value())
+		}
+		if cfg.OIDC.ClientSecret.Value() != "dev-oidc-secret" {
+			t.Errorf("ENV.fetch default not used: %q", cfg.OIDC.ClientSecret.Value())
+		}
+		want := []string{
+			"search_oauth2_key: environment variable SEARCH_OAUTH2_KEY is not set",
+			"search_oauth2_secret: environment variable SEARCH_OAUTH2_SECRET is not set",
+		}
+		if !slices.Equal(cfg.Warnings, want) {
+			t.Errorf("Warnings = %q, want %q", cfg.Warnings, want)
+		}
+	})
+	t.Run("production from EXTAUTH_ENV", func(t *testing.T) {
+		cfg, err := extauth.LoadConfig(path, vars(
+			"EXTAUTH_ENV", "production",
+			"BLOG_OAUTH2_KEY", "bk", "BLOG_OAUTH2_SECRET", "bs", "BLOG_HOST", "blog.example.com",
+			"SEARCH_OAUTH2_KEY", "gk", "SEARCH_OAUTH2_SECRET", "gs",
+			"OIDC_CLIENT_SECRET", "os",
+		))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []extauth.Provider{extauth.SearchOAuth2, extauth.BlogOAuth2, extauth.SAML, extauth.OIDC}
+		if got := cfg.Providers(); !slices.Equal(got, want) {
+			t.Errorf("Providers() = %v, want %v", got, want)
+		}
+		if cfg.BlogOAuth2.Site != "https://blog.example.com" || cfg.SearchOAuth2.Key != "gk" {
+			t.Errorf("${VAR} look-ups: %q %q", cfg.BlogOAuth2.Site, cfg.SearchOAuth2.Key)
+		}
+		if cfg.OIDC.ClientID != "prod-client" {
+			t.Errorf(`ENV["X"] || "default": %q`, cfg.OIDC.ClientID)
+		}
+		if cfg.SAML.Additional.RelayState != "https://app.example.org/welcome" {
+			t.Errorf("section's own saml_additional_settings not used: %+v", cfg.SAML.Additional)
+		}
+	})
+	t.Run("Env option wins over EXTAUTH_ENV", func(t *testing.T) {
+		cfg, err := extauth.LoadConfig(path, extauth.Env("test"), vars("EXTAUTH_ENV", "production"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Providers()) != 0 {
+			t.Errorf("test section configured %v", cfg.Providers())
+		}
+	})
+	t.Run("production without its variables", func(t *testing.T) {
+		_, err := extauth.LoadConfig(path, extauth.Env("production"), vars())
+		keys := problemKeys(t, err)
+		for _, k := range []string{"blog_oauth2_key", "oidc_client_secret", "blog_oauth2_secret"} {
+			if !slices.Contains(keys, k) {
+				t.Errorf("problem for %s missing from %v", k, keys)
+			}
+		}
+		if !errors.Is(err, extauth.ErrTemplate) || !errors.Is(err, extauth.ErrMissingSetting) {
+			t.Errorf("error classes not found in %v", err)
+		}
+		if !strings.Contains(err.Error(), "testdata/config/rails.yml") {
+			t.Errorf("LoadConfig error does not name the file: %v", err)
+		}
+	})
+	t.Run("unknown environment", func(t *testing.T) {
+		_, err := extauth.LoadConfig(path, extauth.Env("staging"), vars())
+		if !errors.Is(err, extauth.ErrUnknownEnvironment) {
+			t.Fatalf("err = %v, want ErrUnknownEnvironment", err)
+		}
+		for _, s := range []string{`"staging"`, "default, development, test, production"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q does not contain %q", err, s)
+			}
+		}
+	})
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	_, err := extauth.LoadConfig("testdata/config/no-such-file.yml")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestDefaultEnvironmentIsDevelopment(t *testing.T) {
+	src := "development:\n  oidc_client_id: dev\nproduction:\n  oidc_client_id: prod\n"
+	// A partly filled oidc names the section that was read.
+	_, err := extauth.ParseConfig([]byte(src), vars())
+	if keys := problemKeys(t, err); !slices.Equal(keys, []string{"oidc_client_secret", "oidc_issuer"}) {
+		t.Errorf("keys = %v", keys)
+	}
+	_, err = extauth.ParseConfig([]byte(src), vars("EXTAUTH_ENV", ""))
+	if err == nil {
+		t.Error("empty EXTAUTH_ENV did not fall back to development")
+	}
+}
+
+func TestFlatOrSectioned(t *testing.T) {
+	t.Run("one of our keys makes a file flat", func(t *testing.T) {
+		cfg := mustParse(t, "secret_key_base: x\nmicroblog_site: https://m.test\nmicroblog_key: k\nmicroblog_secret: s\nproduction:\n  microblog_key: other\n",
+			extauth.Env("production"))
+		if cfg.Microblog.Key != "k" {
+			t.Errorf("flat file read as sectioned: %q", cfg.Microblog.Key)
+		}
+	})
+	t.Run("only unrelated keys", func(t *testing.T) {
+		_, err := extauth.ParseConfig([]byte("secret_key_base: x\nsmtp_password: y\n"), vars())
+		if !errors.Is(err, extauth.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "neither settings") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("null section", func(t *testing.T) {
+		cfg := mustParse(t, "development:\nproduction:\n  oidc_client_id: x\n")
+		if len(cfg.Providers()) != 0 || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "environment development has no extauth settings") {
+			t.Errorf("providers %v warnings %q", cfg.Providers(), cfg.Warnings)
+		}
+	})
+	t.Run("section that is not a mapping is not a section", func(t *testing.T) {
+		_, err := extauth.ParseConfig([]byte("development: 3\nproduction: {}\n"), vars())
+		if !errors.Is(err, extauth.ErrUnknownEnvironment) || !strings.Contains(err.Error(), "sections production)") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("environment given twice", func(t *testing.T) {
+		_, err := extauth.ParseConfig([]byte("development: {}\ndevelopment: {}\n"), vars())
+		if err == nil || !strings.Contains(err.Error(), "environment development is given more than once") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestEmptyFiles(t *testing.T) {
+	for _, src := range []string{"", "---\n", "# nothing\n", "{}", "~"} {
+		cfg, err := extauth.ParseConfig([]byte(src), vars())
+		if src == "{}" {
+			// An empty mapping has no settings, so it is taken as sectioned.
+			if !errors.Is(err, extauth.ErrUnknownEnvironment) {
+				t.Errorf("%q: err = %v", src, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if len(cfg.Providers()) != 0 || len(cfg.Warnings) != 1 {
+			t.Errorf("%q: providers %v, warnings %q", src, cfg.Providers(), cfg.Warnings)
+		}
+	}
+}
+
+func TestTopLevelMustBeMapping(t *testing.T) {
+	for _, src := range []string{"- a\n- b\n", "just text\n"} {
+		if _, err := extauth.ParseConfig([]byte(src), vars()); err == nil || !strings.Contains(err.Error(), "top level") {
+			t.Errorf("%q: err = %v", src, err)
+		}
+	}
+}
+
+func TestScalarValues(t *testing.T) {
+	cfg := mustParse(t, `
+microblog_key: 12345
+microblog_secret: 1.5e3
+socialnet_key: true
+socialnet_secret: 0x1F
+search_oauth2_key: null
+search_oauth2_secret: ~
+blog_oauth2_key: ""
+blog_oauth2_secret:
+oidc_client_id: "null"
+oidc_client_secret: 2026-01-02
+oidc_issuer: 'https://id.example.org'
+`)
+	got := []string{
+		cfg.Microblog.Key, cfg.Microblog.Secret.Value(), cfg.Socialnet.Key, cfg.Socialnet.Secret.Value(),
+		cfg.SearchOAuth2.Key, cfg.SearchOAuth2.Secret.Value(), cfg.BlogOAuth2.Key, cfg.BlogOAuth2.Secret.Value(),
+		cfg.OIDC.ClientID, cfg.OIDC.ClientSecret.Value(),
+	}
+	want := []string{"12345", "1.5e3", "true", "0x1F", "", "", "", "", "null", "2026-01-02"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+
+	for _, src := range []string{
+		"microblog_key: !!binary aGVsbG8=\n",
+		"microblog_key: !custom x\n",
+		"microblog_key: {a: b}\n",
+		"microblog_key:\n  - a\n",
+	} {
+		_, err := extauth.ParseConfig([]byte(src), vars())
+		if keys := problemKeys(t, err); !slices.Equal(keys, []string{"microblog_key"}) || !errors.Is(err, extauth.ErrInvalidSetting) {
+			t.Errorf("%q: keys %v, err %v", src, keys, err)
+		}
+	}
+}
+
+func TestVariableSubstitution(t *testing.T) {
+	env := vars("A", "alpha", "EMPTY", "", "TRICKY", "x\nmicroblog_secret: injected", "NESTED", "${A}", "NUM", "007")
+	tests := []struct{ in, want string }{
+		{`${A}`, "alpha"},
+		{`pre-${A}-post`, "pre-alpha-post"},
+		{`${A}${A}`, "alphaalpha"},
+		{`<%= ENV["A"] %>`, "alpha"},
+		{`<%= ENV['A'] %>`, "alpha"},
+		{`<%=ENV["A"]%>`, "alpha"},
+		{`<%= ENV["A"] -%>`, "alpha"},
+		{`<%= ENV["UNSET"] %>`, ""},
+		{`<%= ENV["UNSET"] || "dflt" %>`, "dflt"},
+		{`<%= ENV["EMPTY"] || "dflt" %>`, ""},
+		{`<%= ENV.fetch("A", "dflt") %>`, "alpha"},
+		{`<%= ENV.fetch("UNSET", "dflt") %>`, "dflt"},
+		{`<%= ENV.fetch('UNSET', 'dflt') %>`, "dflt"},
+		{`<%= ENV.fetch("UNSET", nil) %>`, ""},
+		{`<%= ENV.fetch("UNSET") { "dflt" } %>`, "dflt"},
+		{`<%= ENV.fetch("A") %>`, "alpha"},
+		{`${NESTED}`, "${A}"},
+		{`${NUM}`, "007"},
+		{`$${A}`, "${A}"},
+		{`<%%= literal %>`, "<%= literal %>"},
+		{`cost $5 <3`, "cost $5 <3"},
+		{`${TRICKY}`, "x\nmicroblog_secret: injected"},
+	}
+	for _, tt := range tests {
+		// The k prefix keeps the key set when a look-up comes out empty.
+		src := "microblog_key: 'k" + strings.ReplaceAll(tt.in, "'", "''") + "'\nmicroblog_secret: s\n"
+		cfg, err := extauth.ParseConfig([]byte(src), env)
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if cfg.Microblog.Key != "k"+tt.want {
+			t.Errorf("%s = %q, want %q", tt.in, cfg.Microblog.Key[1:], tt.want)
+		}
+		if cfg.Microblog.Secret.Value() != "s" {
+			t.Errorf("%s: a variable changed the structure of the file", tt.in)
+		}
+	}
+
+	bad := []string{
+		`<% if true %>x<% end %>`,
+		`<%# comment %>`,
+		`<%= ENV["A"]`,
+		`<%= 1 + 1 %>`,
+		`<%= ENV["A"].upcase %>`,
+		`<%= ENV["A\n"] %>`,
+		`<%= ENV["#{x}"] %>`,
+		`<%= ENV.fetch("A") { |k| k } %>`,
+		`<%= ENV.fetch("A", "b", "c") %>`,
+		`<%= ENV["1A"] %>`,
+		`<%== ENV["A"] %>`,
+		`${A`,
+		`${}`,
+		`${A-B}`,
+		`${A:-x}`,
+	}
+	for _, in := range bad {
+		src := "microblog_key: '" + strings.ReplaceAll(in, "'", "''") + "'\nmicroblog_secret: s\n"
+		_, err := extauth.ParseConfig([]byte(src), env)
+		if keys := problemKeys(t, err); !slices.Equal(keys, []string{"microblog_key"}) || !errors.Is(err, extauth.ErrTemplate) {
+			t.Errorf("%s: keys %v, err %v", in, keys, err)
+		}
+	}
+}
+
+func TestUnsetVariableWarnsAndExplainsMissing(t *testing.T) {
+	// Every oidc value unset: oidc is simply not configured, with warnings.
+	cfg := mustParse(t, "oidc_client_id: ${OIDC_ID}\noidc_client_secret: <%= ENV[\"OIDC_SECRET\"] %>\n")
+	want := []string{
+		"oidc_client_id: environment variable OIDC_ID is not set",
+		"oidc_client_secret: environment variable OIDC_SECRET is not set",
+	}
+	if !slices.Equal(cfg.Warnings, want) {
+		t.Errorf("Warnings = %q, want %q", cfg.Warnings, want)
+	}
+
+	_, err := extauth.ParseConfig([]byte("oidc_issuer: https://id.example.org\noidc_client_id: x\noidc_client_secret: ${OIDC_SECRET}\n"), vars())
+	want2 := "oidc: oidc_client_secret is missing (environment variable OIDC_SECRET is not set)"
+	if err == nil || !strings.HasSuffix(err.Error(), want2) {
+		t.Errorf("err = %v, want it to end in %q", err, want2)
+	}
+}
+
+func TestMerges(t *testing.T) {
+	t.Run("precedence and lists of anchors", func(t *testing.T) {
+		cfg := mustParse(t, `
+a: &a
+  microblog_key: from-a
+  microblog_secret: from-a
+  socialnet_key: from-a
+b: &b
+  microblog_key: from-b
+  socialnet_secret: from-b
+production:
+  <<: [*a, *b]
+  microblog_key: own
+`, extauth.Env("production"))
+		got := []string{cfg.Microblog.Key, cfg.Microblog.Secret.Value(), cfg.Socialnet.Key, cfg.Socialnet.Secret.Value()}
+		if want := []string{"own", "from-a", "from-a", "from-b"}; !slices.Equal(got, want) {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+	t.Run("an explicit key written after the merge still wins", func(t *testing.T) {
+		cfg := mustParse(t, "d: &d\n  oidc_client_id: merged\nproduction:\n  oidc_client_id: own\n  <<: *d\n  oidc_client_secret: s\n  oidc_issuer: https://id.example.org\n", extauth.Env("production"))
+		if cfg.OIDC.ClientID != "own" {
+			t.Errorf("oidc_client_id = %q", cfg.OIDC.ClientID)
+		}
+	})
+	t.Run("merged saml_additional_settings keep their order", func(t *testing.T) {
+		cfg := mustParse(t, `
+saml_sp_entity_id: urn:example:sp
+saml_idp_metadata_url: https://idp.example.org/md
+saml_additional_settings:
+  first: 1
+  <<: {second: 2, third: 3, first: merged}
+  fourth: 4
+`)
+		var names []string
+		for _, p := range cfg.SAML.Additional.Custom {
+			names = append(names, p.Name+"="+p.Value)
+		}
+		if want := []string{"first=1", "second=2", "third=3", "fourth=4"}; !slices.Equal(names, want) {
+			t.Errorf("Custom = %v, want %v", names, want)
+		}
+	})
+	t.Run("a quoted << is an ordinary key", func(t *testing.T) {
+		_, err := extauth.ParseConfig([]byte("d: &d\n  oidc_client_id: merged\ndevelopment:\n  '<<': *d\n"), vars())
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("merge of a scalar", func(t *testing.T) {
+		_, err := extauth.ParseConfig([]byte("development:\n  <<: 3\n"), vars())
+		if err == nil || !strings.Contains(err.Error(), "<< must merge a mapping") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("shared section", func(t *testing.T) {
+		src := "shared:\n  oidc_issuer: https://id.example.org\n  oidc_client_id: shared\nproduction:\n  oidc_client_id: own\n  oidc_client_secret: s\n"
+		cfg := mustParse(t, src, extauth.Env("production"))
+		if cfg.OIDC.ClientID != "own" || cfg.OIDC.Issuer != "https://id.example.org" || !cfg.OIDC.Configured() {
+			t.Errorf("shared not merged under production: %+v", cfg.OIDC)
+		}
+		if _, err := extauth.ParseConfig([]byte(src), vars(), extauth.Env("staging")); !errors.Is(err, extauth.ErrUnknownEnvironment) {
+			t.Errorf("shared stood in for a missing environment: %v", err)
+		}
+	})
+}
+
+func TestAliasExpansionIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("l0: &l0 {k0: v}\n")
+	refs := func(i int) string {
+		return strings.TrimSuffix(strings.Repeat("*l"+string(rune('0'+i))+", ", 10), ", ")
+	}
+	for i := 1; i < 9; i++ {
+		b.WriteString("l" + string(rune('0'+i)) + ": &l" + string(rune('0'+i)) + "\n  <<: [" + refs(i-1) + "]\n")
+	}
+	b.WriteString("development:\n  <<: [" + refs(8) + "]\n")
+	start := time.Now()
+	_, err := extauth.ParseConfig([]byte(b.String()), vars())
+	if err == nil || !strings.Contains(err.Error(), "too many aliases") {
+		t.Errorf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+func TestAdditionalSettings(t *testing.T) {
+	const head = "saml_sp_entity_id: urn:example:sp\nsaml_idp_metadata_url: https://idp.example.org/md\n"
+	for _, v := range []string{"", "~", "{}", "''"} {
+		cfg := mustParse(t, head+"saml_additional_settings: "+v+"\n")
+		if !reflectZero(cfg.SAML.Additional) {
+			t.Errorf("%q: %+v", v, cfg.SAML.Additional)
+		}
+	}
+	for v, want := range map[string]bool{"true": true, "false": false, `"true"`: true, "'FALSE'": false, "~": false, `"${SIGNED}"`: true} {
+		cfg := mustParse(t, head+"saml_additional_settings:\n  security:\n    logout_requests_signed: "+v+"\n", vars("SIGNED", "true"))
+		if cfg.SAML.Additional.Security.LogoutRequestsSigned != want {
+			t.Errorf("logout_requests_signed: %s read as %v", v, !want)
+		}
+	}
+	cfg := mustParse(t, head+"saml_additional_settings:\n  security:\n    logout_request_signed: true\n    want_assertions_signed: true\n  relay_state: /x\n")
+	want := []string{
+		"saml_additional_settings.security.logout_request_signed is not supported and is ignored; did you mean logout_requests_signed?",
+		"saml_additional_settings.security.want_assertions_signed is not supported and is ignored",
+		"saml_additional_settings.relay_state is sent to the IdP as a custom entry; did you mean saml_additional_settings.RelayState?",
+	}
+	if !slices.Equal(cfg.Warnings, want) {
+		t.Errorf("Warnings =\n%q\nwant\n%q", cfg.Warnings, want)
+	}
+	if cfg.SAML.Additional.Security.LogoutRequestsSigned {
+		t.Error("a misspelt security key took effect")
+	}
+
+	for src, key := range map[string]string{
+		"saml_additional_settings: [a]\n":                         "saml_additional_settings",
+		"saml_additional_settings:\n  security: true\n":           "saml_additional_settings.security",
+		"saml_additional_settings:\n  security: [true]\n":         "saml_additional_settings.security",
+		"saml_additional_settings:\n  a: 1\n  a: 2\n":             "saml_additional_settings.a",
+		"saml_additional_settings:\n  authn_context: [urn:a:b]\n": "saml_additional_settings.authn_context",
+	} {
+		_, err := extauth.ParseConfig([]byte(head+src), vars())
+		if keys := problemKeys(t, err); !slices.Equal(keys, []string{key}) {
+			t.Errorf("%q: keys %v, want %s", src, keys, key)
+		}
+	}
+}
+
+func reflectZero(s extauth.SAMLAdditionalSettings) bool {
+	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.PrivateKey.IsZero() &&
+		!s.Security.LogoutRequestsSigned && s.Custom == nil
+}
+
+func TestNearMissWarnings(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"twiter_key", "microblog_key"},
+		{"twitter_secret", "microblog_secret"},
+		{"facebook_key", "socialnet_key"},
+		{"google_oauth2_secret", "search_oauth2_secret"},
+		{"wordpress_oauth2_site", "blog_oauth2_site"},
+		{"microblog_secert", "microblog_secret"},
+		{"Microblog_Key", "microblog_key"},
+		{"microblog-key", "microblog_key"},
+		{"oidc_client_secrets", "oidc_client_secret"},
+		{"oidc_isuer", "oidc_issuer"},
+		{"saml_idp_metadata_uri", "saml_idp_metadata_url"},
+		{"saml_sp_entityid", "saml_sp_entity_id"},
+		{"saml_additional_setting", "saml_additional_settings"},
+		{"saml_idp_cert_fingerprint", ""},
+	}
+	for _, tt := range tests {
+		cfg := mustParse(t, "microblog_site: https://m.test\n"+tt.key+": value-must-not-show\n"+
+			"microblog_key: k\nmicroblog_secret: s\n")
+		if len(cfg.Warnings) != 1 {
+			t.Errorf("%s: warnings %q", tt.key, cfg.Warnings)
+			continue
+		}
+		w := cfg.Warnings[0]
+		if !strings.HasPrefix(w, tt.key+" is not an extauth setting and is ignored") ||
+			(tt.want != "" && !strings.HasSuffix(w, "did you mean "+tt.want+"?")) ||
+			(tt.want == "" && strings.Contains(w, "did you mean")) {
+			t.Errorf("%s: warning %q, want a hint at %q", tt.key, w, tt.want)
+		}
+		if strings.Contains(w, "value-must-not-show") {
+			t.Errorf("%s: warning shows the value", tt.key)
+		}
+	}
+
+	quiet := []string{
+		"secret_key_base", "smtp_password", "smtp_user_name", "database_url", "devise_secret_key",
+		"aws_access_key_id", "aws_secret_access_key", "github_key", "gitlab_secret", "redis_url",
+		"sentry_dsn", "api_key", "microblog", "oidc", "site",
+	}
+	var b strings.Builder
+	for _, k := range quiet {
+		b.WriteString(k + ": x\n")
+	}
+	b.WriteString("microblog_key: k\nmicroblog_secret: s\n")
+	if cfg := mustParse(t, b.String()); len(cfg.Warnings) != 0 {
+		t.Errorf("false positives: %q", cfg.Warnings)
+	}
+
+	_, err := extauth.ParseConfig([]byte("microblog_key: k\nmicroblog_secert: s\n"), vars())
+	if want := "microblog: microblog_secret is missing (the file has microblog_secert)"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("err = %v, want it to end in %q", err, want)
+	}
+}
+
+func TestPlainHTTPWarning(t *testing.T) {
+	cfg := mustParse(t, `
+oidc_client_id: c
+oidc_client_secret: s
+oidc_issuer: http://id.example.org
+microblog_key: k
+microblog_secret: s
+microblog_site: http://127.0.0.1:8080
+blog_oauth2_key: k
+blog_oauth2_secret: s
+blog_oauth2_site: http://blog.localhost
+`)
+	want := []string{"oidc_issuer uses plain http outside localhost; use https"}
+	if !slices.Equal(cfg.Warnings, want) {
+		t.Errorf("Warnings = %q, want %q", cfg.Warnings, want)
+	}
+}
+
+func TestYAMLSyntaxError(t *testing.T) {
+	_, err := extauth.ParseConfig([]byte("microblog_secret: \"unterminated-secret-value\nmicroblog_key: [\n"), vars())
+	if err == nil || !strings.Contains(err.Error(), "parse YAML") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "unterminated-secret-value") {
+		t.Errorf("YAML error shows a value: %v", err)
+	}
+}

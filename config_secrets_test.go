@@ -1,0 +1,208 @@
+package extauth_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/extauth/extauth"
+)
+
+// renderings returns v as every channel a host might print it through.
+func renderings(t *testing.T, v any) map[string]string {
+	t.Helper()
+	out := map[string]string{
+		"%v":  fmt.Sprintf("%v", v),
+		"%+v": fmt.Sprintf("%+v", v),
+		"%#v": fmt.Sprintf("%#v", v),
+		"%s":  fmt.Sprintf("%s", v),
+	}
+	var js, text bytes.Buffer
+	slog.New(slog.NewJSONHandler(&js, nil)).Info("msg", "v", v)
+	slog.New(slog.NewTextHandler(&text, nil)).Info("msg", "v", v)
+	out["slog JSON"] = js.String()
+	out["slog text"] = text.String()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	out["json.Marshal"] = string(b)
+	b, err = yaml.Marshal(v)
+	if err != nil {
+		t.Fatalf("yaml.Marshal: %v", err)
+	}
+	out["yaml.Marshal"] = string(b)
+	if e, ok := v.(error); ok {
+		out["Error()"] = e.Error()
+	}
+	return out
+}
+
+func assertNoSecrets(t *testing.T, what string, v any, secrets []string) {
+	t.Helper()
+	for how, s := range renderings(t, v) {
+		for _, secret := range secrets {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s printed with %s shows secret %q:\n%s", what, how, secret, s)
+			}
+		}
+	}
+}
+
+// pemLines returns the base64 lines of a PEM block: what a leak would show.
+func pemLines(s string) []string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if line != "" && !strings.HasPrefix(line, "-----") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+}
+
+func TestSecretsNeverPrinted(t *testing.T) {
+	full := fullConfig(t)
+	certPEM := full.SAML.Additional.Certificate
+	keyPEM := full.SAML.Additional.PrivateKey.Value()
+	secrets := append([]string{"LEAK-"}, pemLines(keyPEM)...)
+	env := vars("SOCIALNET_SECRET", "LEAK-env-socialnet", "SITE_PASSWORD", "LEAK-env-password")
+
+	t.Run("loaded config and its warnings", func(t *testing.T) {
+		src := `
+microblog_key: mk
+microblog_secret: LEAK-microblog-secret
+microblog_secert: LEAK-typo-value
+twiter_key: LEAK-former-name-value
+microblog_site: ${UNSET_SITE}
+socialnet_key: sk
+socialnet_secret: ${SOCIALNET_SECRET}
+search_oauth2_key: gk
+search_oauth2_secret: <%= ENV.fetch("UNSET_SECRET", "LEAK-erb-default") %>
+blog_oauth2_key: bk
+blog_oauth2_secret: <%= ENV["UNSET_BLOG_SECRET"] || "LEAK-erb-or" %>
+blog_oauth2_site: http://blog.example.com
+saml_sp_entity_id: urn:example:sp
+saml_idp_metadata_url: https://idp.example.org/md
+saml_additional_settings:
+  relay_state: /welcome
+  certificate: |
+` + indent(certPEM) + `  private_key: |
+` + indent(keyPEM) + `  security:
+    want_assertions_signed: LEAK-security-value
+oidc_client_id: oc
+oidc_client_secret: LEAK-oidc-secret
+oidc_issuer: https://id.example.org
+oidc_scope: LEAK-prefixed-value
+smtp_password: LEAK-unrelated-value
+secret_key_base: LEAK-unrelated-value
+`
+		cfg, err := extauth.ParseConfig([]byte(src), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The values were read: the test would prove nothing otherwise.
+		if cfg.Socialnet.Secret.Value() != "LEAK-env-socialnet" || cfg.SearchOAuth2.Secret.Value() != "LEAK-erb-default" ||
+			cfg.BlogOAuth2.Secret.Value() != "LEAK-erb-or" || !cfg.SAML.Additional.HasKeyPair() ||
+			len(cfg.Providers()) != 6 {
+			t.Fatalf("file not read as intended: %v", cfg.Providers())
+		}
+		for _, kind := range []string{"did you mean microblog_secret", "did you mean microblog_key", "UNSET_SITE is not set",
+			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting"} {
+			if !strings.Contains(strings.Join(cfg.Warnings, "\n"), kind) {
+				t.Errorf("no warning %q in %q", kind, cfg.Warnings)
+			}
+		}
+		assertNoSecrets(t, "Config", cfg, secrets)
+		assertNoSecrets(t, "*Config", *cfg, secrets)
+		assertNoSecrets(t, "Warnings", strings.Join(cfg.Warnings, "\n"), secrets)
+	})
+
+	t.Run("every kind of error at once", func(t *testing.T) {
+		mismatched := fileValues(t, "testdata/config/broken/key_mismatch.yml")
+		var otherKey string
+		for _, v := range mismatched {
+			if strings.Contains(v, "BEGIN PRIVATE KEY") {
+				otherKey = v
+			}
+		}
+		if otherKey == "" {
+			t.Fatal("no key in key_mismatch.yml")
+		}
+		secrets := append(slices.Clone(secrets), pemLines(otherKey)...)
+		src := `
+microblog_key: mk
+microblog_secret: <% LEAK-erb-code %>
+socialnet_secret: LEAK-half-filled
+search_oauth2_key: gk
+search_oauth2_secret: <%= ENV.fetch("UNSET_FETCH") %>
+blog_oauth2_key: bk
+blog_oauth2_secret: LEAK-blog-secret
+blog_oauth2_secret: LEAK-duplicate-secret
+blog_oauth2_site: https://operator:${SITE_PASSWORD}@blog.example.com
+oidc_client_id: [LEAK-list-value]
+oidc_client_secret: LEAK-oidc-secret-${bad ref}
+oidc_issuer: LEAK-not-a-url
+saml_sp_entity_id: LEAK entity
+saml_idp_metadata_url: https://idp.example.org/md
+saml_additional_settings:
+  RelayState: javascript:LEAK-relay
+  authn_context: LEAK context
+  organization: {LEAK-nested-key: LEAK-nested-value}
+  SAMLRequest: LEAK-reserved
+  privte_key: |
+` + indent(keyPEM) + `  certificate: |
+` + indent(certPEM) + `  private_key: |
+` + indent(otherKey) + `  security:
+    logout_requests_signed: LEAK-bool
+`
+		_, err := extauth.ParseConfig([]byte(src), env)
+		if err == nil {
+			t.Fatal("loaded")
+		}
+		keys := problemKeys(t, err)
+		if len(keys) < 14 {
+			t.Errorf("only %d problems: %v", len(keys), err)
+		}
+		assertNoSecrets(t, "error", err, secrets)
+	})
+
+	t.Run("broken files", func(t *testing.T) {
+		for _, tt := range brokenFiles {
+			path := filepath.Join("testdata/config/broken", tt.file)
+			_, err := extauth.LoadConfig(path, extauth.Env(tt.env), env)
+			if err == nil {
+				t.Fatalf("%s loaded", tt.file)
+			}
+			assertNoSecrets(t, tt.file, err, fileValues(t, path))
+		}
+	})
+
+	t.Run("YAML syntax error", func(t *testing.T) {
+		_, err := extauth.ParseConfig([]byte("oidc_client_secret: 'LEAK-unterminated\noidc_client_id: {"), env)
+		if err == nil {
+			t.Fatal("parsed")
+		}
+		assertNoSecrets(t, "error", err, secrets)
+	})
+
+	t.Run("KeyPair error", func(t *testing.T) {
+		a := full.SAML.Additional
+		a.PrivateKey = extauth.NewSecret(strings.Replace(keyPEM, "\n", "\nLEAK\n", 3))
+		_, _, err := a.KeyPair()
+		if err == nil {
+			t.Fatal("KeyPair accepted a mangled key")
+		}
+		assertNoSecrets(t, "error", err, secrets)
+	})
+}

@@ -1,0 +1,128 @@
+package extauth
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// settingKeys returns the keys of the secrets file that extauth reads, in
+// the order of the specification.
+func settingKeys() []string {
+	var keys []string
+	for _, f := range (&Config{}).fields() {
+		keys = append(keys, f.key)
+		if f.key == "saml_idp_sso_service_url" {
+			keys = append(keys, keyAdditional)
+		}
+	}
+	return keys
+}
+
+func isSettingKey(k string) bool { return slices.Contains(settingKeys(), k) }
+
+// providerOf returns the provider whose prefix key carries, or "".
+func providerOf(key string) Provider {
+	for _, p := range BuiltinProviders() {
+		if strings.HasPrefix(key, string(p)+"_") {
+			return p
+		}
+	}
+	return ""
+}
+
+// formerKeys maps the keys under the providers' real names, which files
+// written for other software use (twitter_key), to ours (microblog_key).
+func formerKeys() map[string]string {
+	former := map[Provider]string{
+		Microblog:    "twitter",
+		Socialnet:    "facebook",
+		SearchOAuth2: "google_oauth2",
+		BlogOAuth2:   "wordpress_oauth2",
+	}
+	out := map[string]string{}
+	for _, k := range settingKeys() {
+		p := providerOf(k)
+		if name, ok := former[p]; ok {
+			out[name+strings.TrimPrefix(k, string(p))] = k
+		}
+	}
+	return out
+}
+
+// suggestSetting warns about an unknown key that looks meant for extauth: a
+// near-miss of one of our keys (or of a provider's real name), or a key with
+// one of our provider prefixes. Other keys of the host's file, like
+// secret_key_base, are left alone.
+func (l *loader) suggestSetting(name string) {
+	if near := suggest(name, settingKeys(), formerKeys()); near != "" {
+		l.warn("%s is not an extauth setting and is ignored; did you mean %s?", name, near)
+		l.hints[near] = append(l.hints[near], "the file has "+name)
+		return
+	}
+	if providerOf(name) != "" {
+		l.warn("%s is not an extauth setting and is ignored", name)
+	}
+}
+
+// maxSuggestDistance is the edit distance under which a key is taken for a
+// misspelling. Our keys are at least 11 characters long and differ from each
+// other by more, so two edits catch typos without matching unrelated keys.
+const maxSuggestDistance = 2
+
+// suggest returns the key of keys, or the target of an alias, that name is a
+// likely misspelling of, or "". Case is ignored.
+func suggest(name string, keys []string, aliases map[string]string) string {
+	if len(name) < 6 {
+		return ""
+	}
+	lower := strings.ToLower(name)
+	best, bestD := "", maxSuggestDistance+1
+	try := func(cand, target string) {
+		if d := distance(lower, strings.ToLower(cand), bestD); d < bestD {
+			best, bestD = target, d
+		}
+	}
+	for _, k := range keys {
+		try(k, k)
+	}
+	for _, a := range slices.Sorted(maps.Keys(aliases)) {
+		try(a, aliases[a])
+	}
+	return best
+}
+
+// distance is the optimal string alignment distance of a and b (Levenshtein
+// plus adjacent transpositions, so "secert" is one edit from "secret"),
+// or limit when it is at least limit.
+func distance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin >= limit {
+			return limit
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], limit)
+}

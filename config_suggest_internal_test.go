@@ -1,0 +1,49 @@
+package extauth
+
+import "testing"
+
+func TestDistance(t *testing.T) {
+	tests := []struct {
+		a, b  string
+		limit int
+		want  int
+	}{
+		{"", "", 3, 0},
+		{"secret", "secret", 3, 0},
+		{"secert", "secret", 3, 1},
+		{"twiter", "twitter", 3, 1},
+		{"kitten", "sitting", 5, 3},
+		{"abc", "ca", 5, 3},
+		{"microblog_key", "socialnet_key", 3, 3},
+		{"ab", "abcdef", 3, 3},
+		{"uri", "url", 3, 1},
+		{"ab", "ba", 3, 1},
+	}
+	for _, tt := range tests {
+		if got := distance(tt.a, tt.b, tt.limit); got != tt.want {
+			t.Errorf("distance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.limit, got, tt.want)
+		}
+		if got := distance(tt.b, tt.a, tt.limit); got != tt.want {
+			t.Errorf("distance(%q, %q, %d) = %d, want %d", tt.b, tt.a, tt.limit, got, tt.want)
+		}
+	}
+}
+
+func TestSettingKeys(t *testing.T) {
+	keys := settingKeys()
+	if len(keys) != 19 {
+		t.Fatalf("%d keys: %v", len(keys), keys)
+	}
+	// The sixteen of the specification, and the three *_site extensions.
+	for _, k := range []string{
+		"microblog_key", "microblog_secret", "socialnet_key", "socialnet_secret",
+		"search_oauth2_key", "search_oauth2_secret", "blog_oauth2_key", "blog_oauth2_secret",
+		"blog_oauth2_site", "saml_sp_entity_id", "saml_idp_metadata_url", "saml_idp_sso_service_url",
+		"saml_additional_settings", "oidc_client_id", "oidc_client_secret", "oidc_issuer",
+		"microblog_site", "socialnet_site", "search_oauth2_site",
+	} {
+		if !isSettingKey(k) {
+			t.Errorf("%s is not a setting key", k)
+		}
+	}
+}

@@ -1,0 +1,450 @@
+package extauth
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// The classes of configuration problems, for errors.Is on a Problem or on
+// any error that wraps a *ValidationError. ErrTemplate is another.
+var (
+	// ErrMissingSetting: a provider has some of its required settings but
+	// not all, or one half of the SAML key pair is missing.
+	ErrMissingSetting = errors.New("missing setting")
+	// ErrInvalidSetting: a value of the wrong shape (a list where a string
+	// belongs, a relative URL, a malformed boolean) or given twice.
+	ErrInvalidSetting = errors.New("invalid setting")
+	// ErrInvalidKeyPair: the SAML certificate or private key does not parse,
+	// is not RSA, is shorter than 2048 bits, or the two do not match.
+	ErrInvalidKeyPair = errors.New("invalid SAML key pair")
+)
+
+// minRSABits is the key size the specification asks for; shorter keys no
+// longer resist factoring with a safe margin (NIST SP 800-131A).
+const minRSABits = 2048
+
+// Problem is one thing wrong with a configuration. It names the setting and
+// never holds its value, so it is safe to log.
+type Problem struct {
+	// Provider is the provider the setting belongs to, empty for none.
+	Provider Provider
+	// Key is the setting, like "blog_oauth2_site", with a dotted path below
+	// saml_additional_settings ("saml_additional_settings.private_key").
+	Key string
+	// Reason says what is wrong, to follow the key in a sentence.
+	Reason string
+	// Err is the class of the problem: ErrMissingSetting, ErrInvalidSetting,
+	// ErrInvalidKeyPair or ErrTemplate.
+	Err error
+}
+
+// Error reads like "blog_oauth2: blog_oauth2_site is missing".
+func (p Problem) Error() string {
+	if p.Provider == "" {
+		return p.Key + " " + p.Reason
+	}
+	return string(p.Provider) + ": " + p.Key + " " + p.Reason
+}
+
+// Unwrap returns the class of the problem.
+func (p Problem) Unwrap() error { return p.Err }
+
+// ValidationError lists every problem of a configuration, so that an
+// operator can fix a file in one pass rather than one error per start.
+type ValidationError struct {
+	// Problems are in the order found: unreadable values in file order,
+	// then the checks of Validate in the order of the specification.
+	Problems []Problem
+}
+
+// Error joins the problems with "; ".
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Error()
+	}
+	if len(msgs) == 1 {
+		return msgs[0]
+	}
+	return fmt.Sprintf("%d problems: %s", len(msgs), strings.Join(msgs, "; "))
+}
+
+// Unwrap returns the problems, so errors.Is finds their classes.
+func (e *ValidationError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
+}
+
+// field is one string setting of Config, for the loader and Validate to walk
+// in the order of the specification.
+type field struct {
+	key      string
+	provider Provider
+	required bool
+	// check returns why a non-empty value is invalid, or "".
+	check func(string) string
+	str   *string
+	sec   *Secret
+}
+
+func (f field) get() string {
+	if f.sec != nil {
+		return f.sec.Value()
+	}
+	return *f.str
+}
+
+func (f field) set(v string) {
+	if f.sec != nil {
+		*f.sec = NewSecret(v)
+		return
+	}
+	*f.str = v
+}
+
+func (c *Config) fields() []field {
+	oauth := func(p Provider, o *OAuthProvider, siteRequired bool) []field {
+		return []field{
+			{key: string(p) + "_key", provider: p, required: true, str: &o.Key},
+			{key: string(p) + "_secret", provider: p, required: true, sec: &o.Secret},
+			{key: string(p) + "_site", provider: p, required: siteRequired, check: checkHTTPURL, str: &o.Site},
+		}
+	}
+	fs := oauth(Microblog, &c.Microblog, false)
+	fs = append(fs, oauth(Socialnet, &c.Socialnet, false)...)
+	fs = append(fs, oauth(SearchOAuth2, &c.SearchOAuth2, false)...)
+	fs = append(fs, oauth(BlogOAuth2, &c.BlogOAuth2, true)...)
+	return append(fs,
+		field{key: "saml_sp_entity_id", provider: SAML, required: true, check: checkEntityID, str: &c.SAML.SPEntityID},
+		field{key: "saml_idp_metadata_url", provider: SAML, required: true, check: checkHTTPURL, str: &c.SAML.IdPMetadataURL},
+		field{key: "saml_idp_sso_service_url", provider: SAML, check: checkHTTPURL, str: &c.SAML.IdPSSOServiceURL},
+		field{key: "oidc_client_id", provider: OIDC, required: true, str: &c.OIDC.ClientID},
+		field{key: "oidc_client_secret", provider: OIDC, required: true, sec: &c.OIDC.ClientSecret},
+		field{key: "oidc_issuer", provider: OIDC, required: true, check: checkIssuer, str: &c.OIDC.Issuer},
+	)
+}
+
+// Validate reports every problem of the configuration at once as a
+// *ValidationError, or nil. LoadConfig and ParseConfig call it; hosts that
+// build or change a Config in code should call it too.
+//
+// A provider whose settings are all empty is not configured and not an
+// error; one with some but not all of its required settings is. URLs must be
+// absolute http or https (saml_sp_entity_id may also be a URN), and a SAML
+// key pair must be a parsing, matching RSA pair of at least 2048 bits.
+func (c *Config) Validate() error {
+	if c == nil {
+		return &ValidationError{Problems: []Problem{{Key: "config", Reason: "is nil", Err: ErrMissingSetting}}}
+	}
+	var ps []Problem
+	fs := c.fields()
+	for _, p := range BuiltinProviders() {
+		used := p == SAML && !c.SAML.Additional.isZero()
+		for _, f := range fs {
+			used = used || (f.provider == p && f.get() != "")
+		}
+		for _, f := range fs {
+			if f.provider != p {
+				continue
+			}
+			v := f.get()
+			switch {
+			case v == "" && f.required && used:
+				ps = append(ps, Problem{p, f.key, "is missing", ErrMissingSetting})
+			case v != "" && f.check != nil:
+				if reason := f.check(v); reason != "" {
+					ps = append(ps, Problem{p, f.key, reason, ErrInvalidSetting})
+				}
+			}
+		}
+	}
+	ps = append(ps, c.SAML.Additional.problems()...)
+	if len(ps) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: ps}
+}
+
+// Providers lists the configured providers in the order of the
+// specification.
+func (c *Config) Providers() []Provider {
+	var out []Provider
+	for _, p := range BuiltinProviders() {
+		if c.configured(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Config) configured(p Provider) bool {
+	switch p {
+	case Microblog:
+		return c.Microblog.Configured()
+	case Socialnet:
+		return c.Socialnet.Configured()
+	case SearchOAuth2:
+		return c.SearchOAuth2.Configured()
+	case BlogOAuth2:
+		// Unlike the other OAuth providers, blog_oauth2 has no default host.
+		return c.BlogOAuth2.Configured() && c.BlogOAuth2.Site != ""
+	case SAML:
+		return c.SAML.Configured()
+	case OIDC:
+		return c.OIDC.Configured()
+	}
+	return false
+}
+
+func (s SAMLAdditionalSettings) isZero() bool {
+	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" &&
+		s.PrivateKey.IsZero() && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
+}
+
+func (s SAMLAdditionalSettings) problems() []Problem {
+	const pre = keyAdditional + "."
+	var ps []Problem
+	bad := func(key, reason string, err error) {
+		ps = append(ps, Problem{SAML, pre + key, reason, err})
+	}
+	if s.RelayState != "" && !isRelativePath(s.RelayState) && checkHTTPURL(s.RelayState) != "" {
+		bad("RelayState", "must be a relative path (/...) or an absolute http or https URL", ErrInvalidSetting)
+	}
+	if s.AuthnContext != "" {
+		if u, err := url.Parse(s.AuthnContext); err != nil || u.Scheme == "" {
+			bad("authn_context", "must be a URN or an absolute URI", ErrInvalidSetting)
+		}
+	}
+	// The query parameters of the SAML HTTP-Redirect binding: a custom entry
+	// by one of these names would corrupt the signed request.
+	reserved := []string{"SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature"}
+	for _, p := range s.Custom {
+		switch {
+		case p.Name == "":
+			ps = append(ps, Problem{SAML, keyAdditional, "has a custom entry with an empty name", ErrInvalidSetting})
+		case containsFold(reserved, p.Name):
+			bad(p.Name, "is a parameter of the SAML binding and cannot be a custom entry", ErrInvalidSetting)
+		case strings.Contains(p.Value, "-----BEGIN"):
+			// Custom entries go to the IdP in the URL: a misspelt
+			// private_key would publish the key.
+			bad(p.Name, "holds a PEM block, but custom entries are sent to the IdP; keys belong in certificate and private_key", ErrInvalidSetting)
+		}
+	}
+	ps = append(ps, s.keyPairProblems()...)
+	return ps
+}
+
+// KeyPair parses the service-provider certificate and private key. Both are
+// nil when neither is set; otherwise the error, a *ValidationError, says what
+// is wrong with them, as Validate does.
+func (s SAMLAdditionalSettings) KeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
+	if s.Certificate == "" && s.PrivateKey.IsZero() {
+		return nil, nil, nil
+	}
+	if ps := s.keyPairProblems(); len(ps) > 0 {
+		return nil, nil, &ValidationError{Problems: ps}
+	}
+	cert, _ := parseCertificatePEM(s.Certificate)
+	key, _ := parseRSAKeyPEM(s.PrivateKey.Value())
+	return cert, key, nil
+}
+
+func (s SAMLAdditionalSettings) keyPairProblems() []Problem {
+	const (
+		certKey = keyAdditional + ".certificate"
+		privKey = keyAdditional + ".private_key"
+	)
+	var ps []Problem
+	bad := func(key, reason string, err error) {
+		ps = append(ps, Problem{SAML, key, reason, err})
+	}
+	var certPub *rsa.PublicKey
+	switch {
+	case s.Certificate == "":
+		if !s.PrivateKey.IsZero() {
+			bad(certKey, "is missing (private_key is set; the key pair needs both)", ErrMissingSetting)
+		}
+	default:
+		cert, reason := parseCertificatePEM(s.Certificate)
+		if reason != "" {
+			bad(certKey, reason, ErrInvalidKeyPair)
+			break
+		}
+		var ok bool
+		if certPub, ok = cert.PublicKey.(*rsa.PublicKey); !ok {
+			bad(certKey, "must hold an RSA public key", ErrInvalidKeyPair)
+		} else if n := certPub.N.BitLen(); n < minRSABits {
+			bad(certKey, fmt.Sprintf("holds a %d-bit RSA key; at least %d bits are required", n, minRSABits), ErrInvalidKeyPair)
+		}
+	}
+	switch {
+	case s.PrivateKey.IsZero():
+		if s.Certificate != "" {
+			bad(privKey, "is missing (certificate is set; the key pair needs both)", ErrMissingSetting)
+		}
+	default:
+		key, reason := parseRSAKeyPEM(s.PrivateKey.Value())
+		if reason != "" {
+			bad(privKey, reason, ErrInvalidKeyPair)
+			break
+		}
+		if n := key.N.BitLen(); n < minRSABits {
+			bad(privKey, fmt.Sprintf("is a %d-bit RSA key; at least %d bits are required", n, minRSABits), ErrInvalidKeyPair)
+		}
+		if certPub != nil && !certPub.Equal(&key.PublicKey) {
+			bad(privKey, "does not match the certificate's public key", ErrInvalidKeyPair)
+		}
+	}
+	return ps
+}
+
+// parseCertificatePEM returns the certificate or why it does not parse. The
+// reason is fixed text: parser errors may quote bytes of the input.
+func parseCertificatePEM(s string) (*x509.Certificate, string) {
+	block, _ := pem.Decode([]byte(s))
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, "must be a PEM block of type CERTIFICATE"
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, "does not parse as an X.509 certificate"
+	}
+	return cert, ""
+}
+
+// parseRSAKeyPEM returns the RSA private key (PKCS #1 or PKCS #8) or why it
+// does not parse, in fixed text so no byte of the key can reach a message.
+func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
+	block, _ := pem.Decode([]byte(s))
+	if block == nil {
+		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY"
+	}
+	if _, ok := block.Headers["Proc-Type"]; ok {
+		return nil, "is encrypted; give the key unencrypted"
+	}
+	switch block.Type {
+	case "RSA PRIVATE KEY":
+		key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, "does not parse as a PKCS #1 RSA private key"
+		}
+		return key, ""
+	case "PRIVATE KEY":
+		key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, "does not parse as a PKCS #8 private key"
+		}
+		rsaKey, ok := key.(*rsa.PrivateKey)
+		if !ok {
+			return nil, "must be an RSA key"
+		}
+		return rsaKey, ""
+	case "ENCRYPTED PRIVATE KEY":
+		return nil, "is encrypted; give the key unencrypted"
+	case "EC PRIVATE KEY":
+		return nil, "must be an RSA key"
+	case "CERTIFICATE":
+		return nil, "holds a certificate, not a private key"
+	}
+	return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY"
+}
+
+func checkHTTPURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "must be an absolute http or https URL"
+	}
+	if u.User != nil {
+		return "must not contain a user name or password"
+	}
+	return ""
+}
+
+// checkIssuer applies OpenID Connect Core section 2: the issuer is compared
+// verbatim with the iss claim and has no query or fragment.
+func checkIssuer(v string) string {
+	if reason := checkHTTPURL(v); reason != "" {
+		return reason
+	}
+	if u, _ := url.Parse(v); u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#") {
+		return "must not have a query or fragment"
+	}
+	return ""
+}
+
+// checkEntityID accepts what SAML IdPs are configured with in practice: an
+// http(s) URL or a URN, at most 1024 characters (SAML Metadata 2.3.2).
+func checkEntityID(v string) string {
+	if len(v) > 1024 {
+		return "must be at most 1024 characters"
+	}
+	if checkHTTPURL(v) == "" || isURN(v) {
+		return ""
+	}
+	return "must be an absolute http or https URL or a URN"
+}
+
+// isURN checks the shape urn:<NID>:<NSS> of RFC 8141.
+func isURN(v string) bool {
+	if len(v) < 4 || !strings.EqualFold(v[:4], "urn:") {
+		return false
+	}
+	nid, nss, ok := strings.Cut(v[4:], ":")
+	if !ok || nss == "" || len(nid) < 2 || len(nid) > 32 || nid[0] == '-' || nid[len(nid)-1] == '-' {
+		return false
+	}
+	for _, c := range []byte(nid) {
+		if c != '-' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	for _, c := range []byte(nss) {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isRelativePath accepts a path on this host only: "//host" and "/\host"
+// are taken by browsers as another host.
+func isRelativePath(v string) bool {
+	if !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") || strings.HasPrefix(v, "/\\") {
+		return false
+	}
+	u, err := url.Parse(v)
+	return err == nil && u.Scheme == "" && u.Host == ""
+}
+
+// plainHTTP reports an http URL to a host other than the local one, where
+// secrets and tokens would travel unencrypted.
+func plainHTTP(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,272 @@
+package extauth_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/extauth/extauth"
+)
+
+// fullConfig returns the configuration of testdata/config/full.yml, which
+// has every provider and a valid SAML key pair.
+func fullConfig(t *testing.T) *extauth.Config {
+	t.Helper()
+	cfg, err := extauth.LoadConfig("testdata/config/full.yml", vars())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestZeroConfigIsValid(t *testing.T) {
+	var cfg extauth.Config
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Providers(); len(p) != 0 {
+		t.Errorf("Providers() = %v", p)
+	}
+	var nilCfg *extauth.Config
+	if err := nilCfg.Validate(); err == nil {
+		t.Error("nil config validated")
+	}
+}
+
+func TestHalfFilledProviders(t *testing.T) {
+	s := extauth.NewSecret("s")
+	tests := []struct {
+		name string
+		cfg  extauth.Config
+		want []string
+	}{
+		{"microblog key only", extauth.Config{Microblog: extauth.OAuthProvider{Key: "k"}}, []string{"microblog_secret"}},
+		{"microblog site only", extauth.Config{Microblog: extauth.OAuthProvider{Site: "https://m.test"}}, []string{"microblog_key", "microblog_secret"}},
+		{"socialnet secret only", extauth.Config{Socialnet: extauth.OAuthProvider{Secret: s}}, []string{"socialnet_key"}},
+		{"search_oauth2 key only", extauth.Config{SearchOAuth2: extauth.OAuthProvider{Key: "k"}}, []string{"search_oauth2_secret"}},
+		{"blog_oauth2 without site", extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: s}}, []string{"blog_oauth2_site"}},
+		{"saml sso only", extauth.Config{SAML: extauth.SAMLConfig{IdPSSOServiceURL: "https://idp.test/sso"}}, []string{"saml_sp_entity_id", "saml_idp_metadata_url"}},
+		{"saml additional only", extauth.Config{SAML: extauth.SAMLConfig{Additional: extauth.SAMLAdditionalSettings{Security: extauth.SAMLSecurity{LogoutRequestsSigned: true}}}}, []string{"saml_sp_entity_id", "saml_idp_metadata_url"}},
+		{"oidc issuer only", extauth.Config{OIDC: extauth.OIDCConfig{Issuer: "https://id.test"}}, []string{"oidc_client_id", "oidc_client_secret"}},
+		{"two providers", extauth.Config{Microblog: extauth.OAuthProvider{Key: "k"}, OIDC: extauth.OIDCConfig{ClientID: "c"}}, []string{"microblog_secret", "oidc_client_secret", "oidc_issuer"}},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if keys := problemKeys(t, err); !slices.Equal(keys, tt.want) {
+			t.Errorf("%s: keys %v, want %v", tt.name, keys, tt.want)
+		}
+		if !errors.Is(err, extauth.ErrMissingSetting) {
+			t.Errorf("%s: %v is not ErrMissingSetting", tt.name, err)
+		}
+		if len(tt.cfg.Providers()) != 0 {
+			t.Errorf("%s: half-filled provider listed: %v", tt.name, tt.cfg.Providers())
+		}
+	}
+	cfg := extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: s}}
+	if got := cfg.Validate().Error(); got != "blog_oauth2: blog_oauth2_site is missing" {
+		t.Errorf("message %q", got)
+	}
+}
+
+func TestURLChecks(t *testing.T) {
+	type set func(*extauth.Config, string)
+	site := func(c *extauth.Config, v string) { c.BlogOAuth2.Site = v }
+	issuer := func(c *extauth.Config, v string) { c.OIDC.Issuer = v }
+	entity := func(c *extauth.Config, v string) { c.SAML.SPEntityID = v }
+	sso := func(c *extauth.Config, v string) { c.SAML.IdPSSOServiceURL = v }
+	relay := func(c *extauth.Config, v string) { c.SAML.Additional.RelayState = v }
+	authn := func(c *extauth.Config, v string) { c.SAML.Additional.AuthnContext = v }
+	tests := []struct {
+		key  string
+		set  set
+		good []string
+		bad  []string
+	}{
+		{"blog_oauth2_site", site,
+			[]string{"https://blog.example.com", "http://localhost:8080/wp", "HTTPS://BLOG.EXAMPLE.COM"},
+			[]string{"blog.example.com", "/relative", "ftp://blog.example.com", "https://", "https:///path", "https://:443", "javascript:alert(1)", "https://u:p@blog.example.com", " https://blog.example.com", "https://bl og.example.com"}},
+		{"oidc_issuer", issuer,
+			[]string{"https://id.example.org", "https://id.example.org/realms/x"},
+			[]string{"https://id.example.org?x=1", "https://id.example.org/?", "https://id.example.org#f", "https://id.example.org/#", "id.example.org"}},
+		{"saml_sp_entity_id", entity,
+			[]string{"https://app.example.org/saml", "urn:example:sp", "URN:oid:1.2.3", "urn:x-y:z"},
+			[]string{"app", "urn:", "urn:x:", "urn:-x:y", "urn:a:b c", "ftp://app", "https://app.example.org/" + strings.Repeat("a", 1024)}},
+		{"saml_idp_sso_service_url", sso,
+			[]string{"https://idp.example.org/sso"},
+			[]string{"idp.example.org/sso"}},
+		{"saml_additional_settings.RelayState", relay,
+			[]string{"/", "/dashboard?tab=1", "https://app.example.org/welcome"},
+			[]string{"dashboard", "//evil.example", "/\\evil.example", "javascript:alert(1)", "ftp://x"}},
+		{"saml_additional_settings.authn_context", authn,
+			[]string{"urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport", "https://refeds.org/profile/mfa"},
+			[]string{"PasswordProtectedTransport", "/relative"}},
+	}
+	for _, tt := range tests {
+		for _, v := range tt.good {
+			cfg := fullConfig(t)
+			tt.set(cfg, v)
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("%s %q: %v", tt.key, v, err)
+			}
+		}
+		for _, v := range tt.bad {
+			cfg := fullConfig(t)
+			tt.set(cfg, v)
+			err := cfg.Validate()
+			if keys := problemKeys(t, err); !slices.Equal(keys, []string{tt.key}) || !errors.Is(err, extauth.ErrInvalidSetting) {
+				t.Errorf("%s %q: keys %v, err %v", tt.key, v, keys, err)
+				continue
+			}
+			if strings.TrimSpace(v) != "" && strings.Contains(err.Error(), strings.TrimSpace(v)) {
+				t.Errorf("%s: error shows the value: %v", tt.key, err)
+			}
+		}
+	}
+}
+
+func TestCustomEntries(t *testing.T) {
+	tests := []struct {
+		param extauth.Param
+		key   string
+	}{
+		{extauth.Param{Name: "", Value: "x"}, "saml_additional_settings"},
+		{extauth.Param{Name: "SAMLRequest", Value: "x"}, "saml_additional_settings.SAMLRequest"},
+		{extauth.Param{Name: "signature", Value: "x"}, "saml_additional_settings.signature"},
+		{extauth.Param{Name: "key", Value: "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n"}, "saml_additional_settings.key"},
+	}
+	for _, tt := range tests {
+		cfg := fullConfig(t)
+		cfg.SAML.Additional.Custom = append(cfg.SAML.Additional.Custom, tt.param)
+		if keys := problemKeys(t, cfg.Validate()); !slices.Equal(keys, []string{tt.key}) {
+			t.Errorf("%+v: keys %v, want %s", tt.param, keys, tt.key)
+		}
+	}
+}
+
+// pemOf re-encodes der under the given PEM type.
+func pemOf(typ string, der []byte) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
+}
+
+func TestKeyPairChecks(t *testing.T) {
+	const (
+		certKey = "saml_additional_settings.certificate"
+		privKey = "saml_additional_settings.private_key"
+	)
+	full := fullConfig(t)
+	cert, key, err := full.SAML.Additional.KeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecDER, err := x509.MarshalPKCS8PrivateKey(ecKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecSEC1, err := x509.MarshalECPrivateKey(ecKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := full.SAML.Additional.Certificate
+	keyPEM := full.SAML.Additional.PrivateKey.Value()
+	encrypted := strings.Replace(pemOf("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key)),
+		"-----\n", "-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00000000000000000000000000000000\n\n", 1)
+
+	tests := []struct {
+		name       string
+		cert, key  string
+		wantKeys   []string
+		wantReason string
+	}{
+		{"PKCS #8 pair", certPEM, keyPEM, nil, ""},
+		{"PKCS #1 key", certPEM, pemOf("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key)), nil, ""},
+		{"neither", "", "", nil, ""},
+		{"only certificate", certPEM, "", []string{privKey}, "is missing"},
+		{"only key", "", keyPEM, []string{certKey}, "is missing"},
+		{"certificate not PEM", "MIIB", keyPEM, []string{certKey}, "PEM block of type CERTIFICATE"},
+		{"certificate PEM of a key", keyPEM, keyPEM, []string{certKey}, "PEM block of type CERTIFICATE"},
+		{"certificate bytes bad", pemOf("CERTIFICATE", []byte("junk")), keyPEM, []string{certKey}, "does not parse"},
+		{"key not PEM", certPEM, "not a key", []string{privKey}, "must be a PEM block"},
+		{"key PEM of a certificate", certPEM, certPEM, []string{privKey}, "holds a certificate"},
+		{"PKCS #1 bytes bad", certPEM, pemOf("RSA PRIVATE KEY", []byte("junk")), []string{privKey}, "PKCS #1"},
+		{"PKCS #8 bytes bad", certPEM, pemOf("PRIVATE KEY", []byte("junk")), []string{privKey}, "PKCS #8"},
+		{"PKCS #8 EC key", certPEM, pemOf("PRIVATE KEY", ecDER), []string{privKey}, "must be an RSA key"},
+		{"SEC 1 EC key", certPEM, pemOf("EC PRIVATE KEY", ecSEC1), []string{privKey}, "must be an RSA key"},
+		{"encrypted PKCS #8", certPEM, pemOf("ENCRYPTED PRIVATE KEY", []byte("x")), []string{privKey}, "encrypted"},
+		{"encrypted PKCS #1", certPEM, encrypted, []string{privKey}, "encrypted"},
+		{"unknown PEM type", certPEM, pemOf("OPENSSH PRIVATE KEY", []byte("x")), []string{privKey}, "must be a PEM block"},
+	}
+	for _, tt := range tests {
+		a := extauth.SAMLAdditionalSettings{Certificate: tt.cert, PrivateKey: extauth.NewSecret(tt.key)}
+		cfg := fullConfig(t)
+		cfg.SAML.Additional = a
+		err := cfg.Validate()
+		if tt.wantKeys == nil {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			c, k, err := a.KeyPair()
+			if err != nil || (tt.cert != "" && (c == nil || !k.PublicKey.Equal(cert.PublicKey))) {
+				t.Errorf("%s: KeyPair() = %v, %v, %v", tt.name, c != nil, k != nil, err)
+			}
+			continue
+		}
+		if keys := problemKeys(t, err); !slices.Equal(keys, tt.wantKeys) || !strings.Contains(err.Error(), tt.wantReason) {
+			t.Errorf("%s: keys %v, err %v; want %v %q", tt.name, keys, err, tt.wantKeys, tt.wantReason)
+		}
+		if c, k, err := a.KeyPair(); err == nil || c != nil || k != nil {
+			t.Errorf("%s: KeyPair() did not fail", tt.name)
+		}
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	cfg := fullConfig(t)
+	cfg.Microblog.Site = "nope"
+	cfg.Socialnet.Secret = extauth.Secret{}
+	cfg.SAML.Additional.PrivateKey = extauth.NewSecret("junk")
+	cfg.OIDC.Issuer = "https://id.example.org?q"
+	err := cfg.Validate()
+	want := []string{"microblog_site", "socialnet_secret", "oidc_issuer", "saml_additional_settings.private_key"}
+	keys := problemKeys(t, err)
+	slices.Sort(keys)
+	slices.Sort(want)
+	if !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want %v", keys, want)
+	}
+	for _, class := range []error{extauth.ErrMissingSetting, extauth.ErrInvalidSetting, extauth.ErrInvalidKeyPair} {
+		if !errors.Is(err, class) {
+			t.Errorf("errors.Is(err, %v) = false", class)
+		}
+	}
+	if errors.Is(err, extauth.ErrTemplate) {
+		t.Error("errors.Is(err, ErrTemplate) = true")
+	}
+	if !strings.HasPrefix(err.Error(), "4 problems: ") {
+		t.Errorf("message %q", err)
+	}
+}
+
+func TestProvidersOrder(t *testing.T) {
+	s := extauth.NewSecret("s")
+	cfg := extauth.Config{
+		OIDC:       extauth.OIDCConfig{ClientID: "c", ClientSecret: s, Issuer: "https://id.test"},
+		Microblog:  extauth.OAuthProvider{Key: "k", Secret: s},
+		BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: s},
+		SAML:       extauth.SAMLConfig{SPEntityID: "urn:x:y", IdPMetadataURL: "https://idp.test/md"},
+	}
+	// blog_oauth2 without its site cannot work, so it is not listed.
+	want := []extauth.Provider{extauth.Microblog, extauth.SAML, extauth.OIDC}
+	if got := cfg.Providers(); !slices.Equal(got, want) {
+		t.Errorf("Providers() = %v, want %v", got, want)
+	}
+}

@@ -104,30 +104,3 @@ type OIDCConfig struct {
 func (c OIDCConfig) Configured() bool {
 	return c.ClientID != "" && !c.ClientSecret.IsZero() && c.Issuer != ""
 }
-
-// Providers lists the configured built-in providers in the order of the
-// specification.
-func (c *Config) Providers() []Provider {
-	var out []Provider
-	for _, p := range BuiltinProviders() {
-		var on bool
-		switch p {
-		case Microblog:
-			on = c.Microblog.Configured()
-		case Socialnet:
-			on = c.Socialnet.Configured()
-		case SearchOAuth2:
-			on = c.SearchOAuth2.Configured()
-		case BlogOAuth2:
-			on = c.BlogOAuth2.Configured() && c.BlogOAuth2.Site != ""
-		case SAML:
-			on = c.SAML.Configured()
-		case OIDC:
-			on = c.OIDC.Configured()
-		}
-		if on {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -3,6 +3,8 @@ package extauth_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,6 +36,7 @@ func allSix(t *testing.T, strict bool) *extauth.Auth {
 		extra = append(extra, renamed{name: string(p)})
 	}
 	a, err := extauth.New(nil, extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, Extra: extra, StrictPOST: strict,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/extauth/extauth/internal/harness"
+)
+
+// startDemo runs the demo on its development providers.
+func startDemo(t *testing.T) string {
+	t.Helper()
+	srv := harness.Serve(t, func(base string) http.Handler {
+		h, closeFn, err := newServer(base, "", "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeFn)
+		return h
+	})
+	return srv.URL
+}
+
+func TestDemoBlogSignInAndOut(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	home := b.Get(base + "/")
+	if !strings.Contains(home.Body, `action="/users/auth/blog_oauth2"`) || !strings.Contains(home.Body, "Not signed in") {
+		t.Fatalf("home page: %s", home.Body)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("/me.json signed out: %d", r.StatusCode)
+	}
+	consent := b.PostForm(base+"/users/auth/blog_oauth2", nil)
+	if !strings.Contains(consent.Body, `id="approve"`) {
+		t.Fatalf("no consent page: %s", consent.Body)
+	}
+	page := b.PostForm(consent.URL.String(), url.Values{"decision": {"approve"}})
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">42</b>`) {
+		t.Fatalf("after sign-in: %s %s", page.URL, page.Body)
+	}
+	me := b.Get(base + "/me.json")
+	var id struct {
+		Provider, UID, Email string
+	}
+	if err := json.Unmarshal([]byte(me.Body), &id); err != nil || id.Provider != "blog_oauth2" || id.UID != "42" {
+		t.Fatalf("/me.json: %d %s", me.StatusCode, me.Body)
+	}
+	if strings.Contains(me.Body, `"token":"`) && !strings.Contains(me.Body, `"token":"[REDACTED]"`) {
+		t.Errorf("/me.json shows a token: %s", me.Body)
+	}
+	b.PostForm(base+"/logout", nil)
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("/me.json after sign-out: %d", r.StatusCode)
+	}
+}
+
+func TestDemoDeniedConsent(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	consent := b.PostForm(base+"/users/auth/blog_oauth2", nil)
+	resp := b.PostForm(consent.URL.String(), url.Values{"decision": {"deny"}})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Body, "access_denied") {
+		t.Fatalf("denied: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestDemoFlags(t *testing.T) {
+	if err := run([]string{"-config", "does-not-exist.yml", "-addr", "127.0.0.1:0"}); err == nil {
+		t.Fatal("missing config file accepted")
+	}
+	if err := run([]string{"-bogus"}); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+}

@@ -1,0 +1,141 @@
+// Command demo is a small web application that signs users in with extauth.
+//
+// Without -config it runs offline on development providers served by the
+// same process, speaking the real protocols, each with a login and consent
+// page so the protocol's steps can be seen:
+//
+//	go run ./examples/demo
+//
+// With -config it signs in against the real providers of a secrets file:
+//
+//	EXTAUTH_COOKIE_KEY=$(openssl rand -hex 32) go run ./examples/demo -config config/secrets.yml -env production -base-url https://app.example.org
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/extauth/extauth"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
+	configPath := fs.String("config", "", "secrets file with real providers (default: built-in development providers)")
+	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, else development)")
+	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	base := *baseURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	handler, closeFn, err := newServer(base, *configPath, *env, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer closeFn()
+	fmt.Printf("extauth demo listening on %s\n", base)
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	return srv.Serve(ln)
+}
+
+// newServer builds the demo's handler: the extauth routes, the pages, and
+// (without a config file) the development providers.
+func newServer(base, configPath, env string, logger *slog.Logger) (http.Handler, func(), error) {
+	mux := http.NewServeMux()
+	var cfg *extauth.Config
+	var err error
+	if configPath == "" {
+		cfg, err = mountDevProviders(mux, base)
+	} else {
+		var opts []extauth.ConfigOption
+		if env != "" {
+			opts = append(opts, extauth.Env(env))
+		}
+		cfg, err = extauth.LoadConfig(configPath, opts...)
+		for _, w := range cfgWarnings(cfg) {
+			logger.Warn("config", "warning", w)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := cookieKey(configPath != "")
+	if err != nil {
+		return nil, nil, err
+	}
+	sessions := newSessions(strings.HasPrefix(base, "https://"))
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   base,
+		CookieKey: key,
+		Logger:    logger,
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			sessions.signIn(w, id)
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	a.Mount(mux)
+	pages := &pages{auth: a, sessions: sessions}
+	mux.HandleFunc("GET /{$}", pages.home)
+	mux.HandleFunc("GET /me.json", pages.me)
+	mux.HandleFunc("POST /logout", pages.logout)
+	return mux, func() { a.Close() }, nil
+}
+
+func cfgWarnings(cfg *extauth.Config) []string {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Warnings
+}
+
+// cookieKey reads EXTAUTH_COOKIE_KEY (64 hex digits). Development mode makes
+// a random one: sign-ins under way do not survive a restart, which is fine.
+func cookieKey(required bool) ([]byte, error) {
+	if s := os.Getenv("EXTAUTH_COOKIE_KEY"); s != "" {
+		k, err := hex.DecodeString(s)
+		if err != nil || len(k) != 32 {
+			return nil, errors.New("EXTAUTH_COOKIE_KEY must be 64 hex digits (32 bytes)")
+		}
+		return k, nil
+	}
+	if required {
+		return nil, errors.New("set EXTAUTH_COOKIE_KEY to 64 hex digits (e.g. openssl rand -hex 32); every instance needs the same")
+	}
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k, nil
+}

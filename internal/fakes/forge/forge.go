@@ -1,0 +1,334 @@
+// Package forge is a fake GitHub-style OAuth 2 provider (a code forge's
+// "OAuth app"): authorize, access_token and a user API, enough to sign in
+// through goth's github provider pointed at it with its custom-URL
+// constructor. It exists to test extauth's goth adapter against a provider
+// extauth did not write.
+//
+// Like the real service, the token endpoint answers errors with HTTP 200
+// and an error parameter (incorrect_client_credentials,
+// bad_verification_code, redirect_uri_mismatch), takes the client secret in
+// the body or in Basic authentication, and answers form-encoded unless
+// asked for JSON.
+package forge
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// User is an account of the fake forge.
+type User struct {
+	ID       int64
+	Login    string
+	Name     string
+	Email    string
+	Avatar   string
+	Bio      string
+	Location string
+}
+
+// DemoUser is the account a fake without Users signs in.
+var DemoUser = User{ID: 583231, Login: "octo-demo", Name: "Octo Demo", Email: "octo@forge.example",
+	Avatar: "https://avatars.forge.example/u/583231", Bio: "Fake account.", Location: "Loopback"}
+
+// Options configure a Server.
+type Options struct {
+	ClientID     string
+	ClientSecret string
+	// CallbackURL is the app's registered callback; the authorize request
+	// and the exchange must name exactly it. Empty allows any.
+	CallbackURL string
+	Users       []User
+	AutoApprove bool
+	// Prefix is the path the server is mounted under, for its pages' links.
+	Prefix string
+}
+
+// Endpoint names an endpoint for SetFault and Calls.
+type Endpoint string
+
+// The endpoints.
+const (
+	Authorize   Endpoint = "authorize"
+	AccessToken Endpoint = "access_token"
+	UserAPI     Endpoint = "user"
+)
+
+// Fault is a way for an endpoint to misbehave.
+type Fault int
+
+// The faults.
+const (
+	FaultNone        Fault = iota // behave
+	FaultServerError              // answer 500
+	FaultHang                     // answer nothing until the request's context ends or Close
+	FaultHugeBody                 // answer HugeBodySize bytes
+)
+
+// HugeBodySize is the size of a FaultHugeBody answer.
+const HugeBodySize = 8 << 20
+
+type grant struct {
+	user        User
+	redirectURI string
+}
+
+// Server is the fake forge; it is an http.Handler.
+type Server struct {
+	o    Options
+	mux  *http.ServeMux
+	done chan struct{}
+	once sync.Once
+
+	mu          sync.Mutex
+	codes       map[string]grant
+	tokens      map[string]User
+	faults      map[Endpoint]Fault
+	calls       map[Endpoint]int
+	profileBody []byte
+}
+
+// New returns a fake forge.
+func New(o Options) *Server {
+	if len(o.Users) == 0 {
+		o.Users = []User{DemoUser}
+	}
+	o.Prefix = strings.TrimSuffix(o.Prefix, "/")
+	s := &Server{o: o, mux: http.NewServeMux(), done: make(chan struct{}),
+		codes: map[string]grant{}, tokens: map[string]User{}, faults: map[Endpoint]Fault{}, calls: map[Endpoint]int{}}
+	s.mux.HandleFunc("GET /login/oauth/authorize", s.authorize)
+	s.mux.HandleFunc("POST /login/oauth/authorize", s.authorize)
+	s.mux.HandleFunc("POST /login/oauth/access_token", s.accessToken)
+	s.mux.HandleFunc("GET /api/v3/user", s.user)
+	return s
+}
+
+// ServeHTTP serves the forge's endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Close ends every hanging request. The server stays usable.
+func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+
+// URLs returns the authorize, token and profile URLs of a forge served at
+// base, in the order goth's github.NewCustomisedURL takes them.
+func URLs(base string) (authURL, tokenURL, profileURL, emailURL string) {
+	return base + "/login/oauth/authorize", base + "/login/oauth/access_token", base + "/api/v3/user", base + "/api/v3/user/emails"
+}
+
+// SetFault makes endpoint misbehave; FaultNone restores it.
+func (s *Server) SetFault(e Endpoint, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[e] = f
+}
+
+// SetProfileBody replaces the body of the user API; nil restores it.
+func (s *Server) SetProfileBody(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profileBody = b
+}
+
+// Calls reports how many requests reached endpoint.
+func (s *Server) Calls(e Endpoint) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[e]
+}
+
+func (s *Server) enter(w http.ResponseWriter, r *http.Request, e Endpoint) bool {
+	s.mu.Lock()
+	s.calls[e]++
+	f := s.faults[e]
+	s.mu.Unlock()
+	switch f {
+	case FaultServerError:
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+	case FaultHang:
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+	case FaultHugeBody:
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(strings.Repeat(" ", 64<<10))
+		for n := 0; n < HugeBodySize; n += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return false
+			}
+		}
+	default:
+		return true
+	}
+	return false
+}
+
+var page = template.Must(template.New("authorize").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Authorize application (development forge)</title></head>
+<body><h1>Authorize the application?</h1>
+{{range .Users}}<form method="post" action="{{$.Action}}">{{range $k, $v := $.Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
+<input type="hidden" name="user" value="{{.ID}}"><button name="action" value="approve">Authorize as {{.Login}}</button></form>{{end}}
+<form method="post" action="{{.Action}}">{{range $k, $v := .Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
+<button name="action" value="deny">Cancel</button></form>
+</body></html>`))
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	if !s.enter(w, r, Authorize) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	q := url.Values{}
+	for _, k := range []string{"client_id", "redirect_uri", "state", "scope"} {
+		q.Set(k, r.Form.Get(k))
+	}
+	if q.Get("client_id") != s.o.ClientID {
+		http.Error(w, "The client_id is not registered.", http.StatusNotFound)
+		return
+	}
+	ru := q.Get("redirect_uri")
+	if ru == "" || (s.o.CallbackURL != "" && ru != s.o.CallbackURL) {
+		http.Error(w, "The redirect_uri MUST match the registered callback URL for this application.", http.StatusBadRequest)
+		return
+	}
+	var u *User
+	switch {
+	case r.Method == http.MethodGet && s.o.AutoApprove:
+		u = &s.o.Users[0]
+	case r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		page.Execute(w, map[string]any{"Users": s.o.Users, "Query": q, "Action": s.o.Prefix + "/login/oauth/authorize"})
+		return
+	case r.Form.Get("action") == "approve":
+		for i := range s.o.Users {
+			if strconv.FormatInt(s.o.Users[i].ID, 10) == r.Form.Get("user") {
+				u = &s.o.Users[i]
+			}
+		}
+		if u == nil {
+			http.Error(w, "unknown user", http.StatusBadRequest)
+			return
+		}
+	}
+	back := url.Values{"state": {q.Get("state")}}
+	if u == nil {
+		back.Set("error", "access_denied")
+		back.Set("error_description", "The user has denied your application access.")
+	} else {
+		code := random()
+		s.mu.Lock()
+		s.codes[code] = grant{user: *u, redirectURI: ru}
+		s.mu.Unlock()
+		back.Set("code", code)
+	}
+	sep := "?"
+	if strings.Contains(ru, "?") {
+		sep = "&"
+	}
+	http.Redirect(w, r, ru+sep+back.Encode(), http.StatusFound)
+}
+
+func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
+	if !s.enter(w, r, AccessToken) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	id, secret, basic := r.BasicAuth()
+	if !basic {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	reply := func(v map[string]string) {
+		if strings.Contains(r.Header.Get("Accept"), "application/json") {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			json.NewEncoder(w).Encode(v)
+			return
+		}
+		f := url.Values{}
+		for k, x := range v {
+			f.Set(k, x)
+		}
+		w.Header().Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		io.WriteString(w, f.Encode())
+	}
+	if id != s.o.ClientID || secret != s.o.ClientSecret {
+		if basic {
+			// x/oauth2 tries Basic first and the body on a 401; answer so.
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+		reply(map[string]string{"error": "incorrect_client_credentials", "error_description": "The client_id and/or client_secret passed are incorrect."})
+		return
+	}
+	s.mu.Lock()
+	code := r.PostForm.Get("code")
+	g, ok := s.codes[code]
+	if ok && r.PostForm.Get("redirect_uri") != "" && r.PostForm.Get("redirect_uri") != g.redirectURI {
+		s.mu.Unlock()
+		reply(map[string]string{"error": "redirect_uri_mismatch", "error_description": "The redirect_uri MUST match the registered callback URL for this application."})
+		return
+	}
+	delete(s.codes, code)
+	var token string
+	if ok {
+		token = "gho_" + random()
+		s.tokens[token] = g.user
+	}
+	s.mu.Unlock()
+	if !ok {
+		reply(map[string]string{"error": "bad_verification_code", "error_description": "The code passed is incorrect or expired."})
+		return
+	}
+	reply(map[string]string{"access_token": token, "token_type": "bearer", "scope": r.PostForm.Get("scope")})
+}
+
+func (s *Server) user(w http.ResponseWriter, r *http.Request) {
+	if !s.enter(w, r, UserAPI) {
+		return
+	}
+	h := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		token, ok = strings.CutPrefix(h, "token ")
+	}
+	s.mu.Lock()
+	u, known := s.tokens[token]
+	override := s.profileBody
+	s.mu.Unlock()
+	if !ok || !known {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"message":"Bad credentials"}`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if override != nil {
+		w.Write(override)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": u.ID, "login": u.Login, "name": u.Name, "email": u.Email,
+		"avatar_url": u.Avatar, "bio": u.Bio, "location": u.Location,
+	})
+}
+
+func random() string {
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -101,7 +101,13 @@ type Options struct {
 
 	// Extra mounts more providers beside the built-in ones, such as a goth
 	// provider adapted with providers.Goth. Their names must not clash.
+	// Those that implement providers.EnvSetter receive the same environment
+	// as the built-in ones (the bounded HTTP client, their callback URL).
 	Extra []Strategy
+
+	// Socialnet tunes the socialnet provider (Graph API version, scopes,
+	// PKCE).
+	Socialnet providers.SocialnetOptions
 }
 
 // MaxTransactionTTL bounds Options.TransactionTTL.
@@ -203,6 +209,9 @@ func New(cfg *Config, o Options) (*Auth, error) {
 			problems = append(problems, errors.New("extauth: Options.Extra holds a nil strategy"))
 			continue
 		}
+		if es, ok := s.(providers.EnvSetter); ok && validSlug(s.Name()) {
+			es.SetEnv(env(s.Name()))
+		}
 		add(s)
 	}
 	for _, name := range a.order {
@@ -232,6 +241,19 @@ func New(cfg *Config, o Options) (*Auth, error) {
 // its strategy.
 func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (providers.Strategy, error) {
 	switch p {
+	case Microblog:
+		return providers.NewMicroblog(providers.MicroblogConfig{
+			Key:    cfg.Microblog.Key,
+			Secret: cfg.Microblog.Secret.Value(),
+			Site:   cfg.Microblog.Site,
+		}, env)
+	case Socialnet:
+		return providers.NewSocialnet(providers.SocialnetConfig{
+			Key:     cfg.Socialnet.Key,
+			Secret:  cfg.Socialnet.Secret.Value(),
+			Site:    cfg.Socialnet.Site,
+			Options: o.Socialnet,
+		}, env)
 	case BlogOAuth2:
 		return providers.NewBlogOAuth2(providers.BlogOAuth2Config{
 			ClientID:     cfg.BlogOAuth2.Key,

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 
+	"github.com/extauth/extauth/internal/outbound"
 	"github.com/markbates/goth"
 	"golang.org/x/oauth2"
 )
@@ -20,6 +21,13 @@ const gothSessionKey = "goth"
 // maxGothSession bounds the marshalled goth session: it travels in the
 // sealed transaction cookie, which must stay under 4 KB.
 const maxGothSession = 2048
+
+// EnvSetter is implemented by strategies built before extauth.New, those
+// passed in Options.Extra, that need the environment New builds for every
+// provider. New calls SetEnv once, before serving.
+type EnvSetter interface {
+	SetEnv(Env)
+}
 
 // GothStrategy mounts any goth.Provider behind the extauth routes, as
 // /users/auth/<name> and /users/auth/<name>/callback where name is the
@@ -274,12 +282,12 @@ func gothError(err error, step string) *Error {
 			return NewError(CodeInvalidResponse, step+": the provider refused the exchange", cause)
 		}
 	}
-	if isTimeout(err) || isTooLarge(err) {
-		return transportError(err, step)
+	if outbound.IsTimeout(err) || outbound.IsTooLarge(err) {
+		return TransportError(err, step)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) || errors.Is(err, context.Canceled) {
-		return transportError(err, step)
+		return TransportError(err, step)
 	}
 	cause := errors.New(urlQueryRE.ReplaceAllString(err.Error(), "$1?[query removed]"))
 	var se *json.SyntaxError

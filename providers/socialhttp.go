@@ -2,94 +2,35 @@ package providers
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
+
+	"github.com/extauth/extauth/internal/outbound"
 )
 
 // maxProviderBody bounds every provider answer the social strategies read,
 // whatever bound the client has: tokens and profiles are a few kilobytes.
 const maxProviderBody = 1 << 20
 
-// errProviderBodyTooLarge marks an answer past maxProviderBody.
-var errProviderBodyTooLarge = errors.New("provider answer exceeds the size bound")
-
 // providerCall sends req and reads the whole bounded answer. Transport
-// failures come back as an *Error with the right code: timeout,
-// invalid_response for an oversized body, provider_unavailable otherwise.
-// The cause never carries the request's query.
+// failures come back as an *Error with the right code (see TransportError).
 func providerCall(client *http.Client, req *http.Request, what string) (*http.Response, []byte, *Error) {
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nil, transportError(err, what)
+		return nil, nil, TransportError(err, what)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxProviderBody+1))
 	if err == nil && len(body) > maxProviderBody {
-		err = errProviderBodyTooLarge
+		err = outbound.ErrBodyTooLarge
 	}
 	if err != nil {
-		return nil, nil, transportError(err, what)
+		return nil, nil, TransportError(err, what)
 	}
 	return resp, body, nil
-}
-
-// transportError classifies a failed exchange with a provider.
-func transportError(err error, what string) *Error {
-	cause := scrubURLError(err)
-	switch {
-	case isTooLarge(err):
-		return NewError(CodeInvalidResponse, what+": answer too large", cause)
-	case isTimeout(err):
-		return NewError(CodeTimeout, what+": provider did not answer in time", cause)
-	default:
-		return NewError(CodeProviderUnavailable, what+": provider unreachable", cause)
-	}
-}
-
-// isTooLarge recognizes our own bound and the routes' client bound, which
-// says so in its message (internal/outbound cannot be imported from here:
-// it imports this package).
-func isTooLarge(err error) bool {
-	if errors.Is(err, errProviderBodyTooLarge) {
-		return true
-	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if e.Error() == "response body exceeds the size bound" {
-			return true
-		}
-	}
-	return false
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// scrubURLError drops the query of a *url.Error's URL: ours may carry an
-// appsecret_proof or other values that do not belong in logs.
-func scrubURLError(err error) error {
-	var ue *url.Error
-	if !errors.As(err, &ue) {
-		return err
-	}
-	c := *ue
-	if u, perr := url.Parse(ue.URL); perr == nil {
-		u.RawQuery, u.Fragment, u.User = "", "", nil
-		c.URL = u.String()
-	} else {
-		c.URL = "(unparseable URL)"
-	}
-	return &c
 }
 
 // statusError turns an unexpected provider status into an *Error: 5xx is

@@ -78,3 +78,39 @@ func TestDemoFlags(t *testing.T) {
 		t.Fatal("unknown flag accepted")
 	}
 }
+
+// The social development providers sign in through their consent pages.
+func TestDemoSocialSignIn(t *testing.T) {
+	for _, tc := range []struct {
+		provider, uid string
+		approve       func(consent *harness.Response) (string, url.Values)
+	}{
+		{"microblog", "1234567890123456789", func(c *harness.Response) (string, url.Values) {
+			return c.URL.Scheme + "://" + c.URL.Host + "/dev/microblog/oauth/authenticate",
+				url.Values{"oauth_token": {c.URL.Query().Get("oauth_token")}, "user": {"1234567890123456789"}, "action": {"approve"}}
+		}},
+		{"socialnet", "10158123456789012", func(c *harness.Response) (string, url.Values) {
+			_, rest, _ := strings.Cut(c.Body, `name="request" value="`)
+			id, _, _ := strings.Cut(rest, `"`)
+			return c.URL.Scheme + "://" + c.URL.Host + "/dev/socialnet/v21.0/dialog/oauth",
+				url.Values{"request": {id}, "user": {"10158123456789012"}, "action": {"approve"}}
+		}},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			base := startDemo(t)
+			b := harness.NewBrowser(t)
+			if home := b.Get(base + "/"); !strings.Contains(home.Body, `action="/users/auth/`+tc.provider+`"`) {
+				t.Fatalf("home page lacks %s: %s", tc.provider, home.Body)
+			}
+			consent := b.PostForm(base+"/users/auth/"+tc.provider, nil)
+			if consent.StatusCode != http.StatusOK || !strings.Contains(consent.Body, `value="approve"`) {
+				t.Fatalf("consent page: %d %s", consent.StatusCode, consent.Body)
+			}
+			action, form := tc.approve(consent)
+			page := b.PostForm(action, form)
+			if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">`+tc.uid+`</b>`) {
+				t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
+			}
+		})
+	}
+}

@@ -79,7 +79,8 @@ type Options struct {
 	// (a proxy, custom roots, or a test server). Its Timeout, when shorter,
 	// wins over Timeout.
 	HTTPClient *http.Client
-	// Timeout bounds each outbound request (default 10s).
+	// Timeout bounds each outbound request (default 10s). A whole callback,
+	// which may make several requests, is bounded by three times Timeout.
 	Timeout time.Duration
 	// MaxResponseBytes bounds each outbound response body (default 1 MiB).
 	MaxResponseBytes int64
@@ -127,6 +128,9 @@ type Auth struct {
 	ttl        time.Duration
 	strictPOST bool
 	now        func() time.Time
+	// callbackBudget bounds everything one callback does, so several slow
+	// provider calls cannot add up past it.
+	callbackBudget time.Duration
 }
 
 // New validates cfg and o and builds one strategy per configured provider.
@@ -173,6 +177,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.onFailure = defaultFailure
 	}
 	client := outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
+	a.callbackBudget = 3 * client.Timeout
 	env := func(p string) providers.Env {
 		return providers.Env{
 			CallbackURL: a.callbackURL(p),

@@ -1,6 +1,7 @@
 package extauth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -210,7 +211,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 	if tx.Format != "" {
 		format = tx.Format
 	}
-	id, err := s.Complete(r.Context(), r, tx)
+	ctx, cancel := context.WithTimeout(r.Context(), a.callbackBudget)
+	defer cancel()
+	id, err := s.Complete(ctx, r, tx)
 	if err == nil && id == nil {
 		err = errors.New("strategy returned no identity")
 	}

@@ -1,0 +1,213 @@
+package samlsp
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/store"
+	"github.com/extauth/extauth/providers"
+)
+
+const (
+	testEntityID = "https://app.example.test/saml/sp"
+	testACS      = "https://app.example.test/users/auth/saml/callback"
+)
+
+// Keys are slow to generate; tests share a few, made once per test binary.
+var (
+	keysOnce sync.Once
+	keyPairs [3]struct {
+		key  *rsa.PrivateKey
+		cert *x509.Certificate
+	}
+)
+
+func testKey(t testing.TB, i int) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	keysOnce.Do(func() {
+		for j := range keyPairs {
+			k, c, err := samlidp.NewKeyPair("extauth test", time.Now())
+			if err != nil {
+				panic(err)
+			}
+			keyPairs[j].key, keyPairs[j].cert = k, c
+		}
+	})
+	return keyPairs[i].key, keyPairs[i].cert
+}
+
+func pemPair(t testing.TB, i int) (certPEM, keyPEM string) {
+	key, cert := testKey(t, i)
+	c := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return string(c), string(k)
+}
+
+type fixture struct {
+	t      testing.TB
+	idp    *samlidp.IdP
+	idpURL string
+	sp     *SP
+	store  *store.Memory
+	cfg    Config
+	opts   Options
+}
+
+type fixtureOption func(*fixture)
+
+func withKeyPair(f *fixture) {
+	f.cfg.CertificatePEM, f.cfg.PrivateKeyPEM = pemPair(f.t, 1)
+}
+
+func withOptions(mod func(*Options)) fixtureOption { return func(f *fixture) { mod(&f.opts) } }
+func withConfig(mod func(*Config)) fixtureOption   { return func(f *fixture) { mod(&f.cfg) } }
+
+// newFixture starts a fake IdP (AutoApprove, signing with test key 0) and an
+// SP that trusts it, and waits for the SP to load the IdP's metadata.
+func newFixture(t testing.TB, mods ...fixtureOption) *fixture {
+	t.Helper()
+	f := &fixture{t: t, store: store.NewMemory(nil)}
+	key, cert := testKey(t, 0)
+	srv := harness.Serve(t, func(base string) http.Handler {
+		idp, err := samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.idp = idp
+		return idp
+	})
+	f.idpURL = srv.URL
+	f.cfg = Config{SPEntityID: testEntityID, IdPMetadataURL: f.idp.MetadataURL()}
+	f.opts = Options{MetadataRetry: 50 * time.Millisecond}
+	for _, m := range mods {
+		m(f)
+	}
+	f.sp = f.newSP(f.store)
+	f.waitReady(f.sp)
+	return f
+}
+
+func (f *fixture) env(st providers.Store) providers.Env {
+	return providers.Env{
+		CallbackURL: testACS,
+		HTTPClient:  outbound.NewClient(nil, 2*time.Second, 0),
+		Store:       st,
+		Now:         time.Now,
+	}
+}
+
+// newSP builds another SP with the fixture's settings, registered with the
+// IdP, closed at the end of the test.
+func (f *fixture) newSP(st providers.Store) *SP {
+	f.t.Helper()
+	sp, err := New(f.cfg, f.env(st), f.opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { sp.Close() })
+	md, err := sp.Metadata()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.idp.RegisterSP(md); err != nil {
+		f.t.Fatal(err)
+	}
+	return sp
+}
+
+func (f *fixture) waitReady(sp *SP) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !sp.Ready() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("metadata never loaded: %v", sp.md.err())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newTx() *providers.Transaction {
+	return &providers.Transaction{ID: "tx-1", Provider: Name, State: "state", Expires: time.Now().Add(10 * time.Minute)}
+}
+
+// begin starts a sign-in and returns the transaction and the redirect URL.
+func (f *fixture) begin(sp *SP) (*providers.Transaction, string) {
+	f.t.Helper()
+	tx := newTx()
+	u, err := sp.Begin(context.Background(), tx)
+	if err != nil {
+		f.t.Fatalf("Begin: %v", err)
+	}
+	return tx, u
+}
+
+var formField = regexp.MustCompile(`name="(SAMLResponse|RelayState)" value="([^"]*)"`)
+
+// idpForm follows the redirect to the IdP and returns the fields of the
+// auto-submitting form it answers with.
+func (f *fixture) idpForm(redirect string) url.Values {
+	f.t.Helper()
+	resp, err := http.Get(redirect)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("IdP answered %d: %s", resp.StatusCode, body)
+	}
+	form := url.Values{}
+	for _, m := range formField.FindAllStringSubmatch(string(body), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if form.Get("SAMLResponse") == "" {
+		f.t.Fatalf("no SAMLResponse in the IdP's page: %s", body)
+	}
+	return form
+}
+
+// post plays the routes' part of the callback: it POSTs form to the ACS,
+// checks the binding as the routes do, and calls Complete.
+func post(sp *SP, tx *providers.Transaction, form url.Values) (*providers.Identity, error) {
+	r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if tx != nil && tx.Binding != "" {
+		if got := sp.Binding(r); got != tx.Binding {
+			return nil, &providers.Error{Code: providers.CodeInvalidState, Provider: Name, Message: "binding mismatch"}
+		}
+	}
+	return sp.Complete(context.Background(), r, tx)
+}
+
+func responseForm(xml []byte, relay string) url.Values {
+	return url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(xml)}, "RelayState": {relay}}
+}
+
+func code(err error) providers.Code {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}

@@ -1,0 +1,483 @@
+// Package samlsp is extauth's SAML 2.0 service provider: the "saml" strategy
+// behind the extauth routes, its SP metadata document and single logout.
+//
+// It is built on github.com/crewjam/saml's core ServiceProvider (never on its
+// samlsp middleware, which follows RelayState as an open redirect and signs
+// with SHA-1) and adds what crewjam leaves out: an audience that must be
+// present, a bearer SubjectConfirmation that must be present and checked, one
+// assertion only, read from the tree the signature covers, a replay store,
+// bounded inputs, and panics turned into errors.
+//
+// crewjam keeps its clock (saml.TimeNow, saml.Clock) and its tolerances
+// (saml.MaxClockSkew, saml.MaxIssueDelay) in package variables. This package
+// never writes them: crewjam's own time checks run against the real clock with
+// its defaults, and ours run against Env.Now with Options.ClockSkew. A response
+// is accepted only when both agree, so the stricter of the two wins and no
+// request can change another's clock.
+package samlsp
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crewjam/saml"
+	dsig "github.com/russellhaering/goxmldsig"
+
+	"github.com/extauth/extauth/providers"
+)
+
+// Name is the provider slug.
+const Name = "saml"
+
+// Defaults of Options.
+const (
+	DefaultClockSkew        = 60 * time.Second
+	DefaultMaxResponseBytes = 512 << 10
+	DefaultMetadataRefresh  = 24 * time.Hour
+	DefaultMetadataMaxBytes = 1 << 20
+	// maxCrewjamSkew is crewjam's saml.MaxClockSkew default, which its own
+	// checks apply whatever we configure; a larger skew of ours could never
+	// take effect, so New refuses it rather than pretend.
+	maxCrewjamSkew = 180 * time.Second
+)
+
+// Common NameID formats for Options.NameIDFormat.
+const (
+	NameIDUnspecified = "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified"
+	NameIDEmail       = "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress"
+	NameIDPersistent  = "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent"
+	NameIDTransient   = "urn:oasis:names:tc:SAML:2.0:nameid-format:transient"
+)
+
+// Config is the SAML registration as the secrets file gives it
+// (saml_sp_entity_id, saml_idp_metadata_url, saml_idp_sso_service_url and
+// saml_additional_settings). It is a plain struct so that this package does
+// not import the root package, which imports it.
+type Config struct {
+	// SPEntityID is our entity ID; it is also the audience we require.
+	SPEntityID string
+	// IdPMetadataURL is where the IdP publishes its metadata. HTTPS is
+	// required unless the host is a loopback address.
+	IdPMetadataURL string
+	// IdPSSOServiceURL, when set, overrides the metadata's SSO location.
+	IdPSSOServiceURL string
+	// RelayState is the page to go to after sign-in, relative or same-origin.
+	RelayState string
+	// AuthnContext is a requested authentication context class reference.
+	AuthnContext string
+	// CertificatePEM and PrivateKeyPEM are the optional SP key pair.
+	CertificatePEM string
+	PrivateKeyPEM  string
+	// LogoutRequestsSigned signs our LogoutRequests.
+	LogoutRequestsSigned bool
+	// Custom entries are sent to the IdP as query parameters of the sign-in
+	// redirect, in order.
+	Custom []Param
+}
+
+// Param is one custom name/value entry of saml_additional_settings.
+type Param struct {
+	Name  string
+	Value string
+}
+
+// Options are the SAML tunables that are not part of the secrets file.
+type Options struct {
+	// ClockSkew is the tolerance for the IdP's clock (default 60 s, at most
+	// 180 s, crewjam's own fixed tolerance).
+	ClockSkew time.Duration
+	// NameIDFormat is requested in the AuthnRequest's NameIDPolicy
+	// (default unspecified).
+	NameIDFormat string
+	// UIDAttribute, when set, names the attribute whose first value is the
+	// uid instead of the NameID (for transient NameIDs).
+	UIDAttribute string
+	// IdPEntityID picks the IdP when the metadata URL serves an
+	// EntitiesDescriptor with several IdPs.
+	IdPEntityID string
+	// AllowIDPInitiated accepts unsolicited responses (no AuthnRequest of
+	// ours). Off by default: they are a login-CSRF and replay vector.
+	AllowIDPInitiated bool
+	// MaxResponseBytes bounds the decoded SAMLResponse (default 512 KiB).
+	MaxResponseBytes int64
+	// MetadataRefresh is the refresh period when the metadata names no
+	// cacheDuration or validUntil (default 24 h).
+	MetadataRefresh time.Duration
+	// MetadataRetry is the first wait after a failed metadata fetch; it
+	// doubles up to MetadataRefresh (default 5 s).
+	MetadataRetry time.Duration
+	// MetadataURL and SLOURL override the URLs of our metadata and single
+	// logout endpoints, which default to the callback URL with /callback
+	// replaced by /metadata and /logout.
+	MetadataURL string
+	SLOURL      string
+	// Logout holds the single-logout hooks.
+	Logout LogoutHooks
+}
+
+// SP is the SAML service provider. It is safe for concurrent use. Close stops
+// its background metadata refresh.
+type SP struct {
+	cfg  Config
+	opts Options
+	env  providers.Env
+	log  *slog.Logger
+
+	acs      *url.URL
+	slo      *url.URL
+	metaURL  *url.URL
+	idpMeta  *url.URL
+	origin   string
+	relayDst string
+
+	key  *rsa.PrivateKey
+	cert *x509.Certificate
+
+	md       *metadataCache
+	stop     context.CancelFunc
+	done     chan struct{}
+	closeOne sync.Once
+}
+
+var (
+	_ providers.Strategy          = (*SP)(nil)
+	_ providers.CrossSiteCallback = (*SP)(nil)
+	_ providers.BodyLimiter       = (*SP)(nil)
+)
+
+// New checks cfg, builds the service provider and starts fetching the IdP
+// metadata in the background. It does not wait for the IdP: until a first
+// copy of its metadata arrives, Begin and Complete fail with
+// provider_unavailable. Call Close when done with it.
+func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
+	var problems []error
+	if cfg.SPEntityID == "" {
+		problems = append(problems, errors.New("saml_sp_entity_id is required"))
+	}
+	if env.CallbackURL == "" {
+		problems = append(problems, errors.New("callback URL is required"))
+	}
+	if env.HTTPClient == nil {
+		problems = append(problems, errors.New("an HTTP client is required"))
+	}
+	if env.Store == nil {
+		problems = append(problems, errors.New("a replay store is required"))
+	}
+	idpMeta, err := checkMetadataURL(cfg.IdPMetadataURL)
+	if err != nil {
+		problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+	}
+	if cfg.IdPSSOServiceURL != "" {
+		if u, err := url.Parse(cfg.IdPSSOServiceURL); err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") {
+			problems = append(problems, errors.New("saml_idp_sso_service_url: not an absolute http(s) URL"))
+		}
+	}
+	if opts.ClockSkew == 0 {
+		opts.ClockSkew = DefaultClockSkew
+	}
+	if opts.ClockSkew < 0 || opts.ClockSkew > maxCrewjamSkew {
+		problems = append(problems, fmt.Errorf("clock skew must be between 0 and %s", maxCrewjamSkew))
+	}
+	if opts.NameIDFormat == "" {
+		opts.NameIDFormat = NameIDUnspecified
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.MetadataRefresh <= 0 {
+		opts.MetadataRefresh = DefaultMetadataRefresh
+	}
+	if opts.MetadataRetry <= 0 {
+		opts.MetadataRetry = 5 * time.Second
+	}
+
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta}
+	if sp.log == nil {
+		sp.log = slog.New(slog.DiscardHandler)
+	}
+	if sp.env.Now == nil {
+		sp.env.Now = time.Now
+	}
+
+	if env.CallbackURL != "" {
+		acs, err := url.Parse(env.CallbackURL)
+		if err != nil || !acs.IsAbs() {
+			problems = append(problems, errors.New("callback URL is not absolute"))
+		} else {
+			sp.acs = acs
+			sp.origin = acs.Scheme + "://" + acs.Host
+			base := strings.TrimSuffix(acs.String(), "/callback")
+			sp.slo, problems = derivedURL(opts.SLOURL, base+"/logout", "SLO URL", problems)
+			sp.metaURL, problems = derivedURL(opts.MetadataURL, base+"/metadata", "metadata URL", problems)
+			if cfg.RelayState != "" {
+				dst, ok := SafeReturnPath(cfg.RelayState, sp.origin)
+				if !ok {
+					problems = append(problems, errors.New("saml_additional_settings.RelayState: must be a relative path or a URL of this site"))
+				}
+				sp.relayDst = dst
+			}
+		}
+	}
+
+	if cfg.CertificatePEM != "" || cfg.PrivateKeyPEM != "" {
+		key, cert, err := ParseKeyPair(cfg.CertificatePEM, cfg.PrivateKeyPEM)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		sp.key, sp.cert = key, cert
+	}
+	if cfg.LogoutRequestsSigned && sp.key == nil {
+		problems = append(problems, errors.New("saml_additional_settings.security.logout_requests_signed needs certificate and private_key"))
+	}
+	for _, p := range cfg.Custom {
+		if p.Name == "" || reservedParam(p.Name) {
+			problems = append(problems, fmt.Errorf("saml_additional_settings: custom entry %q cannot be sent as a query parameter", p.Name))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, providers.NewError(providers.CodeMisconfigured, "SAML configuration is invalid", errors.Join(problems...))
+	}
+
+	sp.md = newMetadataCache(sp)
+	ctx, cancel := context.WithCancel(context.Background())
+	sp.stop = cancel
+	sp.done = make(chan struct{})
+	go func() {
+		defer close(sp.done)
+		sp.md.run(ctx)
+	}()
+	return sp, nil
+}
+
+// Close stops the background metadata refresh and waits for it to end.
+func (sp *SP) Close() error {
+	sp.closeOne.Do(func() {
+		sp.stop()
+		<-sp.done
+	})
+	return nil
+}
+
+// Name returns "saml".
+func (sp *SP) Name() string { return Name }
+
+// CrossSiteCallback is true: the IdP returns the browser with a cross-site
+// POST, so the transaction cookie must be SameSite=None on the callback path.
+func (sp *SP) CrossSiteCallback() bool { return true }
+
+// MaxCallbackBytes bounds the callback body: the base64 of the largest
+// response we accept, plus room for RelayState and form encoding.
+func (sp *SP) MaxCallbackBytes() int64 {
+	return sp.maxEncodedResponse()*3/2 + 4096
+}
+
+// maxEncodedResponse is the longest SAMLResponse form value whose base64
+// decodes to at most MaxResponseBytes.
+func (sp *SP) maxEncodedResponse() int64 {
+	// Base64 grows 4/3; IdPs often wrap lines every 64 or 76 characters.
+	return (sp.opts.MaxResponseBytes+2)/3*4*78/76 + 4
+}
+
+// EntityID returns our entity ID.
+func (sp *SP) EntityID() string { return sp.cfg.SPEntityID }
+
+// ACSURL returns the assertion consumer service URL (the callback URL).
+func (sp *SP) ACSURL() string { return sp.acs.String() }
+
+// SLOURL returns the single logout URL.
+func (sp *SP) SLOURL() string { return sp.slo.String() }
+
+// MetadataURL returns the URL at which our metadata is to be served.
+func (sp *SP) MetadataURL() string { return sp.metaURL.String() }
+
+// Ready reports whether a copy of the IdP metadata is available.
+func (sp *SP) Ready() bool { return sp.md.current() != nil }
+
+func derivedURL(override, def, what string, problems []error) (*url.URL, []error) {
+	s := def
+	if override != "" {
+		s = override
+	}
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() {
+		return nil, append(problems, fmt.Errorf("%s is not absolute", what))
+	}
+	return u, problems
+}
+
+// reservedParam reports whether name is one of the parameters the
+// HTTP-Redirect binding defines; a custom entry must not shadow them.
+func reservedParam(name string) bool {
+	switch name {
+	case "SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature", "SAMLEncoding":
+		return true
+	}
+	return false
+}
+
+// checkMetadataURL requires an absolute URL, HTTPS unless the host is a
+// loopback address: the metadata carries the keys we trust, so fetching it
+// in clear text would let anyone on the path choose them.
+func checkMetadataURL(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, errors.New("is required")
+	}
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return nil, errors.New("not an absolute URL")
+	}
+	switch u.Scheme {
+	case "https":
+		return u, nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return u, nil
+		}
+		return nil, errors.New("must use https (plain http only for loopback addresses)")
+	default:
+		return nil, errors.New("must use https")
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ParseKeyPair parses the SP certificate and private key and checks that
+// they belong together and that the key is RSA of at least 2048 bits. Errors
+// name the setting, never its value.
+func ParseKeyPair(certPEM, keyPEM string) (*rsa.PrivateKey, *x509.Certificate, error) {
+	if certPEM == "" || keyPEM == "" {
+		return nil, nil, errors.New("saml_additional_settings: certificate and private_key must be set together")
+	}
+	cb, _ := pem.Decode([]byte(certPEM))
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, nil, errors.New("saml_additional_settings.certificate: not a PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("saml_additional_settings.certificate: %w", err)
+	}
+	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	if err != nil {
+		// The tls error can quote neither value, but it does not say which
+		// half is wrong either: tell the two cases apart ourselves.
+		if kb, _ := pem.Decode([]byte(keyPEM)); kb == nil || !strings.HasSuffix(kb.Type, "PRIVATE KEY") {
+			return nil, nil, errors.New("saml_additional_settings.private_key: not a PEM private key")
+		}
+		return nil, nil, errors.New("saml_additional_settings.private_key: does not match the certificate")
+	}
+	key, ok := pair.PrivateKey.(*rsa.PrivateKey)
+	if !ok {
+		return nil, nil, errors.New("saml_additional_settings.private_key: must be an RSA key")
+	}
+	if key.N.BitLen() < 2048 {
+		return nil, nil, errors.New("saml_additional_settings.private_key: RSA key must have at least 2048 bits")
+	}
+	return key, cert, nil
+}
+
+// crewjamSP returns a fresh crewjam ServiceProvider for one operation. Each
+// call gets its own value so that per-request hooks (the signature verifier)
+// never leak into another request.
+func (sp *SP) crewjamSP(md *idpMetadata) *saml.ServiceProvider {
+	c := &saml.ServiceProvider{
+		EntityID:          sp.cfg.SPEntityID,
+		AcsURL:            *sp.acs,
+		SloURL:            *sp.slo,
+		MetadataURL:       *sp.metaURL,
+		HTTPClient:        sp.env.HTTPClient,
+		AuthnNameIDFormat: saml.NameIDFormat(sp.opts.NameIDFormat),
+		LogoutBindings:    []string{saml.HTTPRedirectBinding, saml.HTTPPostBinding},
+	}
+	if md != nil {
+		c.IDPMetadata = md.entity
+		c.SignatureVerifier = &verifier{certs: md.certs, now: sp.env.Now}
+	}
+	if sp.key != nil {
+		c.Key = sp.key
+		c.Certificate = sp.cert
+		c.SignatureMethod = dsig.RSASHA256SignatureMethod
+	}
+	if sp.cfg.AuthnContext != "" {
+		c.RequestedAuthnContext = &saml.RequestedAuthnContext{
+			Comparison:           "exact",
+			AuthnContextClassRef: sp.cfg.AuthnContext,
+		}
+	}
+	return c
+}
+
+// unavailable is the error of every operation before the first metadata.
+func unavailable(cause error) *providers.Error {
+	return &providers.Error{
+		Code:     providers.CodeProviderUnavailable,
+		Provider: Name,
+		Message:  "the SAML identity provider's metadata is not available yet",
+		Err:      cause,
+	}
+}
+
+func invalid(message string, cause error) *providers.Error {
+	return &providers.Error{Code: providers.CodeInvalidResponse, Provider: Name, Message: message, Err: cause}
+}
+
+// SafeReturnPath returns s as a relative path when it is one, or when it is
+// an absolute URL of origin; ok is false for anything that could leave the
+// site (//evil, /\evil, encoded slashes, other schemes).
+func SafeReturnPath(s, origin string) (path string, ok bool) {
+	if s == "" || len(s) > 2048 {
+		return "", false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return "", false
+		}
+	}
+	if strings.HasPrefix(s, "/") {
+		if strings.HasPrefix(s, "//") {
+			return "", false
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "" || u.Host != "" {
+			return "", false
+		}
+		// A decoded path that starts with // or /\ is how browsers and
+		// proxies end up elsewhere after one more decoding.
+		if p := u.Path; strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+			return "", false
+		}
+		if low := strings.ToLower(u.RawPath); strings.HasPrefix(low, "/%2f") || strings.HasPrefix(low, "/%5c") {
+			return "", false
+		}
+		return u.String(), true
+	}
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() || u.User != nil {
+		return "", false
+	}
+	if u.Scheme+"://"+u.Host != origin {
+		return "", false
+	}
+	rel := &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery, Fragment: u.Fragment}
+	p := rel.String()
+	if p == "" {
+		p = "/"
+	}
+	return SafeReturnPath(p, origin)
+}

@@ -58,4 +58,3 @@ func TestSignInWithEncryptedAssertion(t *testing.T) {
 		t.Errorf("identity = %+v", id)
 	}
 }
-

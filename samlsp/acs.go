@@ -134,23 +134,9 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 		}
 	}
 	now := sp.env.Now()
-	if e := checkXML(raw); e != nil {
-		return nil, invalid("the SAML response is not acceptable XML", e)
-	}
-	doc := etree.NewDocument()
-	if e := doc.ReadFromBytes(raw); e != nil {
-		return nil, invalid("the SAML response is not acceptable XML", e)
-	}
-	root := doc.Root()
-	if !is(root, nsProtocol, "Response") {
-		return nil, invalid("the message is not a SAML Response", nil)
-	}
-	assertionEl, e := sp.checkShape(root)
-	if e != nil {
-		return nil, invalid("the SAML response has an unexpected structure", e)
-	}
-	if is(assertionEl, nsAssertion, "EncryptedAssertion") && sp.key == nil {
-		return nil, invalid("the IdP sent an encrypted assertion but no SP private key is configured to decrypt it", nil)
+	root, perr := sp.preflight(raw)
+	if perr != nil {
+		return nil, perr
 	}
 
 	// crewjam's validation first, on a ServiceProvider value of our own whose
@@ -185,6 +171,31 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 		return nil, invalid("the SAML response is ambiguous", errors.New("crewjam and the verified tree disagree on the assertion"))
 	}
 	return a, nil
+}
+
+// preflight checks what must hold before anything else reads the bytes:
+// acceptable XML, a Response root, the one-assertion shape, and a key for an
+// encrypted assertion.
+func (sp *SP) preflight(raw []byte) (*etree.Element, *providers.Error) {
+	if e := checkXML(raw); e != nil {
+		return nil, invalid("the SAML response is not acceptable XML", e)
+	}
+	doc := etree.NewDocument()
+	if e := doc.ReadFromBytes(raw); e != nil {
+		return nil, invalid("the SAML response is not acceptable XML", e)
+	}
+	root := doc.Root()
+	if !is(root, nsProtocol, "Response") {
+		return nil, invalid("the message is not a SAML Response", nil)
+	}
+	assertionEl, e := sp.checkShape(root)
+	if e != nil {
+		return nil, invalid("the SAML response has an unexpected structure", e)
+	}
+	if is(assertionEl, nsAssertion, "EncryptedAssertion") && sp.key == nil {
+		return nil, invalid("the IdP sent an encrypted assertion but no SP private key is configured to decrypt it", nil)
+	}
+	return root, nil
 }
 
 // checkShape enforces the only structure a Response may have: exactly one

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/extauth/extauth/internal/fakes/samlidp"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -56,5 +58,80 @@ func TestSignInWithEncryptedAssertion(t *testing.T) {
 	}
 	if id.UID != "ada@example.org" || id.Email != "ada@example.org" {
 		t.Errorf("identity = %+v", id)
+	}
+}
+
+// TestTamperedResponses runs every SAML tamper row of SECURITY.md against
+// the strategy. The same table runs through the real callback route in the
+// extauth package.
+func TestTamperedResponses(t *testing.T) {
+	f := newFixture(t)
+	ak, ac := testKey(t, 2)
+	for _, tc := range f.idp.Tampers(samlidp.Target{EntityID: testEntityID, ACS: testACS, AttackerKey: ak, AttackerCert: ac}) {
+		t.Run(tc.Name, func(t *testing.T) {
+			tx, _ := f.begin(f.sp)
+			xml, err := tc.Build(tx.RequestID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := post(f.sp, tx, responseForm(xml, tx.Binding))
+			if tc.Want == "" {
+				if err != nil {
+					t.Fatalf("rejected a valid response: %v", err)
+				}
+				if id.UID != tc.WantUID {
+					t.Fatalf("uid = %q, want %q", id.UID, tc.WantUID)
+				}
+				return
+			}
+			t.Logf("rejected: %v", err)
+			if code(err) != tc.Want {
+				t.Fatalf("err = %v, want %s", err, tc.Want)
+			}
+			if id != nil {
+				t.Fatal("identity returned with an error")
+			}
+		})
+	}
+}
+
+// TestOurChecksStandAlone runs the tamper table against our own checks
+// without crewjam's in front of them: each row must be refused by our layer
+// by itself, so that none of our checks is dead code hidden behind crewjam's
+// and a crewjam regression cannot open a hole.
+func TestOurChecksStandAlone(t *testing.T) {
+	f := newFixture(t)
+	ak, ac := testKey(t, 2)
+	md := f.sp.md.current()
+	for _, tc := range f.idp.Tampers(samlidp.Target{EntityID: testEntityID, ACS: testACS, AttackerKey: ak, AttackerCert: ac}) {
+		t.Run(tc.Name, func(t *testing.T) {
+			xml, err := tc.Build("id-request")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a *Assertion
+			root, perr := f.sp.preflight(xml)
+			if perr == nil {
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Fatalf("our checks panicked: %v", p)
+						}
+					}()
+					a, err = f.sp.verifyTree(root, "id-request", md, time.Now())
+				}()
+			} else {
+				err = perr
+			}
+			if tc.Want == "" {
+				if err != nil || a.NameID != tc.WantUID {
+					t.Fatalf("our checks refused a valid response: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("our checks accepted it (NameID %q)", a.NameID)
+			}
+		})
 	}
 }

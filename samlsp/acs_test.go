@@ -1,6 +1,17 @@
 package samlsp
 
 import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -134,4 +145,222 @@ func TestOurChecksStandAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestEncryptedAssertionWithoutKey(t *testing.T) {
+	f := newFixture(t)
+	_, cert := testKey(t, 1)
+	tx, _ := f.begin(f.sp)
+	s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+	s.EncryptTo = cert
+	xml, err := f.idp.Forge(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = post(f.sp, tx, responseForm(xml, tx.Binding))
+	if code(err) != providers.CodeInvalidResponse || !strings.Contains(err.Error(), "no SP private key") {
+		t.Fatalf("err = %v, want a clear invalid_response about the missing key", err)
+	}
+}
+
+func TestEncryptedAssertionToAnotherKey(t *testing.T) {
+	f := newFixture(t, withKeyPair)
+	_, other := testKey(t, 2)
+	tx, _ := f.begin(f.sp)
+	s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+	s.EncryptTo = other
+	xml, err := f.idp.Forge(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = post(f.sp, tx, responseForm(xml, tx.Binding)); code(err) != providers.CodeInvalidResponse {
+		t.Fatalf("err = %v, want invalid_response", err)
+	}
+}
+
+// Two instances behind a load balancer share the store: a response accepted
+// by one is a replay on the other.
+func TestReplayAcrossInstances(t *testing.T) {
+	f := newFixture(t)
+	other := f.newSP(f.store)
+	f.waitReady(other)
+	tx, redirect := f.begin(f.sp)
+	form := f.idpForm(redirect)
+	if _, err := post(f.sp, tx, form); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+	if _, err := post(other, tx, form); code(err) != providers.CodeReplayed {
+		t.Fatalf("second instance: err = %v, want replayed", err)
+	}
+}
+
+// A fresh assertion for an already answered request is refused too: the
+// request ID is single-use, not only the assertion ID.
+func TestRequestIDConsumedOnce(t *testing.T) {
+	f := newFixture(t)
+	tx, _ := f.begin(f.sp)
+	for i, want := range []providers.Code{"", providers.CodeReplayed} {
+		xml, err := f.idp.Forge(f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = post(f.sp, tx, responseForm(xml, tx.Binding))
+		if code(err) != want {
+			t.Fatalf("response %d: err = %v, want %q", i, err, want)
+		}
+	}
+}
+
+func TestUnsolicitedResponses(t *testing.T) {
+	unsolicited := func(f *fixture) url.Values {
+		resp, err := http.Get(f.idp.SSOURL()[:len(f.idp.SSOURL())-len("/sso")] + "/unsolicited?sp=" + url.QueryEscape(testEntityID) + "&RelayState=https://evil.example/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		form := url.Values{}
+		for _, m := range formField.FindAllStringSubmatch(string(body), -1) {
+			form.Set(m[1], html.UnescapeString(m[2]))
+		}
+		if form.Get("SAMLResponse") == "" {
+			t.Fatalf("IdP page: %s", body)
+		}
+		return form
+	}
+	t.Run("refused by default", func(t *testing.T) {
+		f := newFixture(t)
+		_, err := post(f.sp, nil, unsolicited(f))
+		if code(err) != providers.CodeInvalidResponse || !strings.Contains(err.Error(), "unsolicited") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("accepted when enabled, once", func(t *testing.T) {
+		f := newFixture(t, withOptions(func(o *Options) { o.AllowIDPInitiated = true }))
+		form := unsolicited(f)
+		id, err := post(f.sp, &providers.Transaction{}, form)
+		if err != nil || id.UID != "ada@example.org" {
+			t.Fatalf("id = %+v, err = %v", id, err)
+		}
+		if _, err := post(f.sp, &providers.Transaction{}, form); code(err) != providers.CodeReplayed {
+			t.Fatalf("replay: err = %v", err)
+		}
+	})
+	t.Run("a solicited transaction refuses an unsolicited response", func(t *testing.T) {
+		f := newFixture(t, withOptions(func(o *Options) { o.AllowIDPInitiated = true }))
+		tx, _ := f.begin(f.sp)
+		form := unsolicited(f)
+		form.Set("RelayState", tx.Binding)
+		if _, err := post(f.sp, tx, form); code(err) != providers.CodeInvalidResponse {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestKeyRotation(t *testing.T) {
+	f := newFixture(t)
+	newKey, newCert := testKey(t, 2)
+	// The IdP publishes its next certificate beside the current one, then
+	// starts signing with it; both keep working.
+	f.idp.Set(func(k *samlidp.Knobs) { k.ExtraCerts = []*x509.Certificate{newCert} })
+	sp := f.newSP(f.store)
+	f.waitReady(sp)
+	if n := len(sp.md.current().certs); n != 2 {
+		t.Fatalf("%d signing certificates, want 2", n)
+	}
+	for i, k := range []struct {
+		key  *rsa.PrivateKey
+		cert *x509.Certificate
+	}{{nil, nil}, {newKey, newCert}} {
+		tx, _ := f.begin(sp)
+		s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+		s.Key, s.Cert = k.key, k.cert
+		xml, err := f.idp.Forge(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without KeyInfo too: the key must come from the metadata.
+		xml = regexp.MustCompile(`(?s)<ds:KeyInfo>.*?</ds:KeyInfo>`).ReplaceAll(xml, nil)
+		if _, err := post(sp, tx, responseForm(xml, tx.Binding)); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+}
+
+func TestOversizedAndMalformedBodies(t *testing.T) {
+	f := newFixture(t)
+	tx, _ := f.begin(f.sp)
+	// 1 MiB of DEFLATE that would inflate to 1 GiB: the callback never
+	// inflates (HTTP-POST is not deflated), and the size bound refuses it
+	// before base64 decoding.
+	bomb := deflateBomb(t, 1)
+	start := time.Now()
+	r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(url.Values{
+		"SAMLResponse": {base64.StdEncoding.EncodeToString(bomb)}, "RelayState": {tx.Binding}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if _, err := f.sp.Complete(context.Background(), r, tx); code(err) != providers.CodeInvalidResponse {
+		t.Fatalf("bomb: err = %v", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("bomb took %s", time.Since(start))
+	}
+	// A value under the body bound but over the decoded-size bound is
+	// refused from its length alone, before any decoding.
+	long := strings.Repeat("A", int(f.sp.maxEncodedResponse())+4)
+	if _, err := post(f.sp, tx, url.Values{"SAMLResponse": {long}, "RelayState": {tx.Binding}}); code(err) != providers.CodeInvalidResponse ||
+		!strings.Contains(err.Error(), "too large") {
+		t.Fatalf("long value: err = %v", err)
+	}
+	for name, v := range map[string]string{
+		"not base64":       "%%%",
+		"not XML":          base64.StdEncoding.EncodeToString([]byte("hello")),
+		"not a Response":   base64.StdEncoding.EncodeToString([]byte(`<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol"/>`)),
+		"empty":            "",
+		"two roots":        base64.StdEncoding.EncodeToString([]byte(`<a/><b/>`)),
+		"billion laughs":   base64.StdEncoding.EncodeToString([]byte(`<!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]><l>&b;</l>`)),
+		"deeply nested":    base64.StdEncoding.EncodeToString([]byte(strings.Repeat("<a>", 200) + strings.Repeat("</a>", 200))),
+		"processing instr": base64.StdEncoding.EncodeToString([]byte(`<?xml version="1.0"?><?xml-stylesheet href="x"?><a/>`)),
+	} {
+		if _, err := post(f.sp, tx, url.Values{"SAMLResponse": {v}, "RelayState": {tx.Binding}}); code(err) != providers.CodeInvalidResponse {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	// GET and the artifact binding are refused.
+	r = httptest.NewRequest(http.MethodGet, testACS+"?SAMLResponse=x", nil)
+	if _, err := f.sp.Complete(context.Background(), r, tx); code(err) != providers.CodeInvalidResponse {
+		t.Errorf("GET: err = %v", err)
+	}
+	if _, err := post(f.sp, tx, url.Values{"SAMLart": {"AAQAA"}, "RelayState": {tx.Binding}}); code(err) != providers.CodeInvalidResponse {
+		t.Errorf("artifact: err = %v", err)
+	}
+}
+
+// deflateBomb returns about 1 MiB of DEFLATE data that inflates to exactly
+// gib GiB of zeros. Compressing a GiB takes most of a minute, so it repeats
+// the compressor's steady-state output for one flushed MiB of zeros, which is
+// the same bytes every time, and ends with an empty final block.
+func deflateBomb(t testing.TB, gib int) []byte {
+	var buf bytes.Buffer
+	w, err := flate.NewWriter(&buf, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := make([]byte, 1<<20)
+	var chunks [][]byte
+	for range 3 {
+		start := buf.Len()
+		w.Write(zero)
+		w.Flush()
+		chunks = append(chunks, bytes.Clone(buf.Bytes()[start:]))
+	}
+	if !bytes.Equal(chunks[1], chunks[2]) {
+		t.Fatal("DEFLATE output is not periodic; cannot build the bomb")
+	}
+	var out bytes.Buffer
+	out.Write(chunks[0])
+	for range gib<<10 - 1 {
+		out.Write(chunks[1])
+	}
+	out.Write([]byte{0x03, 0x00})
+	return out.Bytes()
 }

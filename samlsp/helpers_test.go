@@ -66,6 +66,8 @@ func pemPair(t testing.TB, i int) (certPEM, keyPEM string) {
 
 type fixture struct {
 	t      testing.TB
+	noWait bool
+	idpMod []func(*samlidp.IdP)
 	idp    *samlidp.IdP
 	idpURL string
 	sp     *SP
@@ -79,6 +81,14 @@ type fixtureOption func(*fixture)
 func withKeyPair(f *fixture) {
 	f.cfg.CertificatePEM, f.cfg.PrivateKeyPEM = pemPair(f.t, 1)
 }
+
+// withIdP adjusts the IdP before the SP starts.
+func withIdP(mod func(*samlidp.IdP)) fixtureOption {
+	return func(f *fixture) { f.idpMod = append(f.idpMod, mod) }
+}
+
+// noWait starts the SP without waiting for its metadata.
+func noWait(f *fixture) { f.noWait = true }
 
 func withOptions(mod func(*Options)) fixtureOption { return func(f *fixture) { mod(&f.opts) } }
 func withConfig(mod func(*Config)) fixtureOption   { return func(f *fixture) { mod(&f.cfg) } }
@@ -103,8 +113,13 @@ func newFixture(t testing.TB, mods ...fixtureOption) *fixture {
 	for _, m := range mods {
 		m(f)
 	}
+	for _, m := range f.idpMod {
+		m(f.idp)
+	}
 	f.sp = f.newSP(f.store)
-	f.waitReady(f.sp)
+	if !f.noWait {
+		f.waitReady(f.sp)
+	}
 	return f
 }
 

@@ -140,7 +140,7 @@ func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 		return nil, providers.TransportError(err, "saml metadata")
 	}
 	if len(body) > DefaultMetadataMaxBytes {
-		return nil, fmt.Errorf("saml metadata: larger than %d bytes", DefaultMetadataMaxBytes)
+		return nil, fmt.Errorf("saml metadata: too large (over %d bytes)", DefaultMetadataMaxBytes)
 	}
 	return parseMetadata(body, c.sp.opts.IdPEntityID, c.sp.env.Now(), c.sp.opts.MetadataRefresh)
 }

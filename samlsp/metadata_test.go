@@ -1,0 +1,239 @@
+package samlsp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/store"
+	"github.com/extauth/extauth/providers"
+)
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The application starts while the IdP is down; sign-ins answer 503
+// provider_unavailable until a first copy of the metadata arrives, then work
+// without a restart.
+func TestStartsWhileIdPIsDown(t *testing.T) {
+	f := newFixture(t, noWait, withOptions(func(o *Options) { o.MetadataRetry = time.Hour }),
+		withIdP(func(p *samlidp.IdP) { p.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusInternalServerError }) }))
+	eventually(t, "a first fetch", func() bool { return f.idp.MetadataHits() >= 1 })
+	_, err := f.sp.Begin(context.Background(), newTx())
+	if code(err) != providers.CodeProviderUnavailable || code(err).HTTPStatus() != http.StatusServiceUnavailable {
+		t.Fatalf("Begin: err = %v, want provider_unavailable (503)", err)
+	}
+	if _, err := post(f.sp, newTx(), responseForm([]byte("<x/>"), "")); code(err) != providers.CodeProviderUnavailable {
+		t.Fatalf("Complete: err = %v", err)
+	}
+	// The IdP comes back. The retry timer is an hour away: the failed
+	// sign-ins' kicks are what bring the metadata in.
+	f.idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = 0 })
+	eventually(t, "sign-in to work again", func() bool {
+		_, err := f.sp.Begin(context.Background(), newTx())
+		return err == nil
+	})
+	tx, redirect := f.begin(f.sp)
+	if _, err := post(f.sp, tx, f.idpForm(redirect)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLastGoodMetadataKeptWhenRefreshFails(t *testing.T) {
+	f := newFixture(t, withIdP(func(p *samlidp.IdP) {
+		p.Set(func(k *samlidp.Knobs) { k.CacheDuration = 20 * time.Millisecond })
+	}))
+	f.idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusBadGateway })
+	hits := f.idp.MetadataHits()
+	eventually(t, "two failed refreshes", func() bool { return f.idp.MetadataHits() >= hits+2 })
+	if !f.sp.Ready() || f.sp.md.err() == nil {
+		t.Fatalf("ready = %v, err = %v; want the old copy kept and the failure recorded", f.sp.Ready(), f.sp.md.err())
+	}
+	tx, redirect := f.begin(f.sp)
+	if _, err := post(f.sp, tx, f.idpForm(redirect)); err != nil {
+		t.Fatalf("sign-in with the kept copy: %v", err)
+	}
+}
+
+// A refresh picks up a new signing certificate without a restart.
+func TestRefreshPicksUpNewCertificate(t *testing.T) {
+	f := newFixture(t, withIdP(func(p *samlidp.IdP) {
+		p.Set(func(k *samlidp.Knobs) { k.CacheDuration = 20 * time.Millisecond })
+	}))
+	_, c := testKey(t, 2)
+	f.idp.Set(func(k *samlidp.Knobs) { k.ExtraCerts = append(k.ExtraCerts, c) })
+	eventually(t, "the new certificate", func() bool { return len(f.sp.md.current().certs) == 2 })
+}
+
+func TestMetadataFetchTimesOutAndCloseIsPrompt(t *testing.T) {
+	f := newFixture(t, noWait, withIdP(func(p *samlidp.IdP) {
+		p.Set(func(k *samlidp.Knobs) { k.MetadataHang = true })
+	}))
+	f.sp.Close()
+	sp, err := New(f.cfg, providers.Env{
+		CallbackURL: testACS, HTTPClient: outbound.NewClient(nil, 100*time.Millisecond, 0),
+		Store: store.NewMemory(nil),
+	}, Options{MetadataRetry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fetch to time out", func() bool { return sp.md.err() != nil })
+	var pe *providers.Error
+	if !errors.As(sp.md.err(), &pe) || pe.Code != providers.CodeTimeout {
+		t.Fatalf("err = %v, want a timeout", sp.md.err())
+	}
+	start := time.Now()
+	sp.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %s", d)
+	}
+}
+
+func TestMetadataBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body func(p *samlidp.IdP) []byte
+		want string
+	}{
+		{"over 1 MiB", func(p *samlidp.IdP) []byte {
+			md := p.Metadata()
+			pad := bytes.Repeat([]byte(" "), DefaultMetadataMaxBytes)
+			return append(md, pad...)
+		}, "too large"},
+		{"DOCTYPE", func(p *samlidp.IdP) []byte {
+			return append([]byte(`<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>`), p.Metadata()...)
+		}, "directives"},
+		{"expired validUntil", func(p *samlidp.IdP) []byte {
+			return bytes.Replace(p.Metadata(), []byte(`validUntil="`), []byte(`validUntil="2001-01-01T00:00:00Z" x="`), 1)
+		}, "expired"},
+		{"no signing certificate", func(p *samlidp.IdP) []byte {
+			return bytes.ReplaceAll(p.Metadata(), []byte(`use="signing"`), []byte(`use="encryption"`))
+		}, "no signing certificate"},
+		{"not metadata", func(*samlidp.IdP) []byte { return []byte(`<html/>`) }, "neither"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, noWait, withIdP(func(p *samlidp.IdP) {
+				b := tc.body(p)
+				p.Set(func(k *samlidp.Knobs) { k.MetadataBody = b })
+			}))
+			eventually(t, "the fetch to fail", func() bool { return f.sp.md.err() != nil })
+			if f.sp.Ready() || !strings.Contains(f.sp.md.err().Error(), tc.want) {
+				t.Fatalf("ready = %v, err = %v, want %q", f.sp.Ready(), f.sp.md.err(), tc.want)
+			}
+		})
+	}
+}
+
+func TestEntitiesDescriptor(t *testing.T) {
+	idpMD := func(p *samlidp.IdP) string {
+		s := string(p.Metadata())
+		return s[strings.Index(s, "<EntityDescriptor"):]
+	}
+	spMD := `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://sp.example/"><SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"/></EntityDescriptor>`
+	wrap := func(inner ...string) []byte {
+		return []byte(`<EntitiesDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" cacheDuration="PT2H">` +
+			`<EntitiesDescriptor>` + strings.Join(inner, "") + `</EntitiesDescriptor></EntitiesDescriptor>`)
+	}
+	t.Run("one IdP among other entities", func(t *testing.T) {
+		f := newFixture(t, withIdP(func(p *samlidp.IdP) {
+			b := wrap(spMD, idpMD(p))
+			p.Set(func(k *samlidp.Knobs) { k.MetadataBody = b })
+		}))
+		md := f.sp.md.current()
+		if md.entity.EntityID != f.idp.EntityID() {
+			t.Fatalf("entity = %q", md.entity.EntityID)
+		}
+		if d := md.refreshAt.Sub(md.fetched); d != 2*time.Hour {
+			t.Fatalf("refresh in %s, want the enclosing cacheDuration of 2h", d)
+		}
+	})
+	t.Run("two IdPs need the entity ID option", func(t *testing.T) {
+		var other string
+		f := newFixture(t, noWait, withIdP(func(p *samlidp.IdP) {
+			other = strings.Replace(idpMD(p), `entityID="`, `entityID="urn:other:`, 1)
+			b := wrap(idpMD(p), other)
+			p.Set(func(k *samlidp.Knobs) { k.MetadataBody = b })
+		}))
+		eventually(t, "the fetch to fail", func() bool { return f.sp.md.err() != nil })
+		if !strings.Contains(f.sp.md.err().Error(), "2 IdPs") {
+			t.Fatalf("err = %v", f.sp.md.err())
+		}
+		g := newFixture(t, withIdP(func(p *samlidp.IdP) {
+			b := wrap(idpMD(p), other)
+			p.Set(func(k *samlidp.Knobs) { k.MetadataBody = b })
+		}), func(f *fixture) { f.opts.IdPEntityID = f.idp.EntityID() })
+		if got := g.sp.md.current().entity.EntityID; got != g.idp.EntityID() {
+			t.Fatalf("picked %q", got)
+		}
+	})
+}
+
+func TestRefreshSchedule(t *testing.T) {
+	p, err := samlidp.New(samlidp.Options{BaseURL: "https://idp.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		knobs samlidp.Knobs
+		want  time.Duration
+	}{
+		{"default", samlidp.Knobs{ValidUntil: now.Add(1000 * time.Hour)}, 24 * time.Hour},
+		{"cacheDuration", samlidp.Knobs{ValidUntil: now.Add(1000 * time.Hour), CacheDuration: time.Hour}, time.Hour},
+		{"validUntil soon", samlidp.Knobs{ValidUntil: now.Add(10 * time.Hour)}, 5 * time.Hour},
+	} {
+		p.Set(func(k *samlidp.Knobs) { *k = tc.knobs })
+		md, err := parseMetadata(p.Metadata(), "", now, DefaultMetadataRefresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := md.refreshAt.Sub(now); got != tc.want {
+			t.Errorf("%s: refresh in %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestMetadataURLMustBeHTTPS(t *testing.T) {
+	for u, ok := range map[string]bool{
+		"https://idp.example.org/metadata": true,
+		"http://127.0.0.1:8080/metadata":   true,
+		"http://[::1]/metadata":            true,
+		"http://localhost/metadata":        true,
+		"http://idp.example.org/metadata":  false,
+		"ftp://idp.example.org/metadata":   false,
+		"/metadata":                        false,
+		"":                                 false,
+	} {
+		sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: u}, providers.Env{
+			CallbackURL: testACS, HTTPClient: &http.Client{Transport: refuse{}}, Store: store.NewMemory(nil),
+		}, Options{})
+		if sp != nil {
+			sp.Close()
+		}
+		if (err == nil) != ok {
+			t.Errorf("%q: err = %v", u, err)
+		}
+		if err != nil && code(err) != providers.CodeMisconfigured {
+			t.Errorf("%q: code = %s", u, code(err))
+		}
+	}
+}
+
+type refuse struct{}
+
+func (refuse) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("offline") }

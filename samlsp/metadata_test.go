@@ -31,7 +31,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // without a restart.
 func TestStartsWhileIdPIsDown(t *testing.T) {
 	f := newFixture(t, noWait, withOptions(func(o *Options) { o.MetadataRetry = time.Hour }),
-		withIdP(func(p *samlidp.IdP) { p.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusInternalServerError }) }))
+		withIdP(func(p *samlidp.IdP) {
+			p.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusInternalServerError })
+		}))
 	eventually(t, "a first fetch", func() bool { return f.idp.MetadataHits() >= 1 })
 	_, err := f.sp.Begin(context.Background(), newTx())
 	if code(err) != providers.CodeProviderUnavailable || code(err).HTTPStatus() != http.StatusServiceUnavailable {

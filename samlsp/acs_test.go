@@ -293,7 +293,7 @@ func TestOversizedAndMalformedBodies(t *testing.T) {
 	// 1 MiB of DEFLATE that would inflate to 1 GiB: the callback never
 	// inflates (HTTP-POST is not deflated), and the size bound refuses it
 	// before base64 decoding.
-	bomb := deflateBomb(t, 1)
+	bomb := deflateZeros(t, 1<<10) // 1 MiB that inflates to 1 GiB
 	start := time.Now()
 	r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(url.Values{
 		"SAMLResponse": {base64.StdEncoding.EncodeToString(bomb)}, "RelayState": {tx.Binding}}.Encode()))
@@ -335,11 +335,11 @@ func TestOversizedAndMalformedBodies(t *testing.T) {
 	}
 }
 
-// deflateBomb returns about 1 MiB of DEFLATE data that inflates to exactly
-// gib GiB of zeros. Compressing a GiB takes most of a minute, so it repeats
+// deflateZeros returns about 1 KiB of DEFLATE data per MiB of zeros it
+// inflates to (mib MiB in all). Compressing a GiB takes most of a minute, so it repeats
 // the compressor's steady-state output for one flushed MiB of zeros, which is
 // the same bytes every time, and ends with an empty final block.
-func deflateBomb(t testing.TB, gib int) []byte {
+func deflateZeros(t testing.TB, mib int) []byte {
 	var buf bytes.Buffer
 	w, err := flate.NewWriter(&buf, flate.BestCompression)
 	if err != nil {
@@ -358,7 +358,7 @@ func deflateBomb(t testing.TB, gib int) []byte {
 	}
 	var out bytes.Buffer
 	out.Write(chunks[0])
-	for range gib<<10 - 1 {
+	for range mib - 1 {
 		out.Write(chunks[1])
 	}
 	out.Write([]byte{0x03, 0x00})

@@ -109,7 +109,7 @@ type IdP struct {
 	sps     map[string]*saml.EntityDescriptor
 	idx     atomic.Int64
 	mdHits  atomic.Int64
-	lastLog atomic.Pointer[saml.LogoutRequest]
+	lastLog atomic.Pointer[LogoutRecord]
 }
 
 // New returns an IdP serving at opts.BaseURL.
@@ -193,8 +193,14 @@ func (p *IdP) Certificate() *x509.Certificate { return p.cert }
 // MetadataHits counts metadata requests.
 func (p *IdP) MetadataHits() int64 { return p.mdHits.Load() }
 
-// LastLogoutRequest returns the last LogoutRequest the IdP accepted.
-func (p *IdP) LastLogoutRequest() *saml.LogoutRequest { return p.lastLog.Load() }
+// LogoutRecord is a LogoutRequest the IdP accepted.
+type LogoutRecord struct {
+	Request *saml.LogoutRequest
+	Signed  bool
+}
+
+// LastLogout returns the last LogoutRequest the IdP accepted, or nil.
+func (p *IdP) LastLogout() *LogoutRecord { return p.lastLog.Load() }
 
 // Set changes the knobs under the IdP's lock.
 func (p *IdP) Set(f func(*Knobs)) {
@@ -452,9 +458,12 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown SP", http.StatusBadRequest)
 		return
 	}
-	if cert := spSigningCert(sp); cert != nil {
-		if q.Get("Signature") == "" {
-			http.Error(w, "LogoutRequest must be signed", http.StatusBadRequest)
+	// A signature, when present, must verify with the SP's published
+	// signing certificate; whether one is required is the SP's setting.
+	if q.Get("Signature") != "" {
+		cert := spSigningCert(sp)
+		if cert == nil {
+			http.Error(w, "signed by an SP without a signing certificate", http.StatusBadRequest)
 			return
 		}
 		if err := VerifyRedirectSignature(r.URL.RawQuery, "SAMLRequest", cert); err != nil {
@@ -462,7 +471,7 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p.lastLog.Store(&lr)
+	p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != ""})
 	var slo string
 	for _, d := range sp.SPSSODescriptors {
 		for _, e := range d.SingleLogoutServices {

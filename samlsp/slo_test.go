@@ -1,0 +1,262 @@
+package samlsp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/xml"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth/internal/fakes/samlidp"
+)
+
+const testSLO = "https://app.example.test/users/auth/saml/logout"
+
+func TestSPMetadata(t *testing.T) {
+	for _, signed := range []bool{false, true} {
+		mods := []fixtureOption{noWait, withIdP(func(p *samlidp.IdP) {
+			// The IdP is down: our metadata does not depend on it.
+			p.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusServiceUnavailable })
+		})}
+		if signed {
+			mods = append(mods, withKeyPair)
+		}
+		f := newFixture(t, mods...)
+		rec := httptest.NewRecorder()
+		f.sp.MetadataHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/users/auth/saml/metadata", nil))
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/samlmetadata+xml" {
+			t.Fatalf("status %d, type %q", rec.Code, rec.Header().Get("Content-Type"))
+		}
+		var ed saml.EntityDescriptor
+		if err := xml.Unmarshal(rec.Body.Bytes(), &ed); err != nil {
+			t.Fatal(err)
+		}
+		if ed.EntityID != testEntityID || len(ed.SPSSODescriptors) != 1 {
+			t.Fatalf("metadata: %s", rec.Body)
+		}
+		d := ed.SPSSODescriptors[0]
+		if len(d.AssertionConsumerServices) != 1 || d.AssertionConsumerServices[0].Location != testACS ||
+			d.AssertionConsumerServices[0].Binding != saml.HTTPPostBinding {
+			t.Errorf("ACS = %+v", d.AssertionConsumerServices)
+		}
+		if len(d.SingleLogoutServices) == 0 || d.SingleLogoutServices[0].Location != testSLO {
+			t.Errorf("SLO = %+v", d.SingleLogoutServices)
+		}
+		if d.WantAssertionsSigned == nil || !*d.WantAssertionsSigned {
+			t.Error("WantAssertionsSigned must be true")
+		}
+		if d.AuthnRequestsSigned == nil || *d.AuthnRequestsSigned != signed {
+			t.Errorf("AuthnRequestsSigned = %v, want %v", d.AuthnRequestsSigned, signed)
+		}
+		uses := map[string]bool{}
+		for _, kd := range d.KeyDescriptors {
+			uses[kd.Use] = len(kd.KeyInfo.X509Data.X509Certificates) == 1
+		}
+		if signed != (uses["signing"] && uses["encryption"]) || (!signed && len(d.KeyDescriptors) != 0) {
+			t.Errorf("key descriptors = %v (key pair %v)", uses, signed)
+		}
+		if strings.Contains(rec.Body.String(), "PRIVATE") {
+			t.Fatal("metadata contains the private key")
+		}
+	}
+}
+
+// serve runs the logout handler on a request for u.
+func serve(sp *SP, method, u string, hdr http.Header) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, u, nil)
+	for k, v := range hdr {
+		r.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	sp.LogoutHandler().ServeHTTP(rec, r)
+	return rec
+}
+
+// follow sends u to the fake IdP and returns where it redirects.
+func follow(t *testing.T, u string) string {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("IdP answered %d", resp.StatusCode)
+	}
+	return resp.Header.Get("Location")
+}
+
+func TestSPInitiatedLogout(t *testing.T) {
+	for _, signed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unsigned", true: "signed"}[signed], func(t *testing.T) {
+			mods := []fixtureOption{withKeyPair}
+			if signed {
+				mods = append(mods, withConfig(func(c *Config) { c.LogoutRequestsSigned = true }))
+			}
+			f := newFixture(t, mods...)
+			sess := LogoutSession{NameID: "ada@example.org", NameIDFormat: NameIDEmail, SessionIndex: "idx-7"}
+			u, err := f.sp.LogoutURL(context.Background(), sess)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := follow(t, u)
+			rec := f.idp.LastLogout()
+			if rec == nil || rec.Signed != signed || rec.Request.NameID.Value != sess.NameID ||
+				rec.Request.SessionIndex == nil || rec.Request.SessionIndex.Value != "idx-7" {
+				t.Fatalf("IdP saw %+v", rec)
+			}
+			if !strings.HasPrefix(back, testSLO+"?SAMLResponse=") {
+				t.Fatalf("IdP sent the browser to %s", back)
+			}
+			res := serve(f.sp, http.MethodGet, back, nil)
+			if res.Code != http.StatusSeeOther || res.Header().Get("Location") != "/" {
+				t.Fatalf("logout response: %d %s", res.Code, res.Body)
+			}
+			if res := serve(f.sp, http.MethodGet, back, nil); res.Code != http.StatusBadRequest {
+				t.Fatalf("replayed logout response: %d", res.Code)
+			}
+		})
+	}
+}
+
+func TestLogoutResponseChecks(t *testing.T) {
+	f := newFixture(t)
+	u, err := f.sp.LogoutURL(context.Background(), LogoutSession{NameID: "ada@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(u)
+	_, _, x := decodeRedirectLogout(t, pu)
+	var lr saml.LogoutRequest
+	if err := xml.Unmarshal(x, &lr); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(mod func(*saml.LogoutResponse)) *saml.LogoutResponse {
+		r := &saml.LogoutResponse{ID: "id-lr", InResponseTo: lr.ID, Version: "2.0", IssueInstant: time.Now(),
+			Destination: testSLO, Issuer: &saml.Issuer{Value: f.idp.EntityID()},
+			Status: saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}}}
+		mod(r)
+		return r
+	}
+	for name, r := range map[string]*saml.LogoutResponse{
+		"unknown request":   mk(func(r *saml.LogoutResponse) { r.InResponseTo = "id-never-sent" }),
+		"wrong issuer":      mk(func(r *saml.LogoutResponse) { r.Issuer.Value = "https://evil.example" }),
+		"wrong destination": mk(func(r *saml.LogoutResponse) { r.Destination = "https://evil.example/slo" }),
+		"stale":             mk(func(r *saml.LogoutResponse) { r.IssueInstant = time.Now().Add(-time.Hour) }),
+	} {
+		m, err := f.idp.RedirectMessage(testSLO, "SAMLResponse", r.Element(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := serve(f.sp, http.MethodGet, m, nil); res.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d", name, res.Code)
+		}
+	}
+	// Unsigned, and signed by nobody we trust.
+	m, _ := f.idp.RedirectMessage(testSLO, "SAMLResponse", mk(func(*saml.LogoutResponse) {}).Element(), "")
+	unsigned := m[:strings.Index(m, "&SigAlg=")]
+	if res := serve(f.sp, http.MethodGet, unsigned, nil); res.Code != http.StatusBadRequest {
+		t.Errorf("unsigned: %d", res.Code)
+	}
+	forged := strings.Replace(m, "&Signature=", "&Signature=AAAA", 1)
+	if res := serve(f.sp, http.MethodGet, forged, nil); res.Code != http.StatusBadRequest {
+		t.Errorf("bad signature: %d", res.Code)
+	}
+	// The genuine one still works after all that.
+	if res := serve(f.sp, http.MethodGet, m, nil); res.Code != http.StatusSeeOther {
+		t.Errorf("genuine: %d %s", res.Code, res.Body)
+	}
+}
+
+func decodeRedirectLogout(t *testing.T, pu *url.URL) (string, string, []byte) {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(pu.Query().Get("SAMLRequest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := inflate(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pu.Query().Get("SigAlg"), pu.Query().Get("Signature"), x
+}
+
+func TestIdPInitiatedLogout(t *testing.T) {
+	var ended []LogoutSession
+	f := newFixture(t, withKeyPair, withOptions(func(o *Options) {
+		o.Logout.OnIdPLogout = func(_ context.Context, s LogoutSession) error {
+			ended = append(ended, s)
+			return nil
+		}
+	}))
+	lr := &saml.LogoutRequest{ID: "id-idp-logout", Version: "2.0", IssueInstant: time.Now(), Destination: testSLO,
+		Issuer: &saml.Issuer{Value: f.idp.EntityID()},
+		NameID: &saml.NameID{Value: "ada@example.org", Format: NameIDEmail}, SessionIndex: &saml.SessionIndex{Value: "idx-1"}}
+	m, err := f.idp.RedirectMessage(testSLO, "SAMLRequest", lr.Element(), "rs-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsigned := m[:strings.Index(m, "&SigAlg=")]
+	if res := serve(f.sp, http.MethodGet, unsigned, nil); res.Code != http.StatusBadRequest || len(ended) != 0 {
+		t.Fatalf("unsigned logout request: %d, hook calls %d", res.Code, len(ended))
+	}
+	res := serve(f.sp, http.MethodGet, m, nil)
+	if res.Code != http.StatusSeeOther || len(ended) != 1 || ended[0].NameID != "ada@example.org" || ended[0].SessionIndex != "idx-1" {
+		t.Fatalf("logout request: %d, ended %+v", res.Code, ended)
+	}
+	loc, _ := url.Parse(res.Header().Get("Location"))
+	if !strings.HasPrefix(loc.String(), f.idp.SLOURL()) || loc.Query().Get("RelayState") != "rs-1" {
+		t.Fatalf("answer sent to %s", loc)
+	}
+	_, cert := testKey(t, 1)
+	if err := samlidp.VerifyRedirectSignature(loc.RawQuery, "SAMLResponse", cert); err != nil {
+		t.Fatalf("our LogoutResponse signature: %v", err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(loc.Query().Get("SAMLResponse"))
+	x, _ := inflate(raw)
+	var resp saml.LogoutResponse
+	if err := xml.Unmarshal(x, &resp); err != nil || resp.InResponseTo != "id-idp-logout" || resp.Status.StatusCode.Value != saml.StatusSuccess {
+		t.Fatalf("LogoutResponse %s (%v)", x, err)
+	}
+	if res := serve(f.sp, http.MethodGet, m, nil); res.Code != http.StatusBadRequest || len(ended) != 1 {
+		t.Fatalf("replayed logout request: %d", res.Code)
+	}
+}
+
+func TestLogoutHandlerBounds(t *testing.T) {
+	sess := LogoutSession{NameID: "ada@example.org"}
+	f := newFixture(t, withOptions(func(o *Options) {
+		o.Logout.Session = func(*http.Request) (LogoutSession, bool) { return sess, true }
+	}))
+	// A small DEFLATE input that would inflate to 8 MiB is cut at the bound.
+	bomb := base64.StdEncoding.EncodeToString(deflateZeros(t, 8))
+	if len(bomb) > maxRedirectParam {
+		t.Fatalf("bomb of %d bytes does not test the inflate bound", len(bomb))
+	}
+	res := serve(f.sp, http.MethodGet, testSLO+"?SAMLRequest="+url.QueryEscape(bomb), nil)
+	if res.Code != http.StatusBadRequest || !strings.Contains(res.Body.String(), "inflated") {
+		t.Fatalf("bomb: %d %s", res.Code, res.Body)
+	}
+	big := strings.Repeat("A", maxRedirectParam+4)
+	if res := serve(f.sp, http.MethodGet, testSLO+"?SAMLResponse="+big, nil); res.Code != http.StatusBadRequest {
+		t.Fatalf("oversized: %d", res.Code)
+	}
+	// Browser-started logout: same-origin goes to the IdP, cross-site is refused.
+	res = serve(f.sp, http.MethodGet, testSLO, nil)
+	if res.Code != http.StatusSeeOther || !strings.HasPrefix(res.Header().Get("Location"), f.idp.SLOURL()+"?SAMLRequest=") {
+		t.Fatalf("start: %d %s", res.Code, res.Header().Get("Location"))
+	}
+	if res := serve(f.sp, http.MethodPost, testSLO, http.Header{"Sec-Fetch-Site": {"cross-site"}}); res.Code != http.StatusForbidden {
+		t.Fatalf("cross-site start: %d", res.Code)
+	}
+	if res := serve(f.sp, http.MethodPut, testSLO, nil); res.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("PUT: %d", res.Code)
+	}
+}

@@ -254,3 +254,5 @@ var (
 	smallOnce sync.Once
 	smallPEM  [2]string
 )
+
+func refusingClient() *http.Client { return &http.Client{Transport: refuse{}} }

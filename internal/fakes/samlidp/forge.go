@@ -45,7 +45,11 @@ type Spec struct {
 // DefaultSpec is a valid, solicited response for the SP spEntityID at acs,
 // answering requestID, for the IdP's user, with a signed assertion.
 func (p *IdP) DefaultSpec(spEntityID, acs, requestID string) Spec {
-	now := saml.TimeNow()
+	return p.DefaultSpecAt(spEntityID, acs, requestID, saml.TimeNow())
+}
+
+// DefaultSpecAt is DefaultSpec issued at now, for fixed test corpora.
+func (p *IdP) DefaultSpecAt(spEntityID, acs, requestID string, now time.Time) Spec {
 	u := p.user
 	attr := func(name, friendly, value string) saml.Attribute {
 		return saml.Attribute{Name: name, FriendlyName: friendly, NameFormat: "urn:oasis:names:tc:SAML:2.0:attrname-format:uri",

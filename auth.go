@@ -33,6 +33,7 @@ import (
 	"github.com/extauth/extauth/internal/seal"
 	"github.com/extauth/extauth/internal/store"
 	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // CallbackFunc is a provider's hook: it receives the verified identity of a
@@ -99,6 +100,10 @@ type Options struct {
 	TransactionTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// SAML holds the SAML service provider's tunables (clock skew, NameID
+	// format, unsolicited responses, single-logout hooks, ...).
+	SAML samlsp.Options
 
 	// Extra mounts more providers beside the built-in ones, such as a goth
 	// provider adapted with providers.Goth. Their names must not clash.
@@ -265,6 +270,23 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			ClientSecret: cfg.BlogOAuth2.Secret.Value(),
 			Site:         cfg.BlogOAuth2.Site,
 		}, env)
+	case SAML:
+		c := cfg.SAML
+		custom := make([]samlsp.Param, len(c.Additional.Custom))
+		for i, p := range c.Additional.Custom {
+			custom[i] = samlsp.Param{Name: p.Name, Value: p.Value}
+		}
+		return samlsp.New(samlsp.Config{
+			SPEntityID:           c.SPEntityID,
+			IdPMetadataURL:       c.IdPMetadataURL,
+			IdPSSOServiceURL:     c.IdPSSOServiceURL,
+			RelayState:           c.Additional.RelayState,
+			AuthnContext:         c.Additional.AuthnContext,
+			CertificatePEM:       c.Additional.Certificate,
+			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
+			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
+			Custom:               custom,
+		}, env, o.SAML)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)
 }

@@ -44,9 +44,36 @@ type Route struct {
 	URL string
 }
 
-// Routes lists the mounted routes: two per provider.
+// extraRouter is a strategy that serves more routes under its own prefix
+// (SAML: /users/auth/saml/metadata and /users/auth/saml/logout). Each
+// handler checks its own methods.
+type extraRouter interface {
+	ExtraRoutes() map[string]http.Handler
+}
+
+// extraRoute returns the handler of /users/auth/<provider>/<purpose>, if a
+// strategy serves one there.
+func (a *Auth) extraRoute(p string) (http.Handler, bool) {
+	rest, ok := strings.CutPrefix(p, pathPrefix)
+	if !ok {
+		return nil, false
+	}
+	name, purpose, ok := strings.Cut(rest, "/")
+	if !ok || purpose == "callback" {
+		return nil, false
+	}
+	er, ok := a.strategies[name].(extraRouter)
+	if !ok {
+		return nil, false
+	}
+	h, ok := er.ExtraRoutes()[purpose]
+	return h, ok && h != nil
+}
+
+// Routes lists the mounted routes: two per provider, plus the extra routes
+// of strategies that have them (Methods nil: the handler decides).
 func (a *Auth) Routes() []Route {
-	var out []Route
+	var out, extra []Route
 	for _, name := range a.order {
 		for _, purpose := range []string{"authorize", "callback"} {
 			path := pathPrefix + name
@@ -61,8 +88,19 @@ func (a *Auth) Routes() []Route {
 				URL:      a.base.String() + path,
 			})
 		}
+		if er, ok := a.strategies[name].(extraRouter); ok {
+			var purposes []string
+			for p := range er.ExtraRoutes() {
+				purposes = append(purposes, p)
+			}
+			sort.Strings(purposes)
+			for _, p := range purposes {
+				path := pathPrefix + name + "/" + p
+				extra = append(extra, Route{Provider: Provider(name), Purpose: p, Path: path, URL: a.base.String() + path})
+			}
+		}
 	}
-	return out
+	return append(out, extra...)
 }
 
 // Mount registers the routes on mux under /users/auth/. More specific
@@ -74,6 +112,10 @@ func (a *Auth) Mount(mux *http.ServeMux) {
 // ServeHTTP serves the routes, for routers other than http.ServeMux: every
 // path under /users/auth/ that is not one of them is answered 404.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, ok := a.extraRoute(r.URL.Path); ok {
+		h.ServeHTTP(w, r)
+		return
+	}
 	name, callback, format, ok := parsePath(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)

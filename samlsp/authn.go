@@ -61,14 +61,15 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 	}
 	tx.RequestID = req.ID
 	tx.Binding = handle
-	if tx.ReturnTo != "" {
-		if p, ok := SafeReturnPath(tx.ReturnTo, sp.origin); ok {
-			tx.ReturnTo = p
-		} else {
-			tx.ReturnTo = "/"
-		}
-	} else {
+	// The routes default return_to to "/": an explicit path from the
+	// request wins, otherwise the configured RelayState is the destination.
+	switch p, ok := SafeReturnPath(tx.ReturnTo, sp.origin); {
+	case ok && p != "/":
+		tx.ReturnTo = p
+	case sp.relayDst != "":
 		tx.ReturnTo = sp.relayDst
+	default:
+		tx.ReturnTo = "/"
 	}
 	return u, nil
 }

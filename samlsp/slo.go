@@ -498,3 +498,9 @@ func (sp *SP) Metadata() ([]byte, error) {
 	}
 	return append([]byte(xml.Header), out...), nil
 }
+
+// ExtraRoutes gives the routes the SP's handlers beyond authorize and
+// callback, mounted at /users/auth/saml/metadata and /users/auth/saml/logout.
+func (sp *SP) ExtraRoutes() map[string]http.Handler {
+	return map[string]http.Handler{"metadata": sp.MetadataHandler(), "logout": sp.LogoutHandler()}
+}

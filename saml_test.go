@@ -1,0 +1,463 @@
+package extauth_test
+
+import (
+	"bytes"
+	"compress/flate"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"encoding/xml"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/samlsp"
+)
+
+const samlEntityID = "https://app.example.test/saml"
+
+// samlApp is an application with SAML against a fake crewjam IdP.
+type samlApp struct {
+	t     *testing.T
+	URL   string
+	Auth  *extauth.Auth
+	IdP   *samlidp.IdP
+	mu    sync.Mutex
+	Got   []*extauth.Identity
+	Ret   []string
+	store extauth.Store
+}
+
+// newSAMLIdP starts a fake IdP signing in the demo user without a page.
+func newSAMLIdP(t *testing.T) *samlidp.IdP {
+	t.Helper()
+	var idp *samlidp.IdP
+	harness.Serve(t, func(base string) http.Handler {
+		var err error
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idp
+	})
+	return idp
+}
+
+// newSAMLApp mounts extauth with SAML configured for idp, registers the
+// app's SP metadata with the IdP and waits until the IdP metadata is in.
+func newSAMLApp(t *testing.T, idp *samlidp.IdP, edit func(*extauth.Config, *extauth.Options)) *samlApp {
+	t.Helper()
+	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore()}
+	srv := harness.Serve(t, func(base string) http.Handler {
+		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}}
+		o := extauth.Options{
+			BaseURL:   base,
+			CookieKey: testKey,
+			Store:     a.store,
+			Logger:    slog.New(slog.DiscardHandler),
+			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+				a.mu.Lock()
+				a.Got = append(a.Got, id)
+				a.Ret = append(a.Ret, extauth.ReturnTo(r))
+				a.mu.Unlock()
+				fmt.Fprintf(w, "signed in as %s", id.UID)
+			},
+		}
+		if edit != nil {
+			edit(cfg, &o)
+		}
+		auth, err := extauth.New(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		a.Auth = auth
+		mux := http.NewServeMux()
+		auth.Mount(mux)
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "home") })
+		return mux
+	})
+	a.URL = srv.URL
+	a.register()
+	a.waitReady()
+	return a
+}
+
+func (a *samlApp) register() {
+	a.t.Helper()
+	resp, err := http.Get(a.URL + "/users/auth/saml/metadata")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	md, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		a.t.Fatalf("SP metadata: %d %s", resp.StatusCode, md)
+	}
+	if err := a.IdP.RegisterSP(md); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *samlApp) waitReady() {
+	a.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rec := httptest.NewRecorder()
+		a.Auth.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, a.URL+"/users/auth/saml.json", nil))
+		if rec.Code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("SAML never became ready: %d %s", rec.Code, rec.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (a *samlApp) identities() []*extauth.Identity {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*extauth.Identity(nil), a.Got...)
+}
+
+// authorize starts a sign-in through the .json authorize route and returns
+// the IdP redirect URL, our AuthnRequest ID and the RelayState handle.
+func (a *samlApp) authorize(b *harness.Browser, form url.Values) (string, string, string) {
+	a.t.Helper()
+	resp := b.PostForm(a.URL+"/users/auth/saml.json", form)
+	var out struct {
+		RedirectTo string `json:"redirect_to"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(resp.Body), &out) != nil {
+		a.t.Fatalf("authorize: %d %s", resp.StatusCode, resp.Body)
+	}
+	u, err := url.Parse(out.RedirectTo)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(u.Query().Get("SAMLRequest"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	x, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var req saml.AuthnRequest
+	if err := xml.Unmarshal(x, &req); err != nil {
+		a.t.Fatal(err)
+	}
+	return out.RedirectTo, req.ID, u.Query().Get("RelayState")
+}
+
+var samlFormField = regexp.MustCompile(`name="(SAMLResponse|RelayState)" value="([^"]*)"`)
+
+// idpForm has the IdP answer and returns its auto-submitting form.
+func idpForm(t *testing.T, b *harness.Browser, redirect string) url.Values {
+	t.Helper()
+	resp := b.Get(redirect)
+	form := url.Values{}
+	for _, m := range samlFormField.FindAllStringSubmatch(resp.Body, -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if resp.StatusCode != http.StatusOK || form.Get("SAMLResponse") == "" {
+		t.Fatalf("IdP: %d %s", resp.StatusCode, resp.Body)
+	}
+	return form
+}
+
+func (a *samlApp) callback(b *harness.Browser, form url.Values) *harness.Response {
+	return b.PostForm(a.URL+"/users/auth/saml/callback", form)
+}
+
+func TestSAMLSignInThroughRoutes(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	for _, encrypted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "signed", true: "encrypted"}[encrypted], func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			a := newSAMLApp(t, idp, func(c *extauth.Config, _ *extauth.Options) {
+				c.SAML.Additional.RelayState = "/welcome"
+				if encrypted {
+					c.SAML.Additional.Certificate = certPEM
+					c.SAML.Additional.PrivateKey = extauth.NewSecret(keyPEM)
+				}
+			})
+			b := harness.NewBrowser(t)
+			redirect, _, relay := a.authorize(b, nil)
+			form := idpForm(t, b, redirect)
+			raw, _ := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+			if got := bytes.Contains(raw, []byte("EncryptedAssertion")); got != encrypted {
+				t.Fatalf("EncryptedAssertion present = %v", got)
+			}
+			if form.Get("RelayState") != relay || len(relay) > 80 {
+				t.Fatalf("RelayState %q", form.Get("RelayState"))
+			}
+			resp := a.callback(b, form)
+			if resp.StatusCode != http.StatusOK || resp.Body != "signed in as ada@example.org" {
+				t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+			}
+			ids := a.identities()
+			if len(ids) != 1 || ids[0].Provider != "saml" || ids[0].Email != "ada@example.org" || ids[0].SAML.SessionIndex == "" {
+				t.Fatalf("identities = %+v", ids)
+			}
+			if a.Ret[0] != "/welcome" {
+				t.Errorf("ReturnTo = %q, want the configured RelayState", a.Ret[0])
+			}
+			// The browser's POST again: the transaction is spent.
+			if resp := a.callback(b, form); resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("second POST: %d %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+}
+
+// TestSAMLTamperThroughCallbackRoute runs every tamper row of SECURITY.md
+// through the real callback route: a genuine transaction cookie and
+// RelayState, and a forged or altered response.
+func TestSAMLTamperThroughCallbackRoute(t *testing.T) {
+	idp := newSAMLIdP(t)
+	a := newSAMLApp(t, idp, nil)
+	attackerKey, attackerCert, err := samlidp.NewKeyPair("attacker", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acs := a.URL + "/users/auth/saml/callback"
+	for _, tc := range idp.Tampers(samlidp.Target{EntityID: samlEntityID, ACS: acs, AttackerKey: attackerKey, AttackerCert: attackerCert}) {
+		t.Run(tc.Name, func(t *testing.T) {
+			b := harness.NewBrowser(t)
+			_, requestID, relay := a.authorize(b, nil)
+			x, err := tc.Build(requestID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := a.callback(b, url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(x)}, "RelayState": {relay}})
+			if tc.Want == "" {
+				if resp.StatusCode != http.StatusOK || resp.Body != "signed in as "+tc.WantUID {
+					t.Fatalf("valid response refused: %d %s", resp.StatusCode, resp.Body)
+				}
+				return
+			}
+			var out struct {
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || out.Error != string(tc.Want) ||
+				resp.StatusCode != tc.Want.HTTPStatus() {
+				t.Fatalf("got %d %s, want %s", resp.StatusCode, resp.Body, tc.Want)
+			}
+		})
+	}
+}
+
+// Two instances behind one load balancer share the cookie key and the
+// store: the browser's POST replayed to the other instance is refused.
+func TestSAMLReplayToSecondInstance(t *testing.T) {
+	idp := newSAMLIdP(t)
+	a := newSAMLApp(t, idp, nil)
+	// The second instance has the same base URL, key and store, as behind a
+	// load balancer.
+	second, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
+		extauth.Options{BaseURL: a.URL, CookieKey: testKey, Store: a.store, Logger: slog.New(slog.DiscardHandler),
+			OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
+				t.Errorf("the second instance accepted a replay for %s", id.UID)
+			}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	b := harness.NewBrowser(t)
+	redirect, _, _ := a.authorize(b, nil)
+	form := idpForm(t, b, redirect)
+	// The attacker copied the browser's cookies before its POST.
+	thief := harness.NewBrowser(t)
+	au, _ := url.Parse(a.URL)
+	thief.Jar.SetCookies(au, b.Jar.Cookies(au))
+	if resp := a.callback(b, form); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first: %d %s", resp.StatusCode, resp.Body)
+	}
+	req := httptest.NewRequest(http.MethodPost, a.URL+"/users/auth/saml/callback", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range thief.Jar.Cookies(au) {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	second.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("replay on the second instance: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestSAMLCallbackCookieIsCrossSite(t *testing.T) {
+	idp := newSAMLIdP(t)
+	a, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
+		extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var rec *httptest.ResponseRecorder
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rec = httptest.NewRecorder()
+		a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml", nil))
+		if rec.Code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("authorize: %d %s", rec.Code, rec.Body)
+	}
+	sc := rec.Header().Values("Set-Cookie")
+	c, err := http.ParseSetCookie(sc[len(sc)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SameSite != http.SameSiteNoneMode || !c.Secure || !c.HttpOnly || c.Path != "/users/auth/saml/callback" ||
+		!strings.HasPrefix(c.Name, "__Secure-") || c.MaxAge <= 0 || c.MaxAge > 600 {
+		t.Fatalf("cookie: %s", sc[len(sc)-1])
+	}
+	if loc := rec.Header().Get("Location"); !strings.HasPrefix(loc, idp.SSOURL()+"?SAMLRequest=") {
+		t.Fatalf("Location %s", loc)
+	}
+}
+
+func TestSAMLRoutesWhileIdPIsDown(t *testing.T) {
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusInternalServerError })
+	a, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
+		extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatalf("the app must start while the IdP is down: %v", err)
+	}
+	defer a.Close()
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "provider_unavailable") {
+		t.Fatalf("authorize: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://app.example/users/auth/saml/metadata", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), samlEntityID) {
+		t.Fatalf("metadata: %d", rec.Code)
+	}
+	var paths []string
+	for _, r := range a.Routes() {
+		paths = append(paths, r.Purpose+" "+r.Path)
+	}
+	want := "authorize /users/auth/saml,callback /users/auth/saml/callback,logout /users/auth/saml/logout,metadata /users/auth/saml/metadata"
+	if strings.Join(paths, ",") != want {
+		t.Fatalf("routes = %v", paths)
+	}
+}
+
+func TestSAMLCallbackBindingAndRedirects(t *testing.T) {
+	idp := newSAMLIdP(t)
+	a := newSAMLApp(t, idp, nil)
+	t.Run("unsolicited POST without a transaction", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(harness.NewBrowser(t), nil)
+		form := idpForm(t, b, redirect)
+		resp := a.callback(b, form)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, "invalid_state") {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+	})
+	t.Run("RelayState changed to a URL", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, nil)
+		form := idpForm(t, b, redirect)
+		form.Set("RelayState", "https://evil.example/")
+		if resp := a.callback(b, form); resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, "invalid_state") {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+	})
+	t.Run("return_to to another site ends at /", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, url.Values{"return_to": {"https://evil.example/"}})
+		if strings.Contains(redirect, "evil") {
+			t.Fatal("return_to travels to the IdP")
+		}
+		resp := a.callback(b, idpForm(t, b, redirect))
+		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/" {
+			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
+		}
+	})
+	t.Run("return_to path kept in the transaction", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, url.Values{"return_to": {"/projects/7"}})
+		if strings.Contains(redirect, "projects") {
+			t.Fatal("return_to travels to the IdP")
+		}
+		resp := a.callback(b, idpForm(t, b, redirect))
+		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/projects/7" {
+			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
+		}
+	})
+}
+
+func TestSAMLSingleLogoutRoute(t *testing.T) {
+	idp := newSAMLIdP(t)
+	var ended []samlsp.LogoutSession
+	var mu sync.Mutex
+	a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) {
+		o.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
+			return samlsp.LogoutSession{NameID: "ada@example.org", SessionIndex: "idx-1"}, true
+		}
+		o.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
+			mu.Lock()
+			ended = append(ended, s)
+			mu.Unlock()
+			return nil
+		}
+	})
+	b := harness.NewBrowser(t)
+	resp := b.Get(a.URL + "/users/auth/saml/logout")
+	if resp.StatusCode != http.StatusOK || resp.URL.Path != "/" || resp.Body != "home" {
+		t.Fatalf("SP-initiated logout ended at %s with %d", resp.URL, resp.StatusCode)
+	}
+	if rec := idp.LastLogout(); rec == nil || rec.Request.NameID.Value != "ada@example.org" {
+		t.Fatalf("IdP saw %+v", rec)
+	}
+	slo := a.URL + "/users/auth/saml/logout"
+	lr := &saml.LogoutRequest{ID: "id-idp-1", Version: "2.0", IssueInstant: time.Now(), Destination: slo,
+		Issuer: &saml.Issuer{Value: idp.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org"}}
+	m, err := idp.RedirectMessage(slo, "SAMLRequest", lr.Element(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = harness.NewBrowser(t).NoFollow().Get(m)
+	if resp.StatusCode != http.StatusSeeOther || len(ended) != 1 || !strings.HasPrefix(resp.Header.Get("Location"), idp.SLOURL()) {
+		t.Fatalf("IdP-initiated logout: %d, ended %v", resp.StatusCode, ended)
+	}
+}
+
+func spKeyPair(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, cert, err := samlidp.NewKeyPair("extauth test SP", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}

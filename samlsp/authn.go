@@ -26,38 +26,79 @@ import (
 // sealed transaction (tx.ReturnTo), and RelayState carries only a random
 // handle that binds the IdP's answer to this browser's transaction.
 func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, error) {
-	md := sp.md.current()
-	if md == nil {
-		sp.md.kick()
-		return "", unavailable(sp.md.err())
-	}
-	sso := sp.cfg.IdPSSOServiceURL
-	if sso == "" {
-		sso = md.ssoRedirect
-	}
-	if sso == "" {
-		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name,
-			Message: "the IdP metadata has no HTTP-Redirect single sign-on endpoint; set saml_idp_sso_service_url"}
-	}
-	csp := sp.crewjamSP(md)
-	req, err := csp.MakeAuthenticationRequest(sso, saml.HTTPRedirectBinding, saml.HTTPPostBinding)
-	if err != nil {
-		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the SAML request", Err: err}
-	}
-	handle, err := randomHandle()
+	csp, req, handle, err := sp.newRequest(tx, saml.HTTPRedirectBinding)
 	if err != nil {
 		return "", err
 	}
-	u, err := sp.redirectURL(csp, sso, "SAMLRequest", req.Element(), handle, sp.key != nil)
+	u, err := sp.redirectURL(csp, req.Destination, "SAMLRequest", req.Element(), handle, sp.key != nil)
 	if err != nil {
 		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encode the SAML request", Err: err}
 	}
 	if len(sp.cfg.Custom) > 0 {
-		extra := url.Values{}
-		for _, p := range sp.cfg.Custom {
-			extra.Add(p.Name, p.Value)
+		u += "&" + sp.customQuery().Encode()
+	}
+	return u, nil
+}
+
+// PostAuthnRequest is Begin for the HTTP-POST binding, for hosts whose IdP
+// takes AuthnRequests only by POST: it fills tx as Begin does and returns
+// the IdP's SSO location and the form to POST there (render it as an
+// auto-submitting form). With the key pair the request carries an enveloped
+// RSA-SHA256 XML signature. Custom entries are added to the form.
+func (sp *SP) PostAuthnRequest(ctx context.Context, tx *providers.Transaction) (action string, form url.Values, err error) {
+	_, req, handle, err := sp.newRequest(tx, saml.HTTPPostBinding)
+	if err != nil {
+		return "", nil, err
+	}
+	doc := etree.NewDocument()
+	doc.SetRoot(req.Element())
+	x, err := doc.WriteToBytes()
+	if err != nil {
+		return "", nil, &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encode the SAML request", Err: err}
+	}
+	form = sp.customQuery()
+	form.Set("SAMLRequest", base64.StdEncoding.EncodeToString(x))
+	form.Set("RelayState", handle)
+	return req.Destination, form, nil
+}
+
+func (sp *SP) customQuery() url.Values {
+	v := url.Values{}
+	for _, p := range sp.cfg.Custom {
+		v.Add(p.Name, p.Value)
+	}
+	return v
+}
+
+// newRequest builds the AuthnRequest for binding and records what the
+// callback needs in tx.
+func (sp *SP) newRequest(tx *providers.Transaction, binding string) (*saml.ServiceProvider, *saml.AuthnRequest, string, error) {
+	md := sp.md.current()
+	if md == nil {
+		sp.md.kick()
+		return nil, nil, "", unavailable(sp.md.err())
+	}
+	sso := sp.cfg.IdPSSOServiceURL
+	if sso == "" {
+		sso = md.ssoRedirect
+		if binding == saml.HTTPPostBinding {
+			sso = md.ssoPost
 		}
-		u += "&" + extra.Encode()
+	}
+	if sso == "" {
+		return nil, nil, "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name,
+			Message: "the IdP metadata has no single sign-on endpoint for this binding; set saml_idp_sso_service_url"}
+	}
+	csp := sp.crewjamSP(md)
+	// crewjam signs the XML only for the POST binding; for the redirect
+	// binding redirectURL signs the query.
+	req, err := csp.MakeAuthenticationRequest(sso, binding, saml.HTTPPostBinding)
+	if err != nil {
+		return nil, nil, "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the SAML request", Err: err}
+	}
+	handle, err := randomHandle()
+	if err != nil {
+		return nil, nil, "", err
 	}
 	tx.RequestID = req.ID
 	tx.Binding = handle
@@ -71,7 +112,7 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 	default:
 		tx.ReturnTo = "/"
 	}
-	return u, nil
+	return csp, req, handle, nil
 }
 
 // Binding returns the RelayState of the IdP's POST: the handle Begin chose.

@@ -1,11 +1,15 @@
 package samlsp
 
 import (
+	"crypto/x509"
+	"time"
+
 	"bytes"
 	"compress/flate"
 	"context"
 	"encoding/base64"
 	"encoding/xml"
+	"github.com/beevik/etree"
 	"io"
 	"net/url"
 	"strings"
@@ -188,5 +192,34 @@ func TestKeyPairChecks(t *testing.T) {
 	}
 	if _, _, err := ParseKeyPair(c1, k1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPostAuthnRequestSigned(t *testing.T) {
+	f := newFixture(t, withKeyPair, withConfig(func(c *Config) { c.Custom = []Param{{"organization", "acme"}} }))
+	tx := newTx()
+	action, form, err := f.sp.PostAuthnRequest(context.Background(), tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if action != f.idp.SSOURL() || form.Get("RelayState") != tx.Binding || form.Get("organization") != "acme" {
+		t.Fatalf("action %s form %v", action, form)
+	}
+	x, err := base64.StdEncoding.DecodeString(form.Get("SAMLRequest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(x); err != nil {
+		t.Fatal(err)
+	}
+	_, cert := testKey(t, 1)
+	v := &verifier{certs: []*x509.Certificate{cert}, now: time.Now}
+	signed, err := v.verify(doc.Root())
+	if err != nil {
+		t.Fatalf("enveloped signature: %v", err)
+	}
+	if signed.SelectAttrValue("ID", "") != tx.RequestID {
+		t.Fatalf("signed ID %q, tx %q", signed.SelectAttrValue("ID", ""), tx.RequestID)
 	}
 }

@@ -28,6 +28,7 @@ type idpMetadata struct {
 	// rotation it lists the old and the new one, and either may sign.
 	certs       []*x509.Certificate
 	ssoRedirect string
+	ssoPost     string
 	sloRedirect string
 	fetched     time.Time
 	// refreshAt is when the copy should be fetched again, from
@@ -246,6 +247,9 @@ func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh t
 		for _, s := range d.SingleSignOnServices {
 			if s.Binding == saml.HTTPRedirectBinding && md.ssoRedirect == "" {
 				md.ssoRedirect = s.Location
+			}
+			if s.Binding == saml.HTTPPostBinding && md.ssoPost == "" {
+				md.ssoPost = s.Location
 			}
 		}
 		for _, s := range d.SingleLogoutServices {

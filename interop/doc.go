@@ -1,0 +1,8 @@
+// Package interop holds extauth's tests against independent implementations
+// written in other languages. They need the build tag interop and the peers
+// installed first:
+//
+//	interop/samlify/install.sh        # samlify IdP (npm ci)
+//	apt-get install xmlsec1 openssl   # independent signature verifiers
+//	go test -tags interop ./interop/...
+package interop

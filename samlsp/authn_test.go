@@ -2,6 +2,9 @@ package samlsp
 
 import (
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"bytes"
@@ -221,5 +224,30 @@ func TestPostAuthnRequestSigned(t *testing.T) {
 	}
 	if signed.SelectAttrValue("ID", "") != tx.RequestID {
 		t.Fatalf("signed ID %q, tx %q", signed.SelectAttrValue("ID", ""), tx.RequestID)
+	}
+}
+
+func TestNoSecretInPrints(t *testing.T) {
+	certPEM, keyPEM := pemPair(t, 1)
+	cfg := Config{SPEntityID: testEntityID, IdPMetadataURL: "https://idp.example/md", CertificatePEM: certPEM, PrivateKeyPEM: keyPEM}
+	f := newFixture(t, withKeyPair)
+	var logs bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&logs, nil))
+	l.Info("x", "cfg", cfg, "sp", f.sp)
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := testKey(t, 1)
+	secretBits := []string{strings.Split(keyPEM, "\n")[1][:20], key.D.String()[:20], fmt.Sprint(key.D)[:20]}
+	for _, out := range []string{fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg), fmt.Sprintf("%v %+v %#v %s", f.sp, f.sp, f.sp, f.sp), string(js), logs.String()} {
+		for _, s := range secretBits {
+			if strings.Contains(out, s) {
+				t.Fatalf("secret printed: %s", out)
+			}
+		}
+	}
+	if !strings.Contains(fmt.Sprintf("%+v", cfg), "[REDACTED]") {
+		t.Fatal("redaction marker missing")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -481,3 +482,47 @@ func SafeReturnPath(s, origin string) (path string, ok bool) {
 	}
 	return SafeReturnPath(p, origin)
 }
+
+// redactedConfig is Config as it may be printed: the private key reduced to
+// whether it is set.
+type redactedConfig struct {
+	SPEntityID           string
+	IdPMetadataURL       string
+	IdPSSOServiceURL     string
+	RelayState           string
+	AuthnContext         string
+	CertificatePEM       string
+	PrivateKeyPEM        string
+	LogoutRequestsSigned bool
+	Custom               []Param
+}
+
+func (c Config) redacted() redactedConfig {
+	r := redactedConfig(c)
+	if r.PrivateKeyPEM != "" {
+		r.PrivateKeyPEM = "[REDACTED]"
+	}
+	return r
+}
+
+// Format prints the configuration with the private key redacted, whatever
+// the verb.
+func (c Config) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('+') {
+		fmt.Fprintf(f, "%+v", c.redacted())
+		return
+	}
+	fmt.Fprintf(f, "%v", c.redacted())
+}
+
+// LogValue makes slog print the configuration with the key redacted.
+func (c Config) LogValue() slog.Value { return slog.AnyValue(c.redacted()) }
+
+// MarshalJSON writes the configuration with the key redacted.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.redacted()) }
+
+// Format prints the SP as its entity ID: its fields hold the private key.
+func (sp *SP) Format(f fmt.State, _ rune) { fmt.Fprintf(f, "samlsp.SP(%s)", sp.cfg.SPEntityID) }
+
+// LogValue makes slog print the SP as its entity ID.
+func (sp *SP) LogValue() slog.Value { return slog.StringValue("samlsp.SP(" + sp.cfg.SPEntityID + ")") }

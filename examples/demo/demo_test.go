@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/extauth/extauth/internal/harness"
 )
@@ -112,5 +115,44 @@ func TestDemoSocialSignIn(t *testing.T) {
 				t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
 			}
 		})
+	}
+}
+
+var samlField = regexp.MustCompile(`name="(SAMLRequest|SAMLResponse|RelayState)" value="([^"]*)"`)
+
+func formOf(body string) url.Values {
+	v := url.Values{}
+	for _, m := range samlField.FindAllStringSubmatch(body, -1) {
+		v.Set(m[1], html.UnescapeString(m[2]))
+	}
+	return v
+}
+
+func TestDemoSAMLSignIn(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	if home := b.Get(base + "/"); !strings.Contains(home.Body, `action="/users/auth/saml"`) {
+		t.Fatalf("home page lists no SAML: %s", home.Body)
+	}
+	// The SP fetches the IdP metadata in the background; the first
+	// attempts may answer 503 until it has.
+	var login *harness.Response
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		login = b.PostForm(base+"/users/auth/saml", nil)
+		if login.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(login.Body, "Fake SAML identity provider") || !strings.Contains(login.Body, `value="approve"`) {
+		t.Fatalf("no IdP login page: %d %s", login.StatusCode, login.Body)
+	}
+	form := formOf(login.Body)
+	form.Set("decision", "approve")
+	post := b.PostForm(base+"/dev/saml/sso", form)
+	page := b.PostForm(base+"/users/auth/saml/callback", formOf(post.Body))
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">ada@example.org</b>`) {
+		t.Fatalf("after SAML sign-in: %s %s", page.URL, page.Body)
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/graph"
 	"github.com/extauth/extauth/internal/fakes/oauth1"
+	"github.com/extauth/extauth/internal/fakes/samlidp"
 	"github.com/extauth/extauth/internal/fakes/wpoauth"
 )
 
@@ -37,5 +40,22 @@ func mountDevProviders(mux *http.ServeMux, base string) (*extauth.Config, error)
 	mux.Handle(snPrefix+"/", http.StripPrefix(snPrefix, sn))
 	cfg.Socialnet = extauth.OAuthProvider{Key: devClientID, Secret: extauth.NewSecret(devClientSecret), Site: base + snPrefix}
 
+	// SAML: a crewjam IdP with a login page, which reads the demo's SP
+	// metadata the first time it is asked to sign in. The SP fetches the
+	// IdP metadata over plain HTTP only from a loopback address, so the
+	// development IdP is offered when the demo runs there or on HTTPS.
+	if u, err := url.Parse(base); err == nil && (u.Scheme == "https" || isLoopback(u.Hostname())) {
+		idp, err := samlidp.New(samlidp.Options{BaseURL: base + "/dev/saml", SPMetadataURL: base + "/users/auth/saml/metadata"})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/dev/saml/", idp)
+		cfg.SAML = extauth.SAMLConfig{SPEntityID: base + "/saml", IdPMetadataURL: idp.MetadataURL()}
+	}
 	return cfg, nil
+}
+
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -94,6 +94,9 @@ type Options struct {
 	AutoApprove bool
 	// User is the account signed in (DemoUser when zero).
 	User User
+	// SPMetadataURL, when set, is fetched the first time an unknown SP
+	// asks to sign in, instead of registering it with RegisterSP.
+	SPMetadataURL string
 }
 
 // IdP is the fake identity provider. It is an http.Handler.
@@ -104,6 +107,7 @@ type IdP struct {
 	cert    *x509.Certificate
 	auto    bool
 	user    User
+	spMDURL string
 	mu      sync.Mutex
 	knobs   Knobs
 	sps     map[string]*saml.EntityDescriptor
@@ -128,7 +132,8 @@ func New(opts Options) (*IdP, error) {
 	if u.NameID == "" {
 		u = DemoUser
 	}
-	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, sps: map[string]*saml.EntityDescriptor{}}
+	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, spMDURL: opts.SPMetadataURL,
+		sps: map[string]*saml.EntityDescriptor{}}
 	sub := func(path string) url.URL { c := *base; c.Path += path; return c }
 	p.idp = &saml.IdentityProvider{
 		Key:                     key,
@@ -293,7 +298,15 @@ func (p *IdP) serveMetadata(w http.ResponseWriter, r *http.Request) {
 
 type spProvider struct{ p *IdP }
 
-func (s spProvider) GetServiceProvider(_ *http.Request, id string) (*saml.EntityDescriptor, error) {
+func (s spProvider) GetServiceProvider(r *http.Request, id string) (*saml.EntityDescriptor, error) {
+	s.p.mu.Lock()
+	_, known := s.p.sps[id]
+	s.p.mu.Unlock()
+	if !known && s.p.spMDURL != "" {
+		if err := s.p.fetchSP(r); err != nil {
+			return nil, err
+		}
+	}
 	s.p.mu.Lock()
 	defer s.p.mu.Unlock()
 	ed, ok := s.p.sps[id]
@@ -314,6 +327,27 @@ func (s spProvider) GetServiceProvider(_ *http.Request, id string) (*saml.Entity
 		}
 	}
 	return &c, nil
+}
+
+// fetchSP registers the SP from Options.SPMetadataURL.
+func (p *IdP) fetchSP(r *http.Request) error {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, p.spMDURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("samlidp: SP metadata: HTTP %d", resp.StatusCode)
+	}
+	md, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	return p.RegisterSP(md)
 }
 
 type sessionProvider struct{ p *IdP }

@@ -209,7 +209,14 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	for _, p := range cfg.Providers() {
 		s, err := buildStrategy(p, cfg, env(string(p)), &o)
 		if err != nil {
-			problems = append(problems, fmt.Errorf("extauth: %s: %w", p, err))
+			var pe *providers.Error
+			if errors.As(err, &pe) {
+				// Already "extauth: <code>: ..."; name the provider once.
+				pe = providers.AsError(err, string(p), providers.CodeMisconfigured)
+				problems = append(problems, pe)
+			} else {
+				problems = append(problems, fmt.Errorf("extauth: %s: %w", p, err))
+			}
 			continue
 		}
 		add(s)

@@ -327,7 +327,7 @@ func validSlug(s string) bool {
 }
 
 func (a *Auth) callbackURL(p string) string {
-	return a.base.String() + pathPrefix + p + "/callback"
+	return a.base.String() + callbackPath(p)
 }
 
 // Providers lists the mounted providers: the configured built-in ones in the
@@ -338,6 +338,32 @@ func (a *Auth) Providers() []Provider {
 		out[i] = Provider(n)
 	}
 	return out
+}
+
+// ErrNotConfigured is wrapped by the error of an operation on a provider that
+// is not configured (or not mounted), such as SAMLMetadata without SAML.
+var ErrNotConfigured = errors.New("not configured")
+
+// SAMLMetadata returns the service-provider metadata document of the saml
+// provider (entity ID, Assertion Consumer Service, signing and encryption
+// certificate when the key pair is configured), for the IdP's administrator.
+// It needs no network: the document depends on the configuration and
+// BaseURL only. When SAML is not configured, the error wraps
+// ErrNotConfigured.
+func (a *Auth) SAMLMetadata() ([]byte, error) {
+	s, ok := a.strategies[string(SAML)]
+	if !ok {
+		return nil, fmt.Errorf("extauth: saml is %w", ErrNotConfigured)
+	}
+	mp, ok := s.(providers.MetadataPublisher)
+	if !ok {
+		return nil, fmt.Errorf("extauth: the saml provider (%T) publishes no metadata: %w", s, ErrNotConfigured)
+	}
+	md, err := mp.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("extauth: saml metadata: %w", err)
+	}
+	return md, nil
 }
 
 // Close stops what the strategies run in the background (metadata and

@@ -97,7 +97,36 @@ func ParseConfig(data []byte, opts ...ConfigOption) (*Config, error) {
 	return cfg, nil
 }
 
+// InspectConfig reads the secrets file at path as LoadConfig does, but keeps
+// the configuration when it does not validate, for tools that report on a
+// file provider by provider (extauth check). problems lists every problem
+// LoadConfig would report; err is set only when the file cannot be read at
+// all (missing file, malformed YAML, unknown environment), and cfg is nil
+// then. A configuration with problems must not be given to New.
+func InspectConfig(path string, opts ...ConfigOption) (cfg *Config, problems []Problem, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("extauth: config: %w", err)
+	}
+	cfg, problems, err = inspectConfig(data, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("extauth: config %s: %w", path, err)
+	}
+	return cfg, problems, nil
+}
+
 func parseConfig(data []byte, opts []ConfigOption) (*Config, error) {
+	cfg, problems, err := inspectConfig(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, &ValidationError{Problems: problems}
+	}
+	return cfg, nil
+}
+
+func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error) {
 	o := loadOptions{lookup: os.LookupEnv}
 	for _, opt := range opts {
 		opt(&o)
@@ -112,12 +141,12 @@ func parseConfig(data []byte, opts []ConfigOption) (*Config, error) {
 
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("parse YAML: %w", err)
+		return nil, nil, fmt.Errorf("parse YAML: %w", err)
 	}
 	l := &loader{lookup: o.lookup, budget: maxMergeWork, hints: map[string][]string{}}
 	settings, where, err := l.selectSettings(&doc, o.env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := l.decode(settings, where)
 	cfg.Warnings = l.warnings
@@ -138,10 +167,7 @@ func parseConfig(data []byte, opts []ConfigOption) (*Config, error) {
 			problems = append(problems, p)
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &ValidationError{Problems: problems}
-	}
-	return cfg, nil
+	return cfg, problems, nil
 }
 
 // maxMergeWork bounds the mapping entries visited while resolving aliases and

@@ -8,9 +8,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,32 +77,87 @@ func (a *Auth) extraRoute(p string) (http.Handler, bool) {
 func (a *Auth) Routes() []Route {
 	var out, extra []Route
 	for _, name := range a.order {
-		for _, purpose := range []string{"authorize", "callback"} {
-			path := pathPrefix + name
-			if purpose == "callback" {
-				path += "/callback"
-			}
-			out = append(out, Route{
-				Provider: Provider(name),
-				Purpose:  purpose,
-				Path:     path,
-				Methods:  []string{http.MethodGet, http.MethodPost},
-				URL:      a.base.String() + path,
-			})
-		}
+		out = append(out, providerRoutes(a.base, name)...)
 		if er, ok := a.strategies[name].(extraRouter); ok {
 			var purposes []string
 			for p := range er.ExtraRoutes() {
 				purposes = append(purposes, p)
 			}
-			sort.Strings(purposes)
-			for _, p := range purposes {
-				path := pathPrefix + name + "/" + p
-				extra = append(extra, Route{Provider: Provider(name), Purpose: p, Path: path, URL: a.base.String() + path})
-			}
+			extra = append(extra, extraRoutes(a.base, name, purposes)...)
 		}
 	}
 	return append(out, extra...)
+}
+
+// RoutesFor lists the routes Mount registers for the built-in providers ps
+// when the application is served at baseURL, in the order of Auth.Routes,
+// without building any provider: for tools and admin pages that show what to
+// register with each provider before the application runs. It refuses a
+// baseURL that New would refuse.
+func RoutesFor(baseURL string, ps ...Provider) ([]Route, error) {
+	base, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	var out, extra []Route
+	for _, p := range ps {
+		if !validSlug(string(p)) {
+			return nil, fmt.Errorf("extauth: provider name %q is not a lowercase slug", p)
+		}
+		out = append(out, providerRoutes(base, string(p))...)
+		extra = append(extra, extraRoutes(base, string(p), builtinExtraRoutes(p))...)
+	}
+	return append(out, extra...), nil
+}
+
+// builtinExtraRoutes names the routes a built-in strategy serves beyond
+// authorize and callback (its ExtraRoutes), for RoutesFor, which builds no
+// strategy. TestRoutesForMatchesBuiltStrategies holds it to what the
+// strategies serve.
+func builtinExtraRoutes(p Provider) []string {
+	if p == SAML {
+		return []string{"metadata", "logout"}
+	}
+	return nil
+}
+
+// CallbackURL returns the URL to register with provider p as its callback
+// (redirect URI, or the SAML Assertion Consumer Service) when the application
+// is served at baseURL: baseURL + /users/auth/<p>/callback.
+func CallbackURL(baseURL string, p Provider) (string, error) {
+	routes, err := RoutesFor(baseURL, p)
+	if err != nil {
+		return "", err
+	}
+	return routes[1].URL, nil
+}
+
+// authorizePath and callbackPath are the one place that knows the route
+// paths of a provider.
+func authorizePath(name string) string { return pathPrefix + name }
+
+func callbackPath(name string) string { return pathPrefix + name + "/callback" }
+
+// extraRoutes lists a strategy's extra routes, sorted by purpose. Their
+// handlers check their own methods, so Methods is nil.
+func extraRoutes(base *url.URL, name string, purposes []string) []Route {
+	purposes = slices.Sorted(slices.Values(purposes))
+	out := make([]Route, len(purposes))
+	for i, p := range purposes {
+		path := pathPrefix + name + "/" + p
+		out[i] = Route{Provider: Provider(name), Purpose: p, Path: path, URL: base.String() + path}
+	}
+	return out
+}
+
+// providerRoutes lists a provider's routes; the callback comes second.
+func providerRoutes(base *url.URL, name string) []Route {
+	authorize, callback := authorizePath(name), callbackPath(name)
+	methods := []string{http.MethodGet, http.MethodPost}
+	return []Route{
+		{Provider: Provider(name), Purpose: "authorize", Path: authorize, Methods: methods, URL: base.String() + authorize},
+		{Provider: Provider(name), Purpose: "callback", Path: callback, Methods: slices.Clone(methods), URL: base.String() + callback},
+	}
 }
 
 // Mount registers the routes on mux under /users/auth/. More specific
@@ -348,7 +405,7 @@ func (a *Auth) txCookie(s providers.Strategy, name, value string, maxAge int) *h
 	if crossSite(s) && a.secure {
 		// The IdP POSTs the callback cross-site: Lax cookies would not come
 		// along. Narrow the cookie to that one path instead.
-		c.Path = a.base.Path + pathPrefix + s.Name() + "/callback"
+		c.Path = a.base.Path + callbackPath(s.Name())
 		c.SameSite = http.SameSiteNoneMode
 	}
 	return c

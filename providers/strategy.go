@@ -56,6 +56,13 @@ type BodyLimiter interface {
 	MaxCallbackBytes() int64
 }
 
+// MetadataPublisher is implemented by strategies that publish a metadata
+// document of their own for the provider to read, as a SAML service provider
+// does; extauth.Auth.SAMLMetadata returns it for the saml strategy.
+type MetadataPublisher interface {
+	Metadata() ([]byte, error)
+}
+
 // Transaction is the state of one sign-in between authorize and callback. The
 // routes seal it into a short-lived cookie; it never lives on the server and
 // is never read from the authorize request.

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"crypto/x509"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth"
+)
+
+func TestCheckAllProviders(t *testing.T) {
+	f := newProvidersFixture(t)
+	path, repl := f.config(t, "all.yml", nil)
+	r := runAt(t, testNow, "check", "-config", path)
+	if r.code != exitOK || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+	}
+	golden(t, "check_all.golden", repl.apply(r.stdout))
+	if f.idp.hits.Load() != 1 || f.op.hits.Load() != 1 {
+		t.Errorf("IdP fetched %d times, OP %d times; want once each", f.idp.hits.Load(), f.op.hits.Load())
+	}
+}
+
+func TestCheckOffline(t *testing.T) {
+	f := newProvidersFixture(t)
+	path, repl := f.config(t, "all.yml", nil)
+	r := runAt(t, testNow, "check", "-offline", "-config", path)
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "check_offline.golden", repl.apply(r.stdout))
+	if n := f.idp.hits.Load() + f.op.hits.Load(); n != 0 {
+		t.Errorf("-offline made %d requests", n)
+	}
+}
+
+// Every kind of problem at once: missing and unreadable settings, a
+// misspelt key, an issuer that differs by a trailing slash, certificates
+// that expire soon or have expired.
+func TestCheckProblems(t *testing.T) {
+	f := newProvidersFixture(t)
+	f.idp.serve("/metadata", "application/samlmetadata+xml", idpMetadata{
+		entityID: "https://idp.example.org/saml",
+		sso:      []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/sso"}},
+		certs: []*x509.Certificate{
+			idpCert(t, "idp-old", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 5, 1, 0, 0, 0, 0, time.UTC)),
+			idpCert(t, "idp-current", time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 6, 11, 18, 0, 0, 0, time.UTC)),
+		},
+	}.xml(t))
+	soon := spPairSoon()
+	path, repl := f.config(t, "problems.yml", map[string]string{"SP_CERT": string(soon.certPEM), "SP_KEY": string(soon.keyPEM)})
+	r := runAt(t, testNow, "check", "-config", path, "-env", "production")
+	if r.code != exitFail {
+		t.Errorf("exit %d, want %d", r.code, exitFail)
+	}
+	golden(t, "check_problems.golden", repl.apply(r.stdout))
+	if r.stderr != "extauth check: 4 errors\n" {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	assertNoSecret(t, "check", r.stdout+r.stderr)
+}
+
+// With -base-url, check builds each provider as the application would.
+func TestCheckBuildsProviders(t *testing.T) {
+	path := writeConfig(t, "blog.yml", nil)
+	r := runAt(t, testNow, "check", "-config", path, "-base-url", "https://app.example.org")
+	if r.code != exitOK || !strings.Contains(r.stdout, "blog_oauth2    enabled") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A base URL the application would refuse is a usage error, and is not
+	// repeated (it may carry a password).
+	r = runAt(t, testNow, "check", "-config", path, "-base-url", "https://user:hunter2@app.example.org")
+	if r.code != exitUsage || strings.Contains(r.stderr, "hunter2") || !strings.Contains(r.stderr, "-base-url must be") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestCheckNoProvider(t *testing.T) {
+	path := writeConfig(t, "empty.yml", nil)
+	r := runAt(t, testNow, "check", "-config", path)
+	if r.code != exitOK || !strings.Contains(r.stdout, "  - no provider is configured\n") {
+		t.Errorf("exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+func TestCheckUnreadableFile(t *testing.T) {
+	dir := t.TempDir()
+	for name, args := range map[string][]string{
+		"missing":      {"-config", filepath.Join(dir, "absent.yml")},
+		"unknown env":  {"-config", writeConfig(t, "problems.yml", map[string]string{"IDP": "https://idp", "OP": "https://op", "SP_CERT": "x", "SP_KEY": "y"}), "-env", "staging"},
+		"not YAML":     {"-config", writeRaw(t, "bad.yml", "a: [b\n")},
+		"not settings": {"-config", writeRaw(t, "list.yml", "- a\n- b\n")},
+	} {
+		r := runAt(t, testNow, append([]string{"check"}, args...)...)
+		if r.code != exitFail || r.stdout != "" || !strings.HasPrefix(r.stderr, "extauth check: ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", name, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func writeRaw(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// samlCheck runs check on a SAML-only configuration whose IdP serves what
+// setup gives it, and returns the SAML line of the provider list, the
+// report and the exit status.
+func samlCheck(t *testing.T, setup func(f *providersFixture), args ...string) (string, result) {
+	t.Helper()
+	f := newProvidersFixture(t)
+	if setup != nil {
+		setup(f)
+	}
+	path, repl := f.config(t, "saml_only.yml", nil)
+	r := runAt(t, testNow, append([]string{"check", "-config", path}, args...)...)
+	r.stdout = repl.apply(r.stdout)
+	return providerLine(r.stdout, "saml"), r
+}
+
+func providerLine(report, p string) string {
+	for _, l := range strings.Split(report, "\n") {
+		if fields := strings.Fields(l); len(fields) > 1 && fields[0] == p {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), p))
+		}
+	}
+	return ""
+}
+
+func TestCheckSAMLMetadataFailures(t *testing.T) {
+	valid := func(f *providersFixture) idpMetadata {
+		return idpMetadata{
+			entityID: "https://idp.example.org/saml",
+			sso:      []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/sso"}},
+			certs:    []*x509.Certificate{idpCert(t, "idp", testNow.AddDate(-1, 0, 0), testNow.AddDate(1, 0, 0))},
+		}
+	}
+	cases := []struct {
+		name  string
+		setup func(f *providersFixture)
+		args  []string
+		want  string
+	}{
+		{"server error", func(f *providersFixture) {
+			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusInternalServerError) })
+		}, nil, "broken: IdP metadata: answers HTTP 500"},
+		{"redirect", func(f *providersFixture) {
+			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, "https://elsewhere.example/md?token=abc", http.StatusFound)
+			})
+		}, nil, "broken: IdP metadata: answers HTTP 302, a redirect to https://elsewhere.example/md?…; configure the final URL (extauth follows no redirects)"},
+		{"hangs", func(f *providersFixture) {
+			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		}, []string{"-timeout", "200ms"}, "broken: IdP metadata: no answer within 200ms"},
+		{"too large", func(f *providersFixture) {
+			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte("<x>"))
+				w.Write(make([]byte, maxDocumentBytes))
+			})
+		}, nil, "broken: IdP metadata: the answer is larger than 1048576 bytes"},
+		{"doctype", func(f *providersFixture) {
+			f.idp.serve("/metadata", "text/xml", []byte(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>`))
+		}, nil, "broken: IdP metadata: has a DOCTYPE, which extauth refuses"},
+		{"not XML", func(f *providersFixture) {
+			f.idp.serve("/metadata", "text/html", []byte(`<html><body>login</body>`))
+		}, nil, "broken: IdP metadata: not well-formed XML"},
+		{"wrong root", func(f *providersFixture) {
+			f.idp.serve("/metadata", "text/xml", []byte(`<html/>`))
+		}, nil, "broken: IdP metadata: the root element is neither md:EntityDescriptor nor md:EntitiesDescriptor"},
+		{"no signing certificate", func(f *providersFixture) {
+			m := valid(f)
+			m.encCerts, m.certs = m.certs, nil
+			f.idp.serve("/metadata", "text/xml", m.xml(t))
+		}, nil, "broken: IdP metadata: no signing certificate, so no response could be verified"},
+		{"every certificate expired", func(f *providersFixture) {
+			m := valid(f)
+			m.certs = []*x509.Certificate{idpCert(t, "old", testNow.AddDate(-3, 0, 0), testNow.AddDate(0, 0, -1))}
+			f.idp.serve("/metadata", "text/xml", m.xml(t))
+		}, nil, "broken: IdP metadata: no signing certificate is valid now, so every response would be refused"},
+		{"no redirect binding", func(f *providersFixture) {
+			m := valid(f)
+			m.sso = []saml.Endpoint{{Binding: saml.HTTPPostBinding, Location: f.idp.URL + "/sso"}}
+			f.idp.serve("/metadata", "text/xml", m.xml(t))
+		}, nil, "broken: IdP metadata: no HTTP-Redirect single sign-on endpoint; set saml_idp_sso_service_url"},
+		{"metadata expired", func(f *providersFixture) {
+			m := valid(f)
+			m.validUntil = testNow.Add(-time.Hour)
+			f.idp.serve("/metadata", "text/xml", m.xml(t))
+		}, nil, "broken: IdP metadata: expired on 2030-06-01T11:00:00Z (validUntil)"},
+		{"two IdPs", func(f *providersFixture) {
+			a, b := valid(f).entity(), valid(f).entity()
+			b.EntityID = "https://other.example/saml"
+			f.idp.serve("/metadata", "text/xml", marshalXML(t, saml.EntitiesDescriptor{EntityDescriptors: []saml.EntityDescriptor{a, b}}))
+		}, nil, "broken: IdP metadata: describes 2 IdPs; extauth needs the URL of one IdP's metadata"},
+		{"federation bound expired", func(f *providersFixture) {
+			past := testNow.Add(-time.Minute)
+			f.idp.serve("/metadata", "text/xml", marshalXML(t, saml.EntitiesDescriptor{ValidUntil: &past, EntityDescriptors: []saml.EntityDescriptor{valid(f).entity()}}))
+		}, nil, "broken: IdP metadata: expired on 2030-06-01T11:59:00Z (validUntil)"},
+		{"federation", func(f *providersFixture) {
+			later := testNow.Add(48 * time.Hour)
+			sp := saml.EntityDescriptor{EntityID: "https://sp.example", SPSSODescriptors: []saml.SPSSODescriptor{{}}}
+			f.idp.serve("/metadata", "text/xml", marshalXML(t, saml.EntitiesDescriptor{ValidUntil: &later,
+				EntitiesDescriptors: []saml.EntitiesDescriptor{{EntityDescriptors: []saml.EntityDescriptor{sp, valid(f).entity()}}}}))
+		}, nil, "enabled"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			line, r := samlCheck(t, c.setup, c.args...)
+			if line != c.want {
+				t.Errorf("saml: %q\nwant   %q\n%s", line, c.want, r.stdout)
+			}
+			wantCode := exitFail
+			if c.want == "enabled" {
+				wantCode = exitOK
+			}
+			if r.code != wantCode {
+				t.Errorf("exit %d, want %d", r.code, wantCode)
+			}
+		})
+	}
+}
+
+func TestCheckSAMLDetails(t *testing.T) {
+	_, r := samlCheck(t, func(f *providersFixture) {
+		f.idp.serve("/metadata", "text/xml", idpMetadata{
+			entityID:   "https://idp.example.org/saml\u202etxt.exe",
+			sso:        []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/sso"}},
+			certs:      []*x509.Certificate{idpCert(t, "idp", testNow.AddDate(-1, 0, 0), testNow.Add(12*time.Hour))},
+			wantSigned: true,
+		}.xml(t))
+	})
+	for _, want := range []string{
+		// Text from the network reaches the terminal quoted when it holds
+		// anything unprintable, here a right-to-left override.
+		`IdP entity ID            "https://idp.example.org/saml\u202etxt.exe"`,
+		"IdP signing certificate  CN=idp, expires on 2030-06-02 (in less than a day)",
+		"SP key pair              none: requests are not signed, encrypted assertions are refused",
+		"  - saml: the IdP signing certificate CN=idp expires in less than a day, on 2030-06-02\n",
+		"  - saml: the IdP wants signed authentication requests (WantAuthnRequestsSigned), but saml_additional_settings has no certificate and private_key; make them with extauth keygen\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "\u202e") {
+		t.Error("a bidi override from the IdP reached the terminal")
+	}
+}
+
+func TestCheckOIDCDiscovery(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(doc map[string]any, op string)
+		want string
+		warn string
+	}{
+		{"valid", func(map[string]any, string) {}, "enabled", ""},
+		{"wrong issuer", func(doc map[string]any, op string) { doc["issuer"] = "https://evil.example" },
+			`broken: discovery: the document names issuer "https://evil.example" but oidc_issuer is "{{OP}}"; they must match exactly`, ""},
+		{"no jwks_uri", func(doc map[string]any, _ string) { delete(doc, "jwks_uri") }, "broken: discovery: jwks_uri is missing", ""},
+		{"plain http endpoint elsewhere", func(doc map[string]any, _ string) { doc["token_endpoint"] = "http://token.example/token" },
+			"broken: discovery: token_endpoint must be https", ""},
+		{"only HMAC and none", func(doc map[string]any, _ string) {
+			doc["id_token_signing_alg_values_supported"] = []string{"HS256", "none"}
+		},
+			"broken: discovery: the provider signs ID tokens with none of the algorithms extauth accepts (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)", ""},
+		{"no algorithms advertised", func(doc map[string]any, _ string) { delete(doc, "id_token_signing_alg_values_supported") },
+			"enabled", "oidc: the discovery document lacks id_token_signing_alg_values_supported, which it must have; extauth assumes RS256"},
+		{"no usable client authentication", func(doc map[string]any, _ string) {
+			doc["token_endpoint_auth_methods_supported"] = []string{"private_key_jwt"}
+		}, "broken: discovery: the token endpoint supports neither client_secret_basic nor client_secret_post", ""},
+		{"no PKCE S256", func(doc map[string]any, _ string) { doc["code_challenge_methods_supported"] = []string{"plain"} },
+			"enabled", "oidc: the provider does not advertise PKCE S256 (code_challenge_methods_supported)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newProvidersFixture(t)
+			doc := discoveryDoc(f.op.URL)
+			c.edit(doc, f.op.URL)
+			f.op.serveJSON(t, "/.well-known/openid-configuration", doc)
+			path, repl := f.config(t, "oidc_only.yml", nil)
+			r := runAt(t, testNow, "check", "-config", path)
+			out := repl.apply(r.stdout)
+			if got := providerLine(out, "oidc"); got != c.want {
+				t.Errorf("oidc: %q\nwant  %q\n%s", got, c.want, out)
+			}
+			if c.warn != "" && !strings.Contains(out, "  - "+c.warn+"\n") {
+				t.Errorf("no warning %q:\n%s", c.warn, out)
+			}
+			if (r.code == exitOK) != (c.want == "enabled") {
+				t.Errorf("exit %d", r.code)
+			}
+			assertNoSecret(t, "check", r.stdout+r.stderr)
+		})
+	}
+}
+
+func TestCheckOIDCNotFound(t *testing.T) {
+	f := newProvidersFixture(t)
+	path, repl := f.config(t, "oidc_only.yml", map[string]string{"OP": f.op.URL + "/tenant"})
+	r := runAt(t, testNow, "check", "-config", path)
+	if got := providerLine(repl.apply(r.stdout), "oidc"); got != "broken: discovery: answers HTTP 404" || r.code != exitFail {
+		t.Errorf("exit %d, oidc %q", r.code, got)
+	}
+	if want := "/tenant/.well-known/openid-configuration"; !slices.Contains(f.op.paths, want) {
+		t.Errorf("requested %v, want %s", f.op.paths, want)
+	}
+}
+
+// only must give New exactly one provider, whichever it is.
+func TestOnlyIsolatesEachProvider(t *testing.T) {
+	cfg, err := extauth.LoadConfig("../../testdata/config/full.yml", extauth.LookupEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Providers()) != 6 {
+		t.Fatalf("full.yml configures %v", cfg.Providers())
+	}
+	for _, p := range extauth.BuiltinProviders() {
+		c := only(cfg, p)
+		if got := c.Providers(); !slices.Equal(got, []extauth.Provider{p}) {
+			t.Errorf("only(%s) configures %v", p, got)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("only(%s): %v", p, err)
+		}
+	}
+}
+
+func TestClean(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://idp.example/sso": "https://idp.example/sso",
+		"CN=Ünïcode":              "CN=Ünïcode",
+		"a\x1b[2Jb":               `"a\x1b[2Jb"`,
+		"line\nbreak":             `"line\nbreak"`,
+		"bad\xffutf8":             `"bad\xffutf8"`,
+		strings.Repeat("x", 250):  strings.Repeat("x", 200) + "…",
+	} {
+		if got := clean(in); got != want {
+			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://idp.example/md":                  "https://idp.example/md",
+		"https://idp.example/md?token=s3cr3t":     "https://idp.example/md?…",
+		"https://user:pw@idp.example/md#frag":     "https://idp.example/md",
+		"https://idp.example/md?":                 "https://idp.example/md?…",
+		"http://[::1]:%zz/":                       "(a malformed URL)",
+		"https://idp.example/a b?x=1":             "https://idp.example/a%20b?…",
+		"https://idp.example/\x1b[0m?access=key1": "(a malformed URL)",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

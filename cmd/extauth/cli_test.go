@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUsage(t *testing.T) {
+	r := runCLI(t)
+	if r.code != exitUsage || r.stdout != "" {
+		t.Errorf("no arguments: exit %d, stdout %q", r.code, r.stdout)
+	}
+	golden(t, "usage.golden", r.stderr)
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--help"}} {
+		r := runCLI(t, args...)
+		if r.code != exitOK || r.stderr != "" {
+			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+		golden(t, "usage.golden", r.stdout)
+	}
+	r = runCLI(t, "frobnicate")
+	if r.code != exitUsage || !strings.HasPrefix(r.stderr, "extauth: unknown command \"frobnicate\"\n\nextauth is") {
+		t.Errorf("unknown command: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestCommandUsage(t *testing.T) {
+	for _, cmd := range commands() {
+		for _, args := range [][]string{{cmd.name, "-h"}, {cmd.name, "-help"}, {"help", cmd.name}} {
+			r := runCLI(t, args...)
+			if r.code != exitOK || r.stderr != "" {
+				t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
+			}
+			golden(t, "usage_"+cmd.name+".golden", r.stdout)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check"}, "extauth check: -config is required"},
+		{[]string{"check", "-config", "x.yml", "-timeout", "0s"}, "extauth check: -timeout must be positive"},
+		{[]string{"check", "-config", "x.yml", "-timeout", "1h"}, "extauth check: -timeout must be positive and at most 5m0s"},
+		{[]string{"check", "-config", "x.yml", "-base-url", "app.example.org"}, "extauth check: -base-url must be an absolute http or https URL"},
+		{[]string{"check", "-config", "x.yml", "stray"}, `extauth check: unexpected argument "stray"`},
+		{[]string{"routes", "-config", "x.yml"}, "extauth routes: -base-url is required"},
+		{[]string{"routes", "-base-url", "https://app.example"}, "extauth routes: give -config FILE, or -all"},
+		{[]string{"routes", "-all", "-config", "x.yml", "-base-url", "https://app.example"}, "extauth routes: -config and -all exclude each other"},
+		{[]string{"routes", "-all", "-env", "production", "-base-url", "https://app.example"}, "extauth routes: -env applies to -config"},
+		{[]string{"routes", "-all", "-base-url", "https://app.example/?q=1"}, "extauth routes: -base-url must be"},
+		{[]string{"metadata", "-base-url", "https://app.example"}, "extauth metadata: -config is required"},
+		{[]string{"metadata", "-config", "x.yml"}, "extauth metadata: -base-url is required"},
+		{[]string{"metadata", "-config", "x.yml", "-base-url", "ftp://app.example"}, "extauth metadata: -base-url must be"},
+	} {
+		r := runCLI(t, c.args...)
+		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, c.want) || !strings.Contains(r.stderr, "\nUsage: extauth "+c.args[0]) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want status 2 and %q with the usage", c.args, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+}
+
+// routesConfig renders all.yml with fixed URLs: routes and metadata make no
+// request, so no server is needed and the output is stable.
+func routesConfig(t *testing.T, name string) (string, replacer) {
+	t.Helper()
+	sp := spPair()
+	path := writeConfig(t, name, map[string]string{
+		"IDP": "https://idp.example.org", "OP": "https://id.example.org",
+		"SP_CERT": string(sp.certPEM), "SP_KEY": string(sp.keyPEM),
+	})
+	return path, replacer{filepath.Dir(path): "$DIR"}
+}
+
+func TestRoutes(t *testing.T) {
+	path, _ := routesConfig(t, "all.yml")
+	r := runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org/")
+	if r.code != exitOK || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_all.golden", r.stdout)
+	assertNoSecret(t, "routes", r.stdout)
+
+	r = runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org", "-json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_all_json.golden", r.stdout)
+	var doc struct {
+		Routes []struct {
+			Provider, Purpose, Path, URL string
+			Methods                      []string
+		}
+		Register []struct {
+			Provider    string
+			CallbackURL string `json:"callback_url"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Routes) != 12 || len(doc.Register) != 6 {
+		t.Errorf("%d routes, %d registrations; want 12 and 6", len(doc.Routes), len(doc.Register))
+	}
+	for _, reg := range doc.Register {
+		if want := "https://app.example.org/users/auth/" + reg.Provider + "/callback"; reg.CallbackURL != want {
+			t.Errorf("%s: callback %s, want %s", reg.Provider, reg.CallbackURL, want)
+		}
+	}
+}
+
+func TestRoutesOfSomeProviders(t *testing.T) {
+	path := writeConfig(t, "blog.yml", nil)
+	r := runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org/prefix")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_blog.golden", r.stdout)
+}
+
+// -all serves the operator who registers the application before the file
+// has any provider.
+func TestRoutesAll(t *testing.T) {
+	r := runCLI(t, "routes", "-all", "-base-url", "http://127.0.0.1:3000")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_every.golden", r.stdout)
+}
+
+func TestRoutesBadConfig(t *testing.T) {
+	path := writeRaw(t, "bad.yml", "blog_oauth2_key: k\nblog_oauth2_secret: SECRET-blog-b3c5\noidc_issuer: not a url\n")
+	r := runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org")
+	want := "extauth routes: the configuration has errors (run extauth check for a full report):\n" +
+		"  blog_oauth2: blog_oauth2_site is missing\n" +
+		"  oidc: oidc_client_id is missing\n" +
+		"  oidc: oidc_client_secret is missing\n" +
+		"  oidc: oidc_issuer must be an absolute http or https URL\n"
+	if r.code != exitFail || r.stdout != "" || r.stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant:\n%s", r.code, r.stdout, r.stderr, want)
+	}
+	assertNoSecret(t, "routes", r.stderr)
+
+	path = writeConfig(t, "empty.yml", nil)
+	r = runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org")
+	if r.code != exitFail || r.stderr != "extauth routes: "+path+" configures no provider\n" {
+		t.Errorf("no provider: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// Without SAML there is no SP metadata: the command says so and fails. The
+// path through Auth.SAMLMetadata is the one a SAML build takes too.
+func TestMetadataWithoutSAML(t *testing.T) {
+	path := writeConfig(t, "blog.yml", nil)
+	r := runCLI(t, "metadata", "-config", path, "-base-url", "https://app.example.org")
+	if r.code != exitFail || r.stdout != "" {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	golden(t, "metadata_no_saml.golden", replacer{filepath.Dir(path): "$DIR"}.apply(r.stderr))
+}
+
+func TestMetadataBadConfig(t *testing.T) {
+	path := writeRaw(t, "bad.yml", "saml_sp_entity_id: not an id\nsaml_idp_metadata_url: https://idp.example/md\n")
+	r := runCLI(t, "metadata", "-config", path, "-base-url", "https://app.example.org")
+	if r.code != exitFail || !strings.Contains(r.stderr, "saml: saml_sp_entity_id must be an absolute http or https URL or a URN") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, "metadata", "-config", filepath.Join(t.TempDir(), "absent.yml"), "-base-url", "https://app.example.org")
+	if r.code != exitFail || !strings.HasPrefix(r.stderr, "extauth metadata: extauth: config: open ") {
+		t.Errorf("missing file: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// No command prints a secret of the file, whatever it finds: every command
+// is run on the file with every provider and on the one with problems.
+func TestNoSecretPrinted(t *testing.T) {
+	f := newProvidersFixture(t)
+	all, _ := f.config(t, "all.yml", nil)
+	problems, _ := f.config(t, "problems.yml", nil)
+	broken := writeRaw(t, "broken.yml", "oidc_client_secret: SECRET-oidc-c8e1\nblog_oauth2_secret: SECRET-blog-b3c5\n"+
+		"saml_sp_entity_id: urn:x:y\nsaml_additional_settings:\n  private_key: SECRET-microblog-4f1c\n  tenant: \"-----BEGIN SECRET-socialnet-9a2e\"\n")
+	for _, args := range [][]string{
+		{"check", "-config", all},
+		{"check", "-config", all, "-base-url", "https://app.example.org"},
+		{"check", "-config", all, "-offline"},
+		{"check", "-config", problems, "-env", "production"},
+		{"check", "-config", problems, "-env", "production", "-base-url", "https://app.example.org"},
+		{"check", "-config", broken},
+		{"routes", "-config", all, "-base-url", "https://app.example.org"},
+		{"routes", "-config", all, "-base-url", "https://app.example.org", "-json"},
+		{"routes", "-config", broken, "-base-url", "https://app.example.org"},
+		{"metadata", "-config", all, "-base-url", "https://app.example.org"},
+		{"metadata", "-config", broken, "-base-url", "https://app.example.org"},
+	} {
+		r := runAt(t, testNow, args...)
+		if r.stdout == "" && r.stderr == "" {
+			t.Errorf("%q printed nothing", args)
+		}
+		assertNoSecret(t, strings.Join(args[:1], " "), r.stdout+r.stderr)
+	}
+}
+
+// The goldens hold no secret either: they are committed.
+func TestGoldensHoldNoSecret(t *testing.T) {
+	goldens, err := filepath.Glob(filepath.Join("testdata", "*.golden"))
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no goldens: %v", err)
+	}
+	for _, g := range goldens {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertNoSecret(t, g, string(b))
+		if strings.Contains(string(b), "PRIVATE KEY") {
+			t.Errorf("%s holds a private key", g)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/extauth/extauth"
+)
+
+// registerWhere says where each provider's console takes the callback URL,
+// in lines short enough for a terminal.
+func registerWhere(p extauth.Provider, spEntityID string) string {
+	switch p {
+	case extauth.Microblog:
+		return "as the app's callback URL in the developer portal"
+	case extauth.Socialnet:
+		return "under Valid OAuth Redirect URIs (host plus path)"
+	case extauth.SearchOAuth2:
+		return "as an Authorized redirect URI of the OAuth client"
+	case extauth.BlogOAuth2:
+		return "as the client's Redirect URI in WP OAuth Server (OAuth Server > Clients)"
+	case extauth.SAML:
+		id := "named by saml_sp_entity_id"
+		if spEntityID != "" {
+			id = clean(spEntityID)
+		}
+		return "at the IdP, as the Assertion Consumer Service URL (HTTP-POST binding)\n" +
+			"of the SP " + id + ", or import the SP metadata that extauth metadata prints"
+	case extauth.OIDC:
+		return "as a redirect URI of the client"
+	}
+	return "as the provider's redirect URI"
+}
+
+func (c *cli) routes(_ context.Context, args []string) int {
+	f := c.newFlags("routes", "(-config FILE [-env ENV] | -all) -base-url URL [-json]",
+		`Lists the routes extauth mounts for the providers a secrets file configures
+and, for each provider, the exact callback URL to register with it. The
+callback URL is the base URL plus /users/auth/<provider>/callback, never
+derived from a request.
+
+-all lists the six providers whether configured or not: the callback URL is
+needed to register the application, before the provider hands out the key
+and secret the file will hold.
+`)
+	configPath := f.String("config", "", "the secrets file")
+	env := f.String("env", "", "environment section of a Rails-style file (default: $EXTAUTH_ENV, else development)")
+	all := f.Bool("all", false, "list every built-in provider, configured or not")
+	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org (required)")
+	asJSON := f.Bool("json", false, "print JSON for scripts")
+	if done, code := f.parse(args); done {
+		return code
+	}
+	switch {
+	case *baseURL == "":
+		return f.fail("-base-url is required: callback URLs derive from it")
+	case *configPath == "" && !*all:
+		return f.fail("give -config FILE, or -all for every provider")
+	case *configPath != "" && *all:
+		return f.fail("-config and -all exclude each other")
+	case *env != "" && *configPath == "":
+		return f.fail("-env applies to -config")
+	}
+	if ok, code := checkBaseURL(f, *baseURL); !ok {
+		return code
+	}
+
+	ps := extauth.BuiltinProviders()
+	var entityID string
+	if *configPath != "" {
+		cfg, err := extauth.LoadConfig(*configPath, configOptions(*env)...)
+		if err != nil {
+			return c.errorf("routes", "%s", describeConfigError(err))
+		}
+		ps = cfg.Providers()
+		entityID = cfg.SAML.SPEntityID
+		if len(ps) == 0 {
+			return c.errorf("routes", "%s configures no provider", *configPath)
+		}
+	}
+	routes, err := extauth.RoutesFor(*baseURL, ps...)
+	if err != nil {
+		return c.errorf("routes", "%v", err)
+	}
+	if *asJSON {
+		return c.routesJSON(*baseURL, routes, entityID)
+	}
+	w := c.stdout
+	fmt.Fprintf(w, "Routes under %s (each answers GET and POST, also with a .json suffix):\n\n", strings.TrimSuffix(*baseURL, "/"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, rt := range routes {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", rt.Provider, rt.Purpose, rt.Path)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nCallback URL to register with each provider:\n")
+	for _, rt := range routes {
+		if rt.Purpose != "callback" {
+			continue
+		}
+		where := strings.ReplaceAll(registerWhere(rt.Provider, entityID), "\n", "\n    ")
+		fmt.Fprintf(w, "\n  %s\n    %s\n    %s\n", rt.Provider, rt.URL, where)
+	}
+	return exitOK
+}
+
+// routeJSON and registration are the -json shapes, with stable lowercase
+// names for scripts.
+type routeJSON struct {
+	Provider string   `json:"provider"`
+	Purpose  string   `json:"purpose"`
+	Path     string   `json:"path"`
+	Methods  []string `json:"methods"`
+	URL      string   `json:"url"`
+}
+
+type registration struct {
+	Provider    string `json:"provider"`
+	CallbackURL string `json:"callback_url"`
+	Where       string `json:"where"`
+}
+
+func (c *cli) routesJSON(baseURL string, routes []extauth.Route, entityID string) int {
+	out := struct {
+		BaseURL  string         `json:"base_url"`
+		Routes   []routeJSON    `json:"routes"`
+		Register []registration `json:"register"`
+	}{BaseURL: strings.TrimSuffix(baseURL, "/")}
+	for _, rt := range routes {
+		out.Routes = append(out.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
+		if rt.Purpose == "callback" {
+			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID), "\n", " ")
+			out.Register = append(out.Register, registration{string(rt.Provider), rt.URL, where})
+		}
+	}
+	return writeJSON(c.stdout, out)
+}
+
+func writeJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return exitFail
+	}
+	return exitOK
+}

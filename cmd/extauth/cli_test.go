@@ -1,11 +1,20 @@
 package main
 
 import (
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth"
 )
 
 func TestUsage(t *testing.T) {
@@ -104,8 +113,9 @@ func TestRoutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Routes) != 12 || len(doc.Register) != 6 {
-		t.Errorf("%d routes, %d registrations; want 12 and 6", len(doc.Routes), len(doc.Register))
+	// Two routes per provider, and SAML's metadata and logout.
+	if len(doc.Routes) != 14 || len(doc.Register) != 6 {
+		t.Errorf("%d routes, %d registrations; want 14 and 6", len(doc.Routes), len(doc.Register))
 	}
 	for _, reg := range doc.Register {
 		if want := "https://app.example.org/users/auth/" + reg.Provider + "/callback"; reg.CallbackURL != want {
@@ -150,6 +160,52 @@ func TestRoutesBadConfig(t *testing.T) {
 	r = runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org")
 	if r.code != exitFail || r.stderr != "extauth routes: "+path+" configures no provider\n" {
 		t.Errorf("no provider: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// The SP metadata is the document the application serves: the entity ID,
+// the ACS at the callback URL, and the certificate when there is a key pair.
+func TestMetadata(t *testing.T) {
+	f := newProvidersFixture(t)
+	for _, c := range []struct {
+		file string
+		cert *x509.Certificate
+	}{{"all.yml", spPair().cert}, {"saml_only.yml", nil}} {
+		path, _ := f.config(t, c.file, nil)
+		r := runCLI(t, "metadata", "-config", path, "-base-url", "https://app.example.org/")
+		if r.code != exitOK || r.stderr != "" {
+			t.Fatalf("%s: exit %d, stderr %q", c.file, r.code, r.stderr)
+		}
+		assertNoSecret(t, "metadata", r.stdout)
+		cfg, err := extauth.LoadConfig(path, extauth.LookupEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ed saml.EntityDescriptor
+		if err := xml.Unmarshal([]byte(r.stdout), &ed); err != nil {
+			t.Fatalf("%s: %v\n%s", c.file, err, r.stdout)
+		}
+		if ed.EntityID != cfg.SAML.SPEntityID || len(ed.SPSSODescriptors) != 1 {
+			t.Fatalf("%s: entity %q with %d SP descriptors", c.file, ed.EntityID, len(ed.SPSSODescriptors))
+		}
+		sp := ed.SPSSODescriptors[0]
+		acs, _ := extauth.CallbackURL("https://app.example.org", extauth.SAML)
+		if len(sp.AssertionConsumerServices) != 1 || sp.AssertionConsumerServices[0].Location != acs ||
+			sp.AssertionConsumerServices[0].Binding != saml.HTTPPostBinding {
+			t.Errorf("%s: ACS %+v, want %s over HTTP-POST", c.file, sp.AssertionConsumerServices, acs)
+		}
+		var certs []string
+		for _, kd := range sp.KeyDescriptors {
+			for _, xc := range kd.KeyInfo.X509Data.X509Certificates {
+				certs = append(certs, xc.Data)
+			}
+		}
+		switch {
+		case c.cert == nil && len(certs) != 0:
+			t.Errorf("%s: certificates without a key pair", c.file)
+		case c.cert != nil && (len(certs) == 0 || !slices.Contains(certs, base64.StdEncoding.EncodeToString(c.cert.Raw))):
+			t.Errorf("%s: the SP certificate is not in the metadata", c.file)
+		}
 	}
 }
 
@@ -220,5 +276,24 @@ func TestGoldensHoldNoSecret(t *testing.T) {
 		if strings.Contains(string(b), "PRIVATE KEY") {
 			t.Errorf("%s holds a private key", g)
 		}
+	}
+}
+
+// The leak detector itself: it finds a key and a secret, and does not take
+// the public half of the key, which certificates carry, for a leak.
+func TestSecretsIn(t *testing.T) {
+	kp := spPair()
+	if leaks := secretsIn(t, "x "+string(kp.keyPEM)); len(leaks) != 1 {
+		t.Errorf("a printed key: %v", leaks)
+	}
+	if leaks := secretsIn(t, "oidc_client_secret=SECRET-oidc-c8e1"); len(leaks) != 1 {
+		t.Errorf("a printed secret: %v", leaks)
+	}
+	// SP metadata carries the certificate as one base64 run, whose
+	// alignment can match the key's lines over the modulus.
+	block, _ := pem.Decode(kp.certPEM)
+	certB64 := base64.StdEncoding.EncodeToString(block.Bytes)
+	if leaks := secretsIn(t, string(kp.certPEM)+certB64); len(leaks) != 0 {
+		t.Errorf("a printed certificate: %v", leaks)
 	}
 }

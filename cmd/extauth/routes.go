@@ -12,8 +12,9 @@ import (
 )
 
 // registerWhere says where each provider's console takes the callback URL,
-// in lines short enough for a terminal.
-func registerWhere(p extauth.Provider, spEntityID string) string {
+// in lines short enough for a terminal. routes are all the listed routes,
+// for SAML's metadata and logout URLs.
+func registerWhere(p extauth.Provider, spEntityID string, routes []extauth.Route) string {
 	switch p {
 	case extauth.Microblog:
 		return "as the app's callback URL in the developer portal"
@@ -28,8 +29,17 @@ func registerWhere(p extauth.Provider, spEntityID string) string {
 		if spEntityID != "" {
 			id = clean(spEntityID)
 		}
-		return "at the IdP, as the Assertion Consumer Service URL (HTTP-POST binding)\n" +
-			"of the SP " + id + ", or import the SP metadata that extauth metadata prints"
+		lines := []string{"at the IdP, as the Assertion Consumer Service URL (HTTP-POST binding)", "of the SP " + id}
+		for _, rt := range routes {
+			switch {
+			case rt.Provider != extauth.SAML:
+			case rt.Purpose == "logout":
+				lines = append(lines, "with the Single Logout URL "+rt.URL)
+			case rt.Purpose == "metadata":
+				lines = append(lines, "or let the IdP read the SP metadata from "+rt.URL+" (extauth metadata prints it)")
+			}
+		}
+		return strings.Join(lines, "\n")
 	case extauth.OIDC:
 		return "as a redirect URI of the client"
 	}
@@ -90,10 +100,15 @@ and secret the file will hold.
 		return c.routesJSON(*baseURL, routes, entityID)
 	}
 	w := c.stdout
-	fmt.Fprintf(w, "Routes under %s (each answers GET and POST, also with a .json suffix):\n\n", strings.TrimSuffix(*baseURL, "/"))
+	fmt.Fprintf(w, "Routes under %s (authorize and callback answer GET and POST, also with a .json suffix):\n\n", strings.TrimSuffix(*baseURL, "/"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, rt := range routes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", rt.Provider, rt.Purpose, rt.Path)
+		methods := strings.Join(rt.Methods, ", ")
+		if methods == "" {
+			// An extra route's handler checks its own methods.
+			methods = "(its own)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", rt.Provider, rt.Purpose, rt.Path, methods)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nCallback URL to register with each provider:\n")
@@ -101,7 +116,7 @@ and secret the file will hold.
 		if rt.Purpose != "callback" {
 			continue
 		}
-		where := strings.ReplaceAll(registerWhere(rt.Provider, entityID), "\n", "\n    ")
+		where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "\n    ")
 		fmt.Fprintf(w, "\n  %s\n    %s\n    %s\n", rt.Provider, rt.URL, where)
 	}
 	return exitOK
@@ -113,7 +128,7 @@ type routeJSON struct {
 	Provider string   `json:"provider"`
 	Purpose  string   `json:"purpose"`
 	Path     string   `json:"path"`
-	Methods  []string `json:"methods"`
+	Methods  []string `json:"methods,omitempty"`
 	URL      string   `json:"url"`
 }
 
@@ -132,7 +147,7 @@ func (c *cli) routesJSON(baseURL string, routes []extauth.Route, entityID string
 	for _, rt := range routes {
 		out.Routes = append(out.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
 		if rt.Purpose == "callback" {
-			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID), "\n", " ")
+			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "; ")
 			out.Register = append(out.Register, registration{string(rt.Provider), rt.URL, where})
 		}
 	}

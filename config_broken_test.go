@@ -29,6 +29,7 @@ var brokenFiles = []struct {
 	{"bad_issuer.yml", "", []string{"oidc_issuer"}, extauth.ErrInvalidSetting},
 	{"bad_entity_id.yml", "", []string{"saml_sp_entity_id"}, extauth.ErrInvalidSetting},
 	{"bad_metadata_url.yml", "", []string{"saml_idp_metadata_url"}, extauth.ErrInvalidSetting},
+	{"http_metadata_url.yml", "", []string{"saml_idp_metadata_url"}, extauth.ErrInvalidSetting},
 	{"bad_relay_state.yml", "", []string{"saml_additional_settings.RelayState"}, extauth.ErrInvalidSetting},
 	{"bad_authn_context.yml", "", []string{"saml_additional_settings.authn_context"}, extauth.ErrInvalidSetting},
 	{"bad_pem.yml", "", []string{"saml_additional_settings.certificate"}, extauth.ErrInvalidKeyPair},

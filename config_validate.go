@@ -125,7 +125,7 @@ func (c *Config) fields() []field {
 	fs = append(fs, oauth(BlogOAuth2, &c.BlogOAuth2, true)...)
 	return append(fs,
 		field{key: "saml_sp_entity_id", provider: SAML, required: true, check: checkEntityID, str: &c.SAML.SPEntityID},
-		field{key: "saml_idp_metadata_url", provider: SAML, required: true, check: checkHTTPURL, str: &c.SAML.IdPMetadataURL},
+		field{key: "saml_idp_metadata_url", provider: SAML, required: true, check: checkMetadataURL, str: &c.SAML.IdPMetadataURL},
 		field{key: "saml_idp_sso_service_url", provider: SAML, check: checkHTTPURL, str: &c.SAML.IdPSSOServiceURL},
 		field{key: "oidc_client_id", provider: OIDC, required: true, str: &c.OIDC.ClientID},
 		field{key: "oidc_client_secret", provider: OIDC, required: true, sec: &c.OIDC.ClientSecret},
@@ -365,6 +365,19 @@ func checkHTTPURL(v string) string {
 	}
 	if u.User != nil {
 		return "must not contain a user name or password"
+	}
+	return ""
+}
+
+// checkMetadataURL requires https except on the local host: the metadata
+// carries the keys every assertion is checked with, so fetching it in clear
+// text would let anyone on the path choose them. samlsp enforces the same.
+func checkMetadataURL(v string) string {
+	if reason := checkHTTPURL(v); reason != "" {
+		return reason
+	}
+	if plainHTTP(v) {
+		return "must use https (plain http only for localhost)"
 	}
 	return ""
 }

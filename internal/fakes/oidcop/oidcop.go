@@ -1,0 +1,902 @@
+// Package oidcop is a fake OpenID Connect provider for tests and the demo's
+// development providers. It speaks the real protocol (discovery, JWKS with
+// rotation, authorization code with PKCE S256, client_secret_basic or
+// client_secret_post, UserInfo, RFC 9207's iss parameter) and checks what a
+// real provider checks. Faults make it misbehave in each way the ID token
+// row of SECURITY.md lists, and in a few ways a network can.
+//
+// An *OP is an http.Handler serving the paths under its issuer's path, so it
+// works on its own httptest server and mounted on another mux alike.
+package oidcop
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// Fault is one way the provider misbehaves.
+type Fault string
+
+// The faults. The first group breaks the ID token as SECURITY.md lists; the
+// rest break the authorization response or the provider's availability.
+const (
+	// BadSignature corrupts the ID token's signature.
+	BadSignature Fault = "bad_signature"
+	// AlgNone sends an unsigned ID token with alg "none".
+	AlgNone Fault = "alg_none"
+	// HS256PublicKey signs the ID token with HMAC-SHA256 keyed with the
+	// PEM of the provider's public key (the algorithm confusion attack).
+	HS256PublicKey Fault = "hs256_public_key"
+	// WrongIssuer puts another issuer in iss.
+	WrongIssuer Fault = "wrong_issuer"
+	// WrongAudience issues the token to another client.
+	WrongAudience Fault = "wrong_audience"
+	// ExtraAudience adds an untrusted audience and no azp.
+	ExtraAudience Fault = "extra_audience"
+	// ExtraAudienceWithAzp adds an extra audience and azp = the client.
+	ExtraAudienceWithAzp Fault = "extra_audience_with_azp"
+	// MissingSub leaves sub out.
+	MissingSub Fault = "missing_sub"
+	// MissingIAT leaves iat out.
+	MissingIAT Fault = "missing_iat"
+	// BadNonce sends a nonce other than the request's.
+	BadNonce Fault = "bad_nonce"
+	// BadAtHash sends an at_hash of another access token.
+	BadAtHash Fault = "bad_at_hash"
+	// NoKid leaves kid out of the header (the key set may hold several).
+	NoKid Fault = "no_kid"
+	// UnknownKid signs with a key the key set does not publish.
+	UnknownKid Fault = "unknown_kid"
+	// Expired sends a token that expired an hour ago.
+	Expired Fault = "expired"
+	// UserInfoSubMismatch answers UserInfo for another subject; the ID
+	// token then carries no profile claims, so clients ask UserInfo.
+	UserInfoSubMismatch Fault = "userinfo_sub_mismatch"
+
+	// IssParamWrong puts another issuer in the authorization response.
+	IssParamWrong Fault = "iss_param_wrong"
+	// IssParamMissing leaves iss out of the authorization response while
+	// discovery still advertises it.
+	IssParamMissing Fault = "iss_param_missing"
+
+	// DiscoveryDown answers 503 to discovery.
+	DiscoveryDown Fault = "discovery_down"
+	// JWKSDown answers 503 to the key set.
+	JWKSDown Fault = "jwks_down"
+	// TokenServerError answers 500 at the token endpoint.
+	TokenServerError Fault = "token_server_error"
+	// TokenHang never answers the token endpoint; the handler returns
+	// when the request's context ends.
+	TokenHang Fault = "token_hang"
+	// TokenHugeBody answers the token endpoint with a 4 MiB body.
+	TokenHugeBody Fault = "token_huge_body"
+)
+
+// User is an account of the fake provider.
+type User struct {
+	Sub               string
+	Email             string
+	EmailVerified     bool
+	Name              string
+	GivenName         string
+	FamilyName        string
+	PreferredUsername string
+	Picture           string
+	// HostedDomain is Google's hd claim, sent when set.
+	HostedDomain string
+}
+
+// DemoUsers are the accounts of an OP configured without users.
+func DemoUsers() []User {
+	return []User{
+		{Sub: "248289761001", Email: "alice@example.org", EmailVerified: true, Name: "Alice Example",
+			GivenName: "Alice", FamilyName: "Example", PreferredUsername: "alice", Picture: "https://example.org/alice.png"},
+		{Sub: "248289761002", Email: "bob@example.org", EmailVerified: false, Name: "Bob Unverified",
+			GivenName: "Bob", FamilyName: "Unverified", PreferredUsername: "bob"},
+	}
+}
+
+// Config sets the provider up.
+type Config struct {
+	// Issuer is the absolute issuer URL; its path is where the OP serves.
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	// RedirectURIs are the registered callback URLs, matched exactly.
+	RedirectURIs []string
+	// AuthMethod is the one client authentication method the token
+	// endpoint accepts, and the only one discovery lists:
+	// "client_secret_basic" (default) or "client_secret_post".
+	AuthMethod string
+	// Alg is the signing algorithm: RS256 (default), PS256 or ES256.
+	Alg string
+	// Keys are signing keys to start with (generated when empty), the last
+	// one active. They must suit Alg.
+	Keys []crypto.Signer
+	// AutoApprove signs the first user in without a consent page.
+	AutoApprove bool
+	// NoIssParameter stops advertising and sending RFC 9207's iss.
+	NoIssParameter bool
+	// SparseIDToken keeps the profile claims (email, name...) out of the
+	// ID token, as some providers do; clients then read them from UserInfo.
+	SparseIDToken bool
+	// Users are the accounts; DemoUsers when empty.
+	Users []User
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Endpoint names one of the provider's endpoints, for Hits.
+type Endpoint string
+
+// The endpoints counted by Hits.
+const (
+	Discovery Endpoint = "discovery"
+	JWKS      Endpoint = "jwks"
+	Authorize Endpoint = "authorize"
+	Token     Endpoint = "token"
+	UserInfo  Endpoint = "userinfo"
+)
+
+// OP is the fake provider.
+type OP struct {
+	cfg    Config
+	prefix string
+	now    func() time.Time
+	hits   map[Endpoint]*atomic.Int64
+
+	mu       sync.Mutex
+	keys     []*signingKey
+	active   int
+	faults   map[Fault]bool
+	pending  map[string]*authRequest // consent page interactions
+	codes    map[string]*grant
+	tokens   map[string]*grant
+	lastAuth url.Values
+}
+
+type signingKey struct {
+	kid  string
+	alg  string
+	priv crypto.Signer
+}
+
+// authRequest is a validated authorization request.
+type authRequest struct {
+	redirectURI string
+	state       string
+	nonce       string
+	challenge   string
+	scope       string
+	accessType  string
+	expires     time.Time
+}
+
+// grant is what a code, then an access token, stands for.
+type grant struct {
+	req     *authRequest
+	user    User
+	used    bool
+	expires time.Time
+}
+
+const (
+	codeTTL  = time.Minute
+	tokenTTL = time.Hour
+	// maxEntries bounds each map, so a long-running demo does not grow.
+	maxEntries = 20000
+)
+
+// New returns a provider for cfg. It generates a key when cfg.Keys is empty.
+func New(cfg Config) (*OP, error) {
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("oidcop: issuer %q is not an absolute URL", cfg.Issuer)
+	}
+	if cfg.ClientID == "" || cfg.ClientSecret == "" || len(cfg.RedirectURIs) == 0 {
+		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
+	}
+	if cfg.AuthMethod == "" {
+		cfg.AuthMethod = "client_secret_basic"
+	}
+	if cfg.AuthMethod != "client_secret_basic" && cfg.AuthMethod != "client_secret_post" {
+		return nil, fmt.Errorf("oidcop: auth method %q", cfg.AuthMethod)
+	}
+	if cfg.Alg == "" {
+		cfg.Alg = "RS256"
+	}
+	if len(cfg.Users) == 0 {
+		cfg.Users = DemoUsers()
+	}
+	op := &OP{
+		cfg:     cfg,
+		prefix:  strings.TrimSuffix(u.Path, "/"),
+		now:     cfg.Now,
+		hits:    map[Endpoint]*atomic.Int64{},
+		faults:  map[Fault]bool{},
+		pending: map[string]*authRequest{},
+		codes:   map[string]*grant{},
+		tokens:  map[string]*grant{},
+	}
+	if op.now == nil {
+		op.now = time.Now
+	}
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo} {
+		op.hits[e] = new(atomic.Int64)
+	}
+	for _, k := range cfg.Keys {
+		if err := op.addKey(k); err != nil {
+			return nil, err
+		}
+	}
+	if len(op.keys) == 0 {
+		if _, err := op.RotateKey(); err != nil {
+			return nil, err
+		}
+	}
+	return op, nil
+}
+
+// GenerateKey returns a new private key for alg (RS256, PS256, ES256).
+func GenerateKey(alg string) (crypto.Signer, error) {
+	switch alg {
+	case "RS256", "PS256":
+		return rsa.GenerateKey(rand.Reader, 2048)
+	case "ES256":
+		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
+	return nil, fmt.Errorf("oidcop: algorithm %q", alg)
+}
+
+func (op *OP) addKey(k crypto.Signer) error {
+	switch k.(type) {
+	case *rsa.PrivateKey:
+		if op.cfg.Alg == "ES256" {
+			return fmt.Errorf("oidcop: an RSA key cannot sign %s", op.cfg.Alg)
+		}
+	case *ecdsa.PrivateKey:
+		if op.cfg.Alg != "ES256" {
+			return fmt.Errorf("oidcop: an EC key cannot sign %s", op.cfg.Alg)
+		}
+	default:
+		return fmt.Errorf("oidcop: key type %T", k)
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.keys = append(op.keys, &signingKey{kid: randomString(8), alg: op.cfg.Alg, priv: k})
+	op.active = len(op.keys) - 1
+	return nil
+}
+
+// RotateKey publishes a new key and signs with it from now on; the old keys
+// stay published. It returns the new key's kid.
+func (op *OP) RotateKey() (string, error) {
+	k, err := GenerateKey(op.cfg.Alg)
+	if err != nil {
+		return "", err
+	}
+	if err := op.addKey(k); err != nil {
+		return "", err
+	}
+	return op.ActiveKid(), nil
+}
+
+// AddKey publishes k and signs with it from now on, like RotateKey with a
+// key the caller already has.
+func (op *OP) AddKey(k crypto.Signer) (string, error) {
+	if err := op.addKey(k); err != nil {
+		return "", err
+	}
+	return op.ActiveKid(), nil
+}
+
+// RetireKeys stops publishing every key but the active one.
+func (op *OP) RetireKeys() {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.keys = []*signingKey{op.keys[op.active]}
+	op.active = 0
+}
+
+// ActiveKid returns the kid of the key that signs.
+func (op *OP) ActiveKid() string {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.keys[op.active].kid
+}
+
+// SetFaults replaces the active faults; no argument clears them.
+func (op *OP) SetFaults(faults ...Fault) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.faults = map[Fault]bool{}
+	for _, f := range faults {
+		op.faults[f] = true
+	}
+}
+
+func (op *OP) fault(f Fault) bool {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.faults[f]
+}
+
+// Hits returns how many requests an endpoint has had.
+func (op *OP) Hits(e Endpoint) int64 { return op.hits[e].Load() }
+
+// LastAuthorizeQuery returns the parameters of the last authorization
+// request, for tests of what the client sent.
+func (op *OP) LastAuthorizeQuery() url.Values {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.lastAuth
+}
+
+// Issuer returns the issuer identifier.
+func (op *OP) Issuer() string { return op.cfg.Issuer }
+
+// ServeHTTP routes the paths under the issuer's path.
+func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path, ok := strings.CutPrefix(r.URL.Path, op.prefix)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	switch path {
+	case "/.well-known/openid-configuration":
+		op.hits[Discovery].Add(1)
+		op.discovery(w, r)
+	case "/jwks":
+		op.hits[JWKS].Add(1)
+		op.jwks(w, r)
+	case "/authorize":
+		op.hits[Authorize].Add(1)
+		op.authorize(w, r)
+	case "/authorize/decision":
+		op.decision(w, r)
+	case "/token":
+		op.hits[Token].Add(1)
+		op.token(w, r)
+	case "/userinfo":
+		op.hits[UserInfo].Add(1)
+		op.userinfo(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
+	if op.fault(DiscoveryDown) {
+		http.Error(w, "discovery is down", http.StatusServiceUnavailable)
+		return
+	}
+	iss := op.cfg.Issuer
+	base := strings.TrimSuffix(iss, "/")
+	doc := map[string]any{
+		"issuer":                                iss,
+		"authorization_endpoint":                base + "/authorize",
+		"token_endpoint":                        base + "/token",
+		"userinfo_endpoint":                     base + "/userinfo",
+		"jwks_uri":                              base + "/jwks",
+		"response_types_supported":              []string{"code"},
+		"response_modes_supported":              []string{"query"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{op.cfg.Alg},
+		"token_endpoint_auth_methods_supported": []string{op.cfg.AuthMethod},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"scopes_supported":                      []string{"openid", "email", "profile", "offline_access"},
+		"claims_supported": []string{"sub", "iss", "aud", "exp", "iat", "nonce", "at_hash", "azp",
+			"email", "email_verified", "name", "given_name", "family_name", "preferred_username", "picture", "hd"},
+	}
+	if !op.cfg.NoIssParameter {
+		doc["authorization_response_iss_parameter_supported"] = true
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
+	if op.fault(JWKSDown) {
+		http.Error(w, "keys are down", http.StatusServiceUnavailable)
+		return
+	}
+	op.mu.Lock()
+	keys := make([]jose.JSONWebKey, 0, len(op.keys))
+	for _, k := range op.keys {
+		keys = append(keys, jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Algorithm: k.alg, Use: "sig"})
+	}
+	op.mu.Unlock()
+	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: keys})
+}
+
+// authorizeError sends an error back to the client's redirect URI.
+func (op *OP) authorizeError(w http.ResponseWriter, r *http.Request, redirectURI, state, code string) {
+	q := url.Values{"error": {code}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	op.addIss(q)
+	http.Redirect(w, r, redirectURI+"?"+q.Encode(), http.StatusFound)
+}
+
+func (op *OP) addIss(q url.Values) {
+	switch {
+	case op.cfg.NoIssParameter || op.fault(IssParamMissing):
+	case op.fault(IssParamWrong):
+		q.Set("iss", "https://evil.example")
+	default:
+		q.Set("iss", op.cfg.Issuer)
+	}
+}
+
+func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "malformed request", http.StatusBadRequest)
+		return
+	}
+	q := r.Form
+	op.mu.Lock()
+	op.lastAuth = q
+	op.mu.Unlock()
+	// Without a known client and its registered redirect URI there is
+	// nowhere safe to send an error (RFC 6749 4.1.2.1).
+	if q.Get("client_id") != op.cfg.ClientID {
+		http.Error(w, "unknown client", http.StatusBadRequest)
+		return
+	}
+	redirectURI := q.Get("redirect_uri")
+	if !slices.Contains(op.cfg.RedirectURIs, redirectURI) {
+		http.Error(w, "redirect_uri is not registered for this client", http.StatusBadRequest)
+		return
+	}
+	state := q.Get("state")
+	switch {
+	case q.Get("response_type") != "code":
+		op.authorizeError(w, r, redirectURI, state, "unsupported_response_type")
+		return
+	case !slices.Contains(strings.Fields(q.Get("scope")), "openid"):
+		op.authorizeError(w, r, redirectURI, state, "invalid_scope")
+		return
+	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
+		op.authorizeError(w, r, redirectURI, state, "invalid_request")
+		return
+	}
+	req := &authRequest{
+		redirectURI: redirectURI,
+		state:       state,
+		nonce:       q.Get("nonce"),
+		challenge:   q.Get("code_challenge"),
+		scope:       q.Get("scope"),
+		accessType:  q.Get("access_type"),
+		expires:     op.now().Add(10 * time.Minute),
+	}
+	if op.cfg.AutoApprove {
+		op.approve(w, r, req, op.cfg.Users[0])
+		return
+	}
+	if q.Get("prompt") == "none" {
+		op.authorizeError(w, r, redirectURI, state, "login_required")
+		return
+	}
+	id := randomString(16)
+	op.mu.Lock()
+	sweep(op.pending, op.now(), func(a *authRequest) time.Time { return a.expires })
+	op.pending[id] = req
+	op.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = consentPage.Execute(w, map[string]any{
+		"Action":      op.prefix + "/authorize/decision",
+		"Interaction": id,
+		"Client":      op.cfg.ClientID,
+		"Scope":       req.scope,
+		"Users":       op.cfg.Users,
+	})
+}
+
+var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Fake OpenID Provider: sign in</title></head>
+<body>
+<h1>Fake OpenID Provider</h1>
+<p><strong>{{.Client}}</strong> asks to sign you in ({{.Scope}}).</p>
+<form method="post" action="{{.Action}}">
+<input type="hidden" name="interaction" value="{{.Interaction}}">
+<fieldset><legend>Sign in as</legend>
+{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{$u.Sub}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} &lt;{{$u.Email}}&gt;</label><br>
+{{end}}</fieldset>
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>
+</body></html>
+`))
+
+func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "malformed request", http.StatusBadRequest)
+		return
+	}
+	op.mu.Lock()
+	req, ok := op.pending[r.PostForm.Get("interaction")]
+	delete(op.pending, r.PostForm.Get("interaction"))
+	op.mu.Unlock()
+	if !ok || op.now().After(req.expires) {
+		http.Error(w, "unknown or expired interaction", http.StatusBadRequest)
+		return
+	}
+	if r.PostForm.Get("decision") != "approve" {
+		op.authorizeError(w, r, req.redirectURI, req.state, "access_denied")
+		return
+	}
+	for _, u := range op.cfg.Users {
+		if u.Sub == r.PostForm.Get("user") {
+			op.approve(w, r, req, u)
+			return
+		}
+	}
+	http.Error(w, "unknown user", http.StatusBadRequest)
+}
+
+// approve issues a code and sends the browser back to the client.
+func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, u User) {
+	code := randomString(32)
+	now := op.now()
+	op.mu.Lock()
+	sweep(op.codes, now, func(g *grant) time.Time { return g.expires })
+	op.codes[code] = &grant{req: req, user: u, expires: now.Add(codeTTL)}
+	op.mu.Unlock()
+	q := url.Values{"code": {code}}
+	if req.state != "" {
+		q.Set("state", req.state)
+	}
+	op.addIss(q)
+	http.Redirect(w, r, req.redirectURI+"?"+q.Encode(), http.StatusFound)
+}
+
+// sweep drops expired entries once a map is full.
+func sweep[V any](m map[string]V, now time.Time, expires func(V) time.Time) {
+	if len(m) < maxEntries {
+		return
+	}
+	for k, v := range m {
+		if now.After(expires(v)) {
+			delete(m, k)
+		}
+	}
+	for k := range m {
+		if len(m) < maxEntries {
+			break
+		}
+		delete(m, k)
+	}
+}
+
+func tokenError(w http.ResponseWriter, status int, code string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Basic realm="token"`)
+	}
+	writeJSON(w, status, map[string]string{"error": code})
+}
+
+// clientAuthenticated checks the client with the one method registered,
+// refusing the other and refusing both at once (RFC 6749 2.3).
+func (op *OP) clientAuthenticated(r *http.Request) bool {
+	user, pass, hasBasic := r.BasicAuth()
+	_, idInBody := r.PostForm["client_id"]
+	_, secretInBody := r.PostForm["client_secret"]
+	var id, secret string
+	switch op.cfg.AuthMethod {
+	case "client_secret_basic":
+		if !hasBasic || secretInBody {
+			return false
+		}
+		// RFC 6749 2.3.1: both halves are form-urlencoded before base64.
+		var err1, err2 error
+		id, err1 = url.QueryUnescape(user)
+		secret, err2 = url.QueryUnescape(pass)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if idInBody && r.PostForm.Get("client_id") != id {
+			return false
+		}
+	case "client_secret_post":
+		if hasBasic || !idInBody || !secretInBody {
+			return false
+		}
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	return subtle.ConstantTimeCompare([]byte(id), []byte(op.cfg.ClientID)) == 1 &&
+		subtle.ConstantTimeCompare([]byte(secret), []byte(op.cfg.ClientSecret)) == 1
+}
+
+func (op *OP) token(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case op.fault(TokenHang):
+		<-r.Context().Done()
+		return
+	case op.fault(TokenServerError):
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	case op.fault(TokenHugeBody):
+		w.Header().Set("Content-Type", "application/json")
+		big := strings.Repeat(" ", 4<<20)
+		_, _ = w.Write([]byte(`{"access_token":"x","token_type":"Bearer",` + big + `"id_token":"x"}`))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		tokenError(w, http.StatusMethodNotAllowed, "invalid_request")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		tokenError(w, http.StatusBadRequest, "invalid_request")
+		return
+	}
+	if !op.clientAuthenticated(r) {
+		tokenError(w, http.StatusUnauthorized, "invalid_client")
+		return
+	}
+	f := r.PostForm
+	if f.Get("grant_type") != "authorization_code" {
+		tokenError(w, http.StatusBadRequest, "unsupported_grant_type")
+		return
+	}
+	now := op.now()
+	op.mu.Lock()
+	g, ok := op.codes[f.Get("code")]
+	fresh := ok && !g.used
+	if ok {
+		g.used = true
+	}
+	op.mu.Unlock()
+	switch {
+	case !fresh || now.After(g.expires):
+		tokenError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	case f.Get("redirect_uri") != g.req.redirectURI:
+		tokenError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	case !pkceMatches(f.Get("code_verifier"), g.req.challenge):
+		tokenError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
+	access := randomString(32)
+	idToken, err := op.idToken(g, access, now)
+	if err != nil {
+		tokenError(w, http.StatusInternalServerError, "server_error")
+		return
+	}
+	op.mu.Lock()
+	sweep(op.tokens, now, func(g *grant) time.Time { return g.expires })
+	op.tokens[access] = &grant{req: g.req, user: g.user, expires: now.Add(tokenTTL)}
+	op.mu.Unlock()
+	resp := map[string]any{
+		"access_token": access,
+		"token_type":   "Bearer",
+		"expires_in":   int(tokenTTL.Seconds()),
+		"id_token":     idToken,
+		"scope":        g.req.scope,
+	}
+	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
+		resp["refresh_token"] = randomString(32)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// pkceMatches checks RFC 7636 4.6 for S256.
+func pkceMatches(verifier, challenge string) bool {
+	if len(verifier) < 43 || len(verifier) > 128 {
+		return false
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	return subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) == 1
+}
+
+// profileClaims are the user's claims in the ID token or UserInfo.
+func profileClaims(u User, scope string) map[string]any {
+	c := map[string]any{}
+	scopes := strings.Fields(scope)
+	if slices.Contains(scopes, "email") && u.Email != "" {
+		c["email"] = u.Email
+		c["email_verified"] = u.EmailVerified
+	}
+	if slices.Contains(scopes, "profile") {
+		for k, v := range map[string]string{
+			"name": u.Name, "given_name": u.GivenName, "family_name": u.FamilyName,
+			"preferred_username": u.PreferredUsername, "picture": u.Picture,
+		} {
+			if v != "" {
+				c[k] = v
+			}
+		}
+	}
+	if u.HostedDomain != "" {
+		c["hd"] = u.HostedDomain
+	}
+	return c
+}
+
+func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, error) {
+	claims := map[string]any{
+		"iss":     op.cfg.Issuer,
+		"sub":     g.user.Sub,
+		"aud":     op.cfg.ClientID,
+		"iat":     now.Unix(),
+		"exp":     now.Add(tokenTTL).Unix(),
+		"at_hash": atHash(accessToken),
+	}
+	if g.req.nonce != "" {
+		claims["nonce"] = g.req.nonce
+	}
+	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
+		for k, v := range profileClaims(g.user, g.req.scope) {
+			claims[k] = v
+		}
+	}
+	op.mu.Lock()
+	faults := copyFaults(op.faults)
+	key := op.keys[op.active]
+	op.mu.Unlock()
+	switch {
+	case faults[WrongIssuer]:
+		claims["iss"] = "https://evil.example"
+	case faults[WrongAudience]:
+		claims["aud"] = "someone-else"
+	case faults[ExtraAudience]:
+		claims["aud"] = []string{op.cfg.ClientID, "untrusted-client"}
+	case faults[ExtraAudienceWithAzp]:
+		claims["aud"] = []string{op.cfg.ClientID, "untrusted-client"}
+		claims["azp"] = op.cfg.ClientID
+	case faults[MissingSub]:
+		delete(claims, "sub")
+	case faults[MissingIAT]:
+		delete(claims, "iat")
+	case faults[BadNonce]:
+		claims["nonce"] = "not-" + g.req.nonce
+	case faults[BadAtHash]:
+		claims["at_hash"] = atHash("another access token")
+	case faults[Expired]:
+		claims["iat"] = now.Add(-2 * time.Hour).Unix()
+		claims["exp"] = now.Add(-time.Hour).Unix()
+	}
+	header := map[string]any{"typ": "JWT", "alg": key.alg, "kid": key.kid}
+	switch {
+	case faults[NoKid]:
+		delete(header, "kid")
+	case faults[UnknownKid]:
+		header["kid"] = "ghost-" + key.kid
+	case faults[AlgNone]:
+		header["alg"] = "none"
+	case faults[HS256PublicKey]:
+		header["alg"] = "HS256"
+	}
+	signingInput, err := encodeParts(header, claims)
+	if err != nil {
+		return "", err
+	}
+	var sig []byte
+	switch {
+	case faults[AlgNone]:
+		sig = nil
+	case faults[HS256PublicKey]:
+		der, err := x509.MarshalPKIXPublicKey(key.priv.Public())
+		if err != nil {
+			return "", err
+		}
+		mac := hmac.New(sha256.New, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		mac.Write([]byte(signingInput))
+		sig = mac.Sum(nil)
+	default:
+		if sig, err = sign(key, signingInput); err != nil {
+			return "", err
+		}
+	}
+	if faults[BadSignature] {
+		sig[len(sig)/2] ^= 0x5a
+	}
+	return signingInput + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+func copyFaults(m map[Fault]bool) map[Fault]bool {
+	out := make(map[Fault]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func encodeParts(header, claims map[string]any) (string, error) {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return "", err
+	}
+	c, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(c), nil
+}
+
+func sign(k *signingKey, input string) ([]byte, error) {
+	sum := sha256.Sum256([]byte(input))
+	switch priv := k.priv.(type) {
+	case *rsa.PrivateKey:
+		if k.alg == "PS256" {
+			return rsa.SignPSS(rand.Reader, priv, crypto.SHA256, sum[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+		}
+		return rsa.SignPKCS1v15(rand.Reader, priv, crypto.SHA256, sum[:])
+	case *ecdsa.PrivateKey:
+		r, s, err := ecdsa.Sign(rand.Reader, priv, sum[:])
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 64)
+		r.FillBytes(out[:32])
+		s.FillBytes(out[32:])
+		return out, nil
+	}
+	return nil, fmt.Errorf("oidcop: key type %T", k.priv)
+}
+
+// atHash is OIDC Core 3.1.3.6's at_hash for the SHA-256 algorithms.
+func atHash(accessToken string) string {
+	sum := sha256.Sum256([]byte(accessToken))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	op.mu.Lock()
+	g, found := op.tokens[token]
+	op.mu.Unlock()
+	if !ok || !found || op.now().After(g.expires) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
+		return
+	}
+	claims := profileClaims(g.user, g.req.scope)
+	claims["sub"] = g.user.Sub
+	if op.fault(UserInfoSubMismatch) {
+		claims["sub"] = "someone-else-" + g.user.Sub
+	}
+	writeJSON(w, http.StatusOK, claims)
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

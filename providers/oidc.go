@@ -1,0 +1,762 @@
+package providers
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+)
+
+// Client authentication methods at the token endpoint (OIDC Core 9).
+const (
+	// AuthMethodBasic sends the client ID and secret in the Authorization
+	// header, each form-urlencoded first (RFC 6749 2.3.1).
+	AuthMethodBasic = "client_secret_basic"
+	// AuthMethodPost sends them as client_id and client_secret form fields.
+	AuthMethodPost = "client_secret_post"
+)
+
+// Defaults of OIDCOptions.
+const (
+	DefaultOIDCClockSkew          = 60 * time.Second
+	DefaultOIDCDiscoveryRetryMin  = time.Second
+	DefaultOIDCDiscoveryRetryMax  = time.Minute
+	DefaultOIDCKeyRefreshInterval = 10 * time.Second
+)
+
+// asymmetricAlgs is the algorithm allow-list ID tokens may be signed with.
+// "none" and the HMAC algorithms are never accepted: an HS256 token keyed
+// with the provider's public key would otherwise verify.
+var asymmetricAlgs = []string{
+	oidc.RS256, oidc.RS384, oidc.RS512,
+	oidc.PS256, oidc.PS384, oidc.PS512,
+	oidc.ES256, oidc.ES384, oidc.ES512,
+	oidc.EdDSA,
+}
+
+// reservedAuthParams are the authorization request parameters extauth sets
+// itself; AuthParams may not override them. response_mode is among them
+// because form_post returns cross-site, without the SameSite=Lax cookie.
+var reservedAuthParams = []string{
+	"response_type", "client_id", "redirect_uri", "scope", "state", "nonce",
+	"code_challenge", "code_challenge_method", "response_mode", "request", "request_uri",
+}
+
+// OIDCOptions tunes the OpenID Connect strategies (oidc, and search_oauth2,
+// which runs on the same code). The zero value is ready to use.
+type OIDCOptions struct {
+	// Scopes requested; default "openid email profile". "openid" is added
+	// when missing.
+	Scopes []string
+	// AuthMethod is how the client authenticates at the token endpoint:
+	// AuthMethodBasic or AuthMethodPost. Empty chooses from discovery:
+	// client_secret_basic unless the provider supports only
+	// client_secret_post.
+	AuthMethod string
+	// SigningAlgs is the ID token algorithm allow-list. Empty means every
+	// asymmetric algorithm the provider advertises; none and HS* are
+	// refused whatever is set here.
+	SigningAlgs []string
+	// TrustedAudiences are other clients an ID token may also be issued to.
+	// A token with several audiences must then name us as its authorized
+	// party (azp). Any audience not listed here is refused (OIDC Core
+	// 3.1.3.7 step 3).
+	TrustedAudiences []string
+	// Prompt is sent as the prompt parameter (none, login, consent,
+	// select_account) when set.
+	Prompt string
+	// AuthParams are extra authorization request parameters (acr_values,
+	// ui_locales, login_hint...). The protocol's own parameters cannot be
+	// overridden.
+	AuthParams map[string]string
+	// ClockSkew is tolerated on exp and iat; default 60 s.
+	ClockSkew time.Duration
+	// DiscoveryRetryMin and DiscoveryRetryMax bound the back-off between
+	// discovery attempts while the provider cannot be reached: the wait
+	// doubles from the first to the second. Defaults 1 s and 1 min.
+	DiscoveryRetryMin time.Duration
+	DiscoveryRetryMax time.Duration
+	// KeyRefreshInterval is the least time between two fetches of the key
+	// set, which happen when a token names a key we do not hold; default
+	// 10 s.
+	KeyRefreshInterval time.Duration
+}
+
+// OIDCConfig registers extauth as a client of an OpenID Connect provider
+// (oidc_client_id, oidc_client_secret, oidc_issuer).
+type OIDCConfig struct {
+	ClientID     string
+	ClientSecret string
+	// Issuer is the provider's issuer identifier. Discovery is read from
+	// Issuer + "/.well-known/openid-configuration" and must name exactly
+	// this issuer.
+	Issuer  string
+	Options OIDCOptions
+}
+
+// OIDC signs users in with an OpenID Connect provider: discovery, the
+// authorization code flow with state, PKCE S256 and nonce, a verified ID
+// token and, when it lacks the email or name, the UserInfo endpoint.
+//
+// Discovery and the provider's keys are fetched on first use and cached, so
+// the application starts while the provider is down; until discovery
+// succeeds Begin and Complete fail with CodeProviderUnavailable, and attempts
+// are spaced by a back-off rather than made on every request.
+type OIDC struct {
+	name         string
+	clientID     string
+	clientSecret string
+	issuer       string
+	callbackURL  string
+	client       *http.Client
+	now          func() time.Time
+	opts         OIDCOptions
+	scopes       []string
+	audiences    map[string]bool
+	// authParams are added to every authorization request.
+	authParams []oauth2.AuthCodeOption
+	// check runs after the standard ID token checks (search_oauth2's hd).
+	check func(claims *idClaims) error
+
+	disc atomic.Pointer[discovered]
+
+	mu          sync.Mutex
+	inflight    chan struct{}
+	failures    int
+	nextAttempt time.Time
+	lastErr     *Error
+}
+
+// discovered is what discovery yields, immutable once built.
+type discovered struct {
+	issuer      string
+	oauth       oauth2.Config
+	keys        *keySet
+	verifier    *oidc.IDTokenVerifier
+	userInfoURL string
+	// issRequired: the provider advertises RFC 9207's iss parameter, so an
+	// authorization response without it is refused.
+	issRequired bool
+}
+
+// NewOIDC returns the oidc strategy. It makes no request: discovery happens
+// on the first sign-in (or Discover).
+func NewOIDC(c OIDCConfig, env Env) (*OIDC, error) {
+	return newOIDC("oidc", c, env)
+}
+
+func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
+	if c.ClientID == "" || c.ClientSecret == "" {
+		return nil, fmt.Errorf("%s: the client ID and secret are required", name)
+	}
+	if err := checkIssuer(c.Issuer); err != nil {
+		return nil, fmt.Errorf("%s: issuer %q: %w", name, c.Issuer, err)
+	}
+	if env.CallbackURL == "" || env.HTTPClient == nil {
+		return nil, fmt.Errorf("%s: the environment needs a callback URL and an HTTP client", name)
+	}
+	o := c.Options
+	switch o.AuthMethod {
+	case "", AuthMethodBasic, AuthMethodPost:
+	default:
+		return nil, fmt.Errorf("%s: client authentication method %q is not supported (use %s or %s)", name, o.AuthMethod, AuthMethodBasic, AuthMethodPost)
+	}
+	for _, a := range o.SigningAlgs {
+		if !slices.Contains(asymmetricAlgs, a) {
+			return nil, fmt.Errorf("%s: signing algorithm %q is not allowed: ID tokens must be signed with an asymmetric algorithm", name, a)
+		}
+	}
+	if o.ClockSkew <= 0 {
+		o.ClockSkew = DefaultOIDCClockSkew
+	}
+	if o.DiscoveryRetryMin <= 0 {
+		o.DiscoveryRetryMin = DefaultOIDCDiscoveryRetryMin
+	}
+	if o.DiscoveryRetryMax < o.DiscoveryRetryMin {
+		o.DiscoveryRetryMax = max(DefaultOIDCDiscoveryRetryMax, o.DiscoveryRetryMin)
+	}
+	if o.KeyRefreshInterval <= 0 {
+		o.KeyRefreshInterval = DefaultOIDCKeyRefreshInterval
+	}
+	scopes := o.Scopes
+	if len(scopes) == 0 {
+		scopes = []string{oidc.ScopeOpenID, oidc.ScopeEmail, oidc.ScopeProfile}
+	} else if !slices.Contains(scopes, oidc.ScopeOpenID) {
+		scopes = append([]string{oidc.ScopeOpenID}, scopes...)
+	}
+	s := &OIDC{
+		name:         name,
+		clientID:     c.ClientID,
+		clientSecret: c.ClientSecret,
+		issuer:       c.Issuer,
+		callbackURL:  env.CallbackURL,
+		client:       env.HTTPClient,
+		now:          env.Now,
+		opts:         o,
+		scopes:       scopes,
+		audiences:    map[string]bool{c.ClientID: true},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, a := range o.TrustedAudiences {
+		s.audiences[a] = true
+	}
+	if o.Prompt != "" {
+		s.authParams = append(s.authParams, oauth2.SetAuthURLParam("prompt", o.Prompt))
+	}
+	for _, k := range sortedKeys(o.AuthParams) {
+		if slices.Contains(reservedAuthParams, k) || k == "prompt" && o.Prompt != "" {
+			return nil, fmt.Errorf("%s: authorization parameter %q is set by extauth", name, k)
+		}
+		s.authParams = append(s.authParams, oauth2.SetAuthURLParam(k, o.AuthParams[k]))
+	}
+	return s, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// checkIssuer accepts an https URL without query or fragment (OIDC
+// Discovery 2), or plain http on a loopback host for development.
+func checkIssuer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("must be an absolute URL without query, fragment or user")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return nil
+		}
+	}
+	return errors.New("must be https (plain http only on a loopback host)")
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Name returns the provider slug, "oidc" (or "search_oauth2").
+func (s *OIDC) Name() string { return s.name }
+
+// Issuer returns the configured issuer identifier.
+func (s *OIDC) Issuer() string { return s.issuer }
+
+// Discover fetches the discovery document now if it is not cached yet, for
+// hosts that want to warm up or report readiness. It obeys the back-off like
+// a sign-in would.
+func (s *OIDC) Discover(ctx context.Context) error {
+	_, err := s.provider(ctx)
+	return err
+}
+
+// provider returns the discovered provider, fetching discovery if it is not
+// cached yet. At most one attempt is in flight; after a failure the next one
+// waits for a doubling back-off, and callers in between get the last error.
+func (s *OIDC) provider(ctx context.Context) (*discovered, error) {
+	if d := s.disc.Load(); d != nil {
+		return d, nil
+	}
+	s.mu.Lock()
+	if d := s.disc.Load(); d != nil {
+		s.mu.Unlock()
+		return d, nil
+	}
+	if s.inflight == nil {
+		if s.lastErr != nil && s.now().Before(s.nextAttempt) {
+			err := s.lastErr
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.inflight = make(chan struct{})
+		// The attempt outlives a caller that gives up, so the callers
+		// waiting with it still get its result; the client's time-out
+		// bounds it.
+		go s.discover(context.WithoutCancel(ctx), s.inflight)
+	}
+	done := s.inflight
+	s.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, s.providerError(TransportError(ctx.Err(), "discovery"))
+	}
+	if d := s.disc.Load(); d != nil {
+		return d, nil
+	}
+	s.mu.Lock()
+	err := s.lastErr
+	s.mu.Unlock()
+	return nil, err
+}
+
+func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
+	d, err := s.fetchDiscovery(ctx)
+	s.mu.Lock()
+	if err == nil {
+		s.disc.Store(d)
+		s.lastErr, s.failures = nil, 0
+	} else {
+		s.lastErr = s.providerError(err)
+		s.failures++
+		wait := s.opts.DiscoveryRetryMin << min(s.failures-1, 30)
+		if wait <= 0 || wait > s.opts.DiscoveryRetryMax {
+			wait = s.opts.DiscoveryRetryMax
+		}
+		s.nextAttempt = s.now().Add(wait)
+	}
+	s.inflight = nil
+	s.mu.Unlock()
+	close(done)
+}
+
+// providerError makes every discovery failure but a misconfiguration read
+// as provider_unavailable: whatever the cause, the routes answer 503 until
+// the provider can be used.
+func (s *OIDC) providerError(err error) *Error {
+	e := AsError(err, s.name, CodeProviderUnavailable)
+	if e.Code != CodeMisconfigured && e.Code != CodeProviderUnavailable {
+		e.Code = CodeProviderUnavailable
+		e.Message = "the provider's configuration cannot be read yet"
+	}
+	return e
+}
+
+// discoveryDoc is the part of the provider metadata we use (OIDC Discovery
+// 3, RFC 9207 3).
+type discoveryDoc struct {
+	Issuer                 string   `json:"issuer"`
+	AuthorizationEndpoint  string   `json:"authorization_endpoint"`
+	TokenEndpoint          string   `json:"token_endpoint"`
+	UserInfoEndpoint       string   `json:"userinfo_endpoint"`
+	JWKSURI                string   `json:"jwks_uri"`
+	SigningAlgs            []string `json:"id_token_signing_alg_values_supported"`
+	TokenAuthMethods       []string `json:"token_endpoint_auth_methods_supported"`
+	IssParameterSupported  bool     `json:"authorization_response_iss_parameter_supported"`
+	CodeChallengeMethods   []string `json:"code_challenge_methods_supported"`
+	ResponseTypesSupported []string `json:"response_types_supported"`
+}
+
+func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
+	wellKnown := strings.TrimSuffix(s.issuer, "/") + "/.well-known/openid-configuration"
+	body, err := fetchDocument(ctx, s.client, wellKnown, "discovery")
+	if err != nil {
+		return nil, err
+	}
+	var doc discoveryDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, NewError(CodeProviderUnavailable, "the provider's discovery document is malformed", fmt.Errorf("discovery: %w", err))
+	}
+	if doc.Issuer != s.issuer {
+		hint := ""
+		if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(s.issuer, "/") {
+			hint = " (they differ only by a trailing slash)"
+		}
+		return nil, NewError(CodeMisconfigured, "the provider's issuer differs from the configured one",
+			fmt.Errorf("discovery at %s names issuer %.200q, configured issuer is %q%s: they must match exactly", wellKnown, doc.Issuer, s.issuer, hint))
+	}
+	for _, ep := range []struct{ name, url string }{
+		{"authorization_endpoint", doc.AuthorizationEndpoint},
+		{"token_endpoint", doc.TokenEndpoint},
+		{"jwks_uri", doc.JWKSURI},
+		{"userinfo_endpoint", doc.UserInfoEndpoint},
+	} {
+		if ep.url == "" && ep.name == "userinfo_endpoint" {
+			continue
+		}
+		if err := s.checkEndpoint(ep.url); err != nil {
+			return nil, NewError(CodeMisconfigured, "the provider's discovery document has an unusable endpoint",
+				fmt.Errorf("discovery: %s %.200q: %w", ep.name, ep.url, err))
+		}
+	}
+	algs := s.allowedAlgs(doc.SigningAlgs)
+	if len(algs) == 0 {
+		return nil, NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
+			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
+	}
+	style, err := s.authStyle(doc.TokenAuthMethods)
+	if err != nil {
+		return nil, err
+	}
+	keys := newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
+	skew := s.opts.ClockSkew
+	verifier := oidc.NewVerifier(s.issuer, keys, &oidc.Config{
+		ClientID:             s.clientID,
+		SupportedSigningAlgs: algs,
+		// go-oidc compares exp with no leeway; reading the clock skew
+		// seconds early grants it.
+		Now: func() time.Time { return s.now().Add(-skew) },
+	})
+	return &discovered{
+		issuer: s.issuer,
+		oauth: oauth2.Config{
+			ClientID:     s.clientID,
+			ClientSecret: s.clientSecret,
+			Endpoint: oauth2.Endpoint{
+				AuthURL:   doc.AuthorizationEndpoint,
+				TokenURL:  doc.TokenEndpoint,
+				AuthStyle: style,
+			},
+			RedirectURL: s.callbackURL,
+			Scopes:      s.scopes,
+		},
+		keys:        keys,
+		verifier:    verifier,
+		userInfoURL: doc.UserInfoEndpoint,
+		issRequired: doc.IssParameterSupported,
+	}, nil
+}
+
+// checkEndpoint refuses endpoints that would send our secret or a code in
+// the clear when the issuer itself is https.
+func (s *OIDC) checkEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil {
+		return errors.New("not an absolute URL")
+	}
+	if u.Scheme == "https" || (u.Scheme == "http" && strings.HasPrefix(s.issuer, "http:") && isLoopback(u.Hostname())) {
+		return nil
+	}
+	return errors.New("must be https")
+}
+
+func (s *OIDC) allowList() []string {
+	if len(s.opts.SigningAlgs) > 0 {
+		return s.opts.SigningAlgs
+	}
+	return asymmetricAlgs
+}
+
+// allowedAlgs intersects our allow-list with what the provider advertises
+// (RS256 when it advertises nothing, the one algorithm OIDC requires).
+func (s *OIDC) allowedAlgs(advertised []string) []string {
+	if len(advertised) == 0 {
+		advertised = []string{oidc.RS256}
+	}
+	var out []string
+	for _, a := range s.allowList() {
+		if slices.Contains(advertised, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// authStyle picks client_secret_basic, the default of OIDC Discovery 3,
+// unless the provider lists only client_secret_post (or the options say).
+func (s *OIDC) authStyle(supported []string) (oauth2.AuthStyle, error) {
+	method := s.opts.AuthMethod
+	if method == "" {
+		switch {
+		case len(supported) == 0 || slices.Contains(supported, AuthMethodBasic):
+			method = AuthMethodBasic
+		case slices.Contains(supported, AuthMethodPost):
+			method = AuthMethodPost
+		default:
+			return 0, NewError(CodeMisconfigured, "the provider supports no client authentication method extauth has",
+				fmt.Errorf("discovery: token_endpoint_auth_methods_supported %q has neither %s nor %s", supported, AuthMethodBasic, AuthMethodPost))
+		}
+	}
+	if method == AuthMethodPost {
+		return oauth2.AuthStyleInParams, nil
+	}
+	// x/oauth2 form-urlencodes the ID and secret before base64 in this
+	// style, as RFC 6749 2.3.1 requires.
+	return oauth2.AuthStyleInHeader, nil
+}
+
+// Begin returns the authorization URL with state, nonce and the PKCE S256
+// challenge, all from the transaction.
+func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
+	d, err := s.provider(ctx)
+	if err != nil {
+		return "", err
+	}
+	if tx.State == "" || tx.Verifier == "" || tx.Nonce == "" {
+		return "", NewError(CodeMisconfigured, "the sign-in transaction is incomplete", errors.New("transaction without state, verifier or nonce"))
+	}
+	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
+	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
+	opts = append(opts, s.authParams...)
+	return d.oauth.AuthCodeURL(tx.State, opts...), nil
+}
+
+// Binding returns the state parameter.
+func (s *OIDC) Binding(r *http.Request) string { return r.FormValue("state") }
+
+// Complete checks the authorization response (RFC 9207 iss, error), trades
+// the code for tokens with the PKCE verifier from the transaction, verifies
+// the ID token and returns the identity.
+func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (*Identity, error) {
+	d, err := s.provider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, NewError(CodeInvalidResponse, "the callback request is malformed", err)
+	}
+	// RFC 9207 2.4: the iss parameter is checked before anything else of
+	// the response, error responses included, so a mix-up never reaches
+	// our token endpoint call.
+	if iss, ok := r.Form["iss"]; ok {
+		if len(iss) != 1 || iss[0] != d.issuer {
+			return nil, NewError(CodeInvalidResponse, "the authorization response comes from a different issuer",
+				fmt.Errorf("iss parameter %.200q, expected %q", iss, d.issuer))
+		}
+	} else if d.issRequired {
+		return nil, NewError(CodeInvalidResponse, "the authorization response does not name its issuer",
+			errors.New("iss parameter missing although the provider advertises authorization_response_iss_parameter_supported"))
+	}
+	if err := callbackError(r); err != nil {
+		return nil, err
+	}
+	code := r.FormValue("code")
+	if code == "" {
+		return nil, NewError(CodeInvalidResponse, "the provider sent no authorization code", errors.New("callback without code"))
+	}
+	tok, err := exchange(ctx, &d.oauth, s.client, code, tx.Verifier)
+	if err != nil {
+		return nil, err
+	}
+	rawID, _ := tok.Extra("id_token").(string)
+	if rawID == "" {
+		return nil, NewError(CodeInvalidResponse, "the provider sent no ID token", errors.New("token response without id_token"))
+	}
+	claims, err := s.verify(ctx, d, rawID, tok.AccessToken, tx.Nonce)
+	if err != nil {
+		return nil, err
+	}
+	var info map[string]any
+	if (claims.Email == "" || claims.Name == "") && d.userInfoURL != "" {
+		if info, err = s.userInfo(ctx, d, tok.AccessToken, claims.Subject); err != nil {
+			return nil, err
+		}
+	}
+	return s.identity(claims, info, tok, rawID), nil
+}
+
+// idClaims are the ID token claims we check and map.
+type idClaims struct {
+	Subject           string       `json:"sub"`
+	AuthorizedParty   string       `json:"azp"`
+	Email             string       `json:"email"`
+	EmailVerified     flexibleBool `json:"email_verified"`
+	Name              string       `json:"name"`
+	GivenName         string       `json:"given_name"`
+	FamilyName        string       `json:"family_name"`
+	PreferredUsername string       `json:"preferred_username"`
+	Nickname          string       `json:"nickname"`
+	Picture           string       `json:"picture"`
+	HostedDomain      string       `json:"hd"`
+
+	raw map[string]any
+}
+
+// flexibleBool reads true or "true" as true, anything else as false: some
+// providers send email_verified as a string, and an address is only ever
+// trusted when the provider plainly says so.
+type flexibleBool bool
+
+// UnmarshalJSON never fails, so an odd email_verified reads as false rather
+// than rejecting the sign-in.
+func (b *flexibleBool) UnmarshalJSON(data []byte) error {
+	s := string(data)
+	*b = flexibleBool(s == "true" || s == `"true"`)
+	return nil
+}
+
+func idError(format string, args ...any) *Error {
+	return NewError(CodeInvalidResponse, "the provider's ID token is not valid", fmt.Errorf("id token: "+format, args...))
+}
+
+// verify runs go-oidc's checks (signature with the allow-list, iss, aud,
+// exp, nbf) and then the ones it leaves to us (OIDC Core 3.1.3.7): sub, iat,
+// every audience trusted, azp, nonce and at_hash.
+func (s *OIDC) verify(ctx context.Context, d *discovered, rawID, accessToken, nonce string) (*idClaims, error) {
+	if err := d.keys.ensure(ctx); err != nil {
+		return nil, AsError(err, s.name, CodeProviderUnavailable)
+	}
+	t, err := d.verifier.Verify(ctx, rawID)
+	if err != nil {
+		return nil, idError("%w", err)
+	}
+	var c idClaims
+	if err := t.Claims(&c); err != nil {
+		return nil, idError("claims: %w", err)
+	}
+	if err := t.Claims(&c.raw); err != nil {
+		return nil, idError("claims: %w", err)
+	}
+	if c.Subject == "" || c.Subject != t.Subject {
+		return nil, idError("no subject (sub)")
+	}
+	if t.IssuedAt.IsZero() {
+		return nil, idError("no issue time (iat)")
+	}
+	if t.IssuedAt.After(s.now().Add(s.opts.ClockSkew)) {
+		return nil, idError("issued in the future (iat %s)", t.IssuedAt.UTC().Format(time.RFC3339))
+	}
+	for _, aud := range t.Audience {
+		if !s.audiences[aud] {
+			return nil, idError("audience %.200q is not trusted", aud)
+		}
+	}
+	if len(t.Audience) > 1 && c.AuthorizedParty == "" {
+		return nil, idError("several audiences but no authorized party (azp)")
+	}
+	if c.AuthorizedParty != "" && c.AuthorizedParty != s.clientID {
+		return nil, idError("authorized party (azp) %.200q is not this client", c.AuthorizedParty)
+	}
+	if nonce == "" || subtle.ConstantTimeCompare([]byte(t.Nonce), []byte(nonce)) != 1 {
+		return nil, idError("nonce does not match the sign-in's")
+	}
+	if t.AccessTokenHash != "" {
+		if err := t.VerifyAccessToken(accessToken); err != nil {
+			return nil, idError("at_hash: %w", err)
+		}
+	}
+	if s.check != nil {
+		if err := s.check(&c); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
+}
+
+// userInfo reads the UserInfo endpoint (JSON, or a JWT signed with the
+// provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
+// otherwise its claims could describe someone else.
+func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub string) (map[string]any, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.userInfoURL, nil)
+	if err != nil {
+		return nil, NewError(CodeMisconfigured, "userinfo: bad URL", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json, application/jwt")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, TransportError(err, "userinfo")
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, TransportError(err, "userinfo")
+	}
+	switch {
+	case resp.StatusCode >= 500:
+		return nil, NewError(CodeProviderUnavailable, "userinfo: the provider is unavailable", fmt.Errorf("userinfo: HTTP %d", resp.StatusCode))
+	case resp.StatusCode != http.StatusOK:
+		return nil, NewError(CodeInvalidResponse, "userinfo: the provider refused the access token", fmt.Errorf("userinfo: HTTP %d", resp.StatusCode))
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/jwt") {
+		payload, err := d.keys.VerifySignature(ctx, strings.TrimSpace(string(body)))
+		if err != nil {
+			return nil, NewError(CodeInvalidResponse, "userinfo: the signed answer does not verify", fmt.Errorf("userinfo: %w", err))
+		}
+		body = payload
+	}
+	var info map[string]any
+	if err := json.Unmarshal(body, &info); err != nil || info == nil {
+		return nil, NewError(CodeInvalidResponse, "userinfo: malformed answer", fmt.Errorf("userinfo: %v", errOrNull(err)))
+	}
+	got, _ := info["sub"].(string)
+	if subtle.ConstantTimeCompare([]byte(got), []byte(sub)) != 1 {
+		return nil, NewError(CodeInvalidResponse, "userinfo describes a different user than the ID token",
+			fmt.Errorf("userinfo sub %.200q differs from the ID token's %q", got, sub))
+	}
+	return info, nil
+}
+
+// identity maps the verified claims, completed by UserInfo, to an Identity.
+// The email and its verification come from the same source, so a verified
+// flag is never paired with an address it was not given for.
+func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, rawID string) *Identity {
+	raw := make(map[string]any, len(c.raw)+len(info))
+	for k, v := range info {
+		raw[k] = v
+	}
+	// The signed claims win over UserInfo's.
+	for k, v := range c.raw {
+		raw[k] = v
+	}
+	id := &Identity{
+		Provider:      s.name,
+		UID:           c.Subject,
+		Email:         c.Email,
+		EmailVerified: bool(c.EmailVerified) && c.Email != "",
+		Name:          c.Name,
+		FirstName:     c.GivenName,
+		LastName:      c.FamilyName,
+		NickName:      c.PreferredUsername,
+		Image:         c.Picture,
+		Raw:           raw,
+		Tokens: Tokens{
+			AccessToken:  tok.AccessToken,
+			RefreshToken: tok.RefreshToken,
+			TokenType:    tok.TokenType,
+			Expiry:       tok.Expiry,
+			IDToken:      rawID,
+		},
+	}
+	if id.Email == "" {
+		id.Email = str(info, "email")
+		id.EmailVerified = id.Email != "" && isTrue(info["email_verified"])
+	}
+	fill := func(dst *string, keys ...string) {
+		for _, k := range keys {
+			if *dst != "" {
+				return
+			}
+			*dst = str(info, k)
+		}
+	}
+	fill(&id.Name, "name")
+	fill(&id.FirstName, "given_name")
+	fill(&id.LastName, "family_name")
+	fill(&id.NickName, "preferred_username")
+	if id.NickName == "" {
+		id.NickName = c.Nickname
+	}
+	fill(&id.NickName, "nickname")
+	fill(&id.Image, "picture")
+	if id.Name == "" {
+		id.Name = strings.TrimSpace(id.FirstName + " " + id.LastName)
+	}
+	return id
+}
+
+func isTrue(v any) bool {
+	switch b := v.(type) {
+	case bool:
+		return b
+	case string:
+		return b == "true"
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+// Starts the certified oidc-provider on 127.0.0.1 for extauth's interop
+// tests. Configuration comes from the environment:
+//
+//   CLIENTS       JSON array of {client_id, client_secret, redirect_uris,
+//                 token_endpoint_auth_method}
+//   AUTH_METHODS  comma-separated token endpoint auth methods to support
+//                 (default: oidc-provider's own list)
+//
+// When it listens, it prints one JSON line {"issuer": "..."} to stdout. It
+// exits when stdin closes, so it never outlives the test that started it.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import Provider from 'oidc-provider';
+
+const clients = JSON.parse(process.env.CLIENTS || '[]').map((c) => ({
+  grant_types: ['authorization_code'],
+  response_types: ['code'],
+  ...c,
+}));
+
+// Two signing keys, so an ID token must name its key (kid).
+function signingKey(type, options, alg) {
+  const { privateKey } = generateKeyPairSync(type, options);
+  return { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('hex'), use: 'sig', alg };
+}
+const keys = [
+  signingKey('rsa', { modulusLength: 2048 }, 'RS256'),
+  signingKey('ec', { namedCurve: 'P-256' }, 'ES256'),
+];
+
+const users = {
+  alice: {
+    email: 'alice@example.org', email_verified: true, name: 'Alice Example',
+    given_name: 'Alice', family_name: 'Example', preferred_username: 'alice',
+    picture: 'https://example.org/alice.png',
+  },
+};
+
+const configuration = {
+  clients,
+  jwks: { keys },
+  cookies: { keys: [randomBytes(32).toString('hex')] },
+  claims: {
+    openid: ['sub'],
+    email: ['email', 'email_verified'],
+    profile: ['name', 'given_name', 'family_name', 'preferred_username', 'picture'],
+  },
+  pkce: { required: () => true },
+  features: { devInteractions: { enabled: true } },
+  async findAccount(_ctx, id) {
+    return {
+      accountId: id,
+      async claims() {
+        return { sub: id, ...(users[id] || { email: `${id}@example.org`, email_verified: false, name: id }) };
+      },
+    };
+  },
+};
+if (process.env.AUTH_METHODS) {
+  configuration.clientAuthMethods = process.env.AUTH_METHODS.split(',');
+}
+
+const server = createServer();
+server.listen(0, '127.0.0.1', () => {
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const provider = new Provider(issuer, configuration);
+  server.on('request', provider.callback());
+  process.stdout.write(`${JSON.stringify({ issuer })}\n`);
+});
+
+process.stdin.on('end', () => process.exit(0));
+process.stdin.on('close', () => process.exit(0));
+process.stdin.resume();

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -123,6 +124,7 @@ type OIDC struct {
 	callbackURL  string
 	client       *http.Client
 	now          func() time.Time
+	log          *slog.Logger
 	opts         OIDCOptions
 	scopes       []string
 	audiences    map[string]bool
@@ -205,12 +207,16 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		callbackURL:  env.CallbackURL,
 		client:       env.HTTPClient,
 		now:          env.Now,
+		log:          env.Logger,
 		opts:         o,
 		scopes:       scopes,
 		audiences:    map[string]bool{c.ClientID: true},
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	for _, a := range o.TrustedAudiences {
 		s.audiences[a] = true
@@ -322,6 +328,7 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 	if err == nil {
 		s.disc.Store(d)
 		s.lastErr, s.failures = nil, 0
+		s.log.Info("extauth: OpenID Connect discovery done", "provider", s.name, "issuer", s.issuer)
 	} else {
 		s.lastErr = s.providerError(err)
 		s.failures++
@@ -330,6 +337,8 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 			wait = s.opts.DiscoveryRetryMax
 		}
 		s.nextAttempt = s.now().Add(wait)
+		s.log.Warn("extauth: OpenID Connect discovery failed", "provider", s.name, "issuer", s.issuer,
+			"err", s.lastErr, "failures", s.failures, "retry_in", wait)
 	}
 	s.inflight = nil
 	s.mu.Unlock()
@@ -351,16 +360,14 @@ func (s *OIDC) providerError(err error) *Error {
 // discoveryDoc is the part of the provider metadata we use (OIDC Discovery
 // 3, RFC 9207 3).
 type discoveryDoc struct {
-	Issuer                 string   `json:"issuer"`
-	AuthorizationEndpoint  string   `json:"authorization_endpoint"`
-	TokenEndpoint          string   `json:"token_endpoint"`
-	UserInfoEndpoint       string   `json:"userinfo_endpoint"`
-	JWKSURI                string   `json:"jwks_uri"`
-	SigningAlgs            []string `json:"id_token_signing_alg_values_supported"`
-	TokenAuthMethods       []string `json:"token_endpoint_auth_methods_supported"`
-	IssParameterSupported  bool     `json:"authorization_response_iss_parameter_supported"`
-	CodeChallengeMethods   []string `json:"code_challenge_methods_supported"`
-	ResponseTypesSupported []string `json:"response_types_supported"`
+	Issuer                string   `json:"issuer"`
+	AuthorizationEndpoint string   `json:"authorization_endpoint"`
+	TokenEndpoint         string   `json:"token_endpoint"`
+	UserInfoEndpoint      string   `json:"userinfo_endpoint"`
+	JWKSURI               string   `json:"jwks_uri"`
+	SigningAlgs           []string `json:"id_token_signing_alg_values_supported"`
+	TokenAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
+	IssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
 }
 
 func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
@@ -553,12 +560,19 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 		return nil, err
 	}
 	var info map[string]any
-	if (claims.Email == "" || claims.Name == "") && d.userInfoURL != "" {
+	if s.needUserInfo(claims) && d.userInfoURL != "" {
 		if info, err = s.userInfo(ctx, d, tok.AccessToken, claims.Subject); err != nil {
 			return nil, err
 		}
 	}
 	return s.identity(claims, info, tok, rawID), nil
+}
+
+// needUserInfo reports whether the ID token lacks a claim that a requested
+// scope should have brought: some providers put those in UserInfo only.
+func (s *OIDC) needUserInfo(c *idClaims) bool {
+	return (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
+		(c.Name == "" && slices.Contains(s.scopes, oidc.ScopeProfile))
 }
 
 // idClaims are the ID token claims we check and map.
@@ -610,7 +624,11 @@ func (s *OIDC) verify(ctx context.Context, d *discovered, rawID, accessToken, no
 	if err := t.Claims(&c); err != nil {
 		return nil, idError("claims: %w", err)
 	}
-	if err := t.Claims(&c.raw); err != nil {
+	var payload json.RawMessage
+	if err := t.Claims(&payload); err != nil {
+		return nil, idError("claims: %w", err)
+	}
+	if c.raw, err = decodeObject(payload); err != nil {
 		return nil, idError("claims: %w", err)
 	}
 	if c.Subject == "" || c.Subject != t.Subject {
@@ -681,9 +699,9 @@ func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub str
 		}
 		body = payload
 	}
-	var info map[string]any
-	if err := json.Unmarshal(body, &info); err != nil || info == nil {
-		return nil, NewError(CodeInvalidResponse, "userinfo: malformed answer", fmt.Errorf("userinfo: %v", errOrNull(err)))
+	info, err := decodeObject(body)
+	if err != nil {
+		return nil, NewError(CodeInvalidResponse, "userinfo: malformed answer", fmt.Errorf("userinfo: %w", err))
 	}
 	got, _ := info["sub"].(string)
 	if subtle.ConstantTimeCompare([]byte(got), []byte(sub)) != 1 {
@@ -750,6 +768,7 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, raw
 	}
 	return id
 }
+
 
 func isTrue(v any) bool {
 	switch b := v.(type) {

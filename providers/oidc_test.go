@@ -631,3 +631,20 @@ func TestOIDCIDTokenFaults(t *testing.T) {
 		})
 	}
 }
+
+func TestOIDCUserInfoOnlyForRequestedScopes(t *testing.T) {
+	f := newFixture(t, fixtureConfig{
+		op:   func(c *oidcop.Config) { c.SparseIDToken = true },
+		opts: providers.OIDCOptions{Scopes: []string{"openid"}},
+	})
+	id, err := f.signIn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.op.Hits(oidcop.UserInfo); n != 0 {
+		t.Errorf("UserInfo asked %d times for scope openid alone", n)
+	}
+	if id.UID == "" || id.Email != "" || id.EmailVerified {
+		t.Errorf("identity = %+v", id)
+	}
+}

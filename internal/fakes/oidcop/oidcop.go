@@ -24,6 +24,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -645,6 +646,9 @@ func (op *OP) clientAuthenticated(r *http.Request) bool {
 func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case op.fault(TokenHang):
+		// net/http notices a client that gave up only once the body has
+		// been read; until then the request's context would never end.
+		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		return
 	case op.fault(TokenServerError):

@@ -114,6 +114,13 @@ type Options struct {
 	// Socialnet tunes the socialnet provider (Graph API version, scopes,
 	// PKCE).
 	Socialnet providers.SocialnetOptions
+
+	// OIDC tunes the oidc provider: scopes, client authentication, the ID
+	// token algorithm allow-list, trusted audiences, discovery back-off.
+	OIDC providers.OIDCOptions
+	// SearchOAuth2 tunes the search_oauth2 provider (Google): the same
+	// tunables plus hosted domain and access type.
+	SearchOAuth2 providers.SearchOAuth2Options
 }
 
 // MaxTransactionTTL bounds Options.TransactionTTL.
@@ -276,6 +283,20 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			ClientID:     cfg.BlogOAuth2.Key,
 			ClientSecret: cfg.BlogOAuth2.Secret.Value(),
 			Site:         cfg.BlogOAuth2.Site,
+		}, env)
+	case SearchOAuth2:
+		return providers.NewSearchOAuth2(providers.SearchOAuth2Config{
+			ClientID:     cfg.SearchOAuth2.Key,
+			ClientSecret: cfg.SearchOAuth2.Secret.Value(),
+			Site:         cfg.SearchOAuth2.Site,
+			Options:      o.SearchOAuth2,
+		}, env)
+	case OIDC:
+		return providers.NewOIDC(providers.OIDCConfig{
+			ClientID:     cfg.OIDC.ClientID,
+			ClientSecret: cfg.OIDC.ClientSecret.Value(),
+			Issuer:       cfg.OIDC.Issuer,
+			Options:      o.OIDC,
 		}, env)
 	case SAML:
 		c := cfg.SAML

@@ -160,25 +160,37 @@ func NewOIDC(c OIDCConfig, env Env) (*OIDC, error) {
 	return newOIDC("oidc", c, env)
 }
 
+// settingNames are the secrets file keys behind a strategy's OIDCConfig,
+// for error messages.
+type settingNames struct{ id, secret, issuer string }
+
+func settingsOf(name string) settingNames {
+	if name == "search_oauth2" {
+		return settingNames{"search_oauth2_key", "search_oauth2_secret", "search_oauth2_site"}
+	}
+	return settingNames{"oidc_client_id", "oidc_client_secret", "oidc_issuer"}
+}
+
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
+	keys := settingsOf(name)
 	if c.ClientID == "" || c.ClientSecret == "" {
-		return nil, fmt.Errorf("%s: the client ID and secret are required", name)
+		return nil, fmt.Errorf("%s and %s are required", keys.id, keys.secret)
 	}
 	if err := checkIssuer(c.Issuer); err != nil {
-		return nil, fmt.Errorf("%s: issuer %q: %w", name, c.Issuer, err)
+		return nil, fmt.Errorf("%s %q: %w", keys.issuer, c.Issuer, err)
 	}
 	if env.CallbackURL == "" || env.HTTPClient == nil {
-		return nil, fmt.Errorf("%s: the environment needs a callback URL and an HTTP client", name)
+		return nil, errors.New("the environment needs a callback URL and an HTTP client")
 	}
 	o := c.Options
 	switch o.AuthMethod {
 	case "", AuthMethodBasic, AuthMethodPost:
 	default:
-		return nil, fmt.Errorf("%s: client authentication method %q is not supported (use %s or %s)", name, o.AuthMethod, AuthMethodBasic, AuthMethodPost)
+		return nil, fmt.Errorf("client authentication method %q is not supported (use %s or %s)", o.AuthMethod, AuthMethodBasic, AuthMethodPost)
 	}
 	for _, a := range o.SigningAlgs {
 		if !slices.Contains(asymmetricAlgs, a) {
-			return nil, fmt.Errorf("%s: signing algorithm %q is not allowed: ID tokens must be signed with an asymmetric algorithm", name, a)
+			return nil, fmt.Errorf("signing algorithm %q is not allowed: ID tokens must be signed with an asymmetric algorithm", a)
 		}
 	}
 	if o.ClockSkew <= 0 {
@@ -226,7 +238,7 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	}
 	for _, k := range sortedKeys(o.AuthParams) {
 		if slices.Contains(reservedAuthParams, k) || k == "prompt" && o.Prompt != "" {
-			return nil, fmt.Errorf("%s: authorization parameter %q is set by extauth", name, k)
+			return nil, fmt.Errorf("authorization parameter %q is set by extauth", k)
 		}
 		s.authParams = append(s.authParams, oauth2.SetAuthURLParam(k, o.AuthParams[k]))
 	}
@@ -768,7 +780,6 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, raw
 	}
 	return id
 }
-
 
 func isTrue(v any) bool {
 	switch b := v.(type) {

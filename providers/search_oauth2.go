@@ -49,11 +49,11 @@ func NewSearchOAuth2(c SearchOAuth2Config, env Env) (*OIDC, error) {
 	switch o.AccessType {
 	case "", "online", "offline":
 	default:
-		return nil, fmt.Errorf("search_oauth2: access type %q is not online or offline", o.AccessType)
+		return nil, fmt.Errorf("access type %q is not online or offline", o.AccessType)
 	}
 	for _, k := range []string{"hd", "access_type"} {
 		if _, ok := o.AuthParams[k]; ok {
-			return nil, fmt.Errorf("search_oauth2: set %q through the options' own field", k)
+			return nil, fmt.Errorf("authorization parameter %q has its own field in SearchOAuth2Options", k)
 		}
 	}
 	s, err := newOIDC("search_oauth2", OIDCConfig{

@@ -1,0 +1,603 @@
+package extauth_test
+
+import (
+	"bytes"
+	"crypto"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/internal/harness"
+)
+
+const (
+	oidcClientID = "oidc-client"
+	// The secret needs form-urlencoding in client_secret_basic.
+	oidcSecret     = "oidc-secret:+ %/é"
+	googleClientID = "1234-abc.apps.googleusercontent.com"
+	googleSecret   = "google-secret-7d1f"
+)
+
+// opKeys are generated once per test binary: RSA generation is slow.
+var opKeys = sync.OnceValue(func() map[string][]crypto.Signer {
+	out := map[string][]crypto.Signer{}
+	for _, alg := range []string{"RS256", "ES256"} {
+		for range 2 {
+			k, err := oidcop.GenerateKey(alg)
+			if err != nil {
+				panic(err)
+			}
+			out[alg] = append(out[alg], k)
+		}
+	}
+	return out
+})
+
+// oidcApp is an application with oidc (and optionally search_oauth2)
+// against fake OPs on their own servers.
+type oidcApp struct {
+	t      *testing.T
+	URL    string
+	Auth   *extauth.Auth
+	OP     *oidcop.OP
+	Google *oidcop.OP
+	Logs   *bytes.Buffer
+	clock  *clock
+	mu     sync.Mutex
+	Got    []*extauth.Identity
+}
+
+type oidcSetup struct {
+	op     func(*oidcop.Config)
+	google func(*oidcop.Config) // non-nil configures search_oauth2 too
+	opts   func(*extauth.Options)
+}
+
+// opServer serves an OP that is built once the app's URL is known.
+func opServer(t *testing.T) (*httptest.Server, *atomic.Pointer[oidcop.OP]) {
+	var p atomic.Pointer[oidcop.OP]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.Load().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &p
+}
+
+func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
+	t.Helper()
+	a := &oidcApp{t: t, Logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
+	opSrv, opPtr := opServer(t)
+	gSrv, gPtr := opServer(t)
+	srv := harness.Serve(t, func(base string) http.Handler {
+		oc := oidcop.Config{
+			Issuer: opSrv.URL + "/op", ClientID: oidcClientID, ClientSecret: oidcSecret,
+			RedirectURIs: []string{base + "/users/auth/oidc/callback"},
+			AutoApprove:  true, Keys: opKeys()["RS256"][:1], Now: a.clock.Now,
+		}
+		if s.op != nil {
+			s.op(&oc)
+		}
+		op, err := oidcop.New(oc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opPtr.Store(op)
+		a.OP = op
+		cfg := &extauth.Config{OIDC: extauth.OIDCConfig{
+			ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oc.Issuer,
+		}}
+		if s.google != nil {
+			gc := oidcop.Config{
+				Issuer: gSrv.URL + "/google", ClientID: googleClientID, ClientSecret: googleSecret,
+				RedirectURIs: []string{base + "/users/auth/search_oauth2/callback"},
+				AutoApprove:  true, Keys: opKeys()["RS256"][1:2], Now: a.clock.Now,
+				AuthMethod: "client_secret_post",
+			}
+			s.google(&gc)
+			g, err := oidcop.New(gc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gPtr.Store(g)
+			a.Google = g
+			cfg.SearchOAuth2 = extauth.OAuthProvider{Key: googleClientID, Secret: extauth.NewSecret(googleSecret), Site: gc.Issuer}
+		}
+		o := extauth.Options{
+			BaseURL:   base,
+			CookieKey: testKey,
+			Logger:    slog.New(slog.NewTextHandler(&syncWriter{w: a.Logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Now:       a.clock.Now,
+			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+				a.mu.Lock()
+				a.Got = append(a.Got, id)
+				a.mu.Unlock()
+				fmt.Fprintf(w, "signed in as %s", id.UID)
+			},
+		}
+		if s.opts != nil {
+			s.opts(&o)
+		}
+		auth, err := extauth.New(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Auth = auth
+		mux := http.NewServeMux()
+		auth.Mount(mux)
+		return mux
+	})
+	a.URL = srv.URL
+	return a
+}
+
+func (a *oidcApp) identities() []*extauth.Identity {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*extauth.Identity(nil), a.Got...)
+}
+
+// callbackURL starts a sign-in with a browser that does not follow
+// redirects, has the OP answer, and returns where the OP sends the browser.
+func (a *oidcApp) callbackURL(b *harness.Browser, provider string) string {
+	a.t.Helper()
+	resp := b.Get(a.URL + "/users/auth/" + provider)
+	if resp.StatusCode != http.StatusFound {
+		a.t.Fatalf("authorize: %d %s", resp.StatusCode, resp.Body)
+	}
+	resp = b.Get(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound {
+		a.t.Fatalf("OP authorize: %d %s", resp.StatusCode, resp.Body)
+	}
+	return resp.Header.Get("Location")
+}
+
+func TestOIDCSignInThroughRoutes(t *testing.T) {
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		t.Run(method, func(t *testing.T) {
+			a := newOIDCApp(t, oidcSetup{})
+			b := harness.NewBrowser(t)
+			var resp *harness.Response
+			if method == http.MethodGet {
+				resp = b.Get(a.URL + "/users/auth/oidc")
+			} else {
+				resp = b.PostForm(a.URL+"/users/auth/oidc", url.Values{"return_to": {"/after"}})
+			}
+			alice := oidcop.DemoUsers()[0]
+			if resp.StatusCode != http.StatusOK || resp.Body != "signed in as "+alice.Sub {
+				t.Fatalf("got %d %q", resp.StatusCode, resp.Body)
+			}
+			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+				t.Errorf("callback headers %v", resp.Header)
+			}
+			got := a.identities()
+			if len(got) != 1 {
+				t.Fatalf("hook called %d times", len(got))
+			}
+			id := got[0]
+			if id.Provider != "oidc" || id.UID != alice.Sub || id.Email != alice.Email || !id.EmailVerified ||
+				id.Name != alice.Name || id.FirstName != alice.GivenName || id.LastName != alice.FamilyName ||
+				id.NickName != alice.PreferredUsername || id.Image != alice.Picture {
+				t.Errorf("identity = %+v", id)
+			}
+			if id.Tokens.AccessToken == "" || id.Tokens.IDToken == "" || id.Raw["iss"] != a.OP.Issuer() || id.Raw["at_hash"] == nil {
+				t.Errorf("tokens or raw claims missing: %v", id.Raw)
+			}
+			if len(b.Jar.Cookies(mustURL(a.URL))) != 0 {
+				t.Errorf("transaction cookie left behind")
+			}
+		})
+	}
+}
+
+// formAction finds the one form of a page, with its hidden fields.
+var (
+	formRe   = regexp.MustCompile(`<form[^>]*action="([^"]+)"`)
+	hiddenRe = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)"`)
+)
+
+func submitForm(t *testing.T, b *harness.Browser, page *harness.Response, fields url.Values) *harness.Response {
+	t.Helper()
+	m := formRe.FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("no form on %s: %s", page.URL, page.Body)
+	}
+	action, err := page.URL.Parse(strings.ReplaceAll(m[1], "&amp;", "&"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{}
+	for _, h := range hiddenRe.FindAllStringSubmatch(page.Body, -1) {
+		form.Set(h[1], h[2])
+	}
+	for k, v := range fields {
+		form[k] = v
+	}
+	return b.PostForm(action.String(), form)
+}
+
+func TestOIDCConsentPage(t *testing.T) {
+	bob := oidcop.DemoUsers()[1]
+	for _, decision := range []string{"approve", "deny"} {
+		t.Run(decision, func(t *testing.T) {
+			a := newOIDCApp(t, oidcSetup{op: func(c *oidcop.Config) { c.AutoApprove = false }})
+			b := harness.NewBrowser(t)
+			page := b.Get(a.URL + "/users/auth/oidc")
+			if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, "Approve") {
+				t.Fatalf("consent page: %d %s", page.StatusCode, page.Body)
+			}
+			resp := submitForm(t, b, page, url.Values{"user": {bob.Sub}, "decision": {decision}})
+			if decision == "deny" {
+				wantCode(t, resp, http.StatusForbidden, "access_denied")
+				if n := a.OP.Hits(oidcop.Token); n != 0 {
+					t.Errorf("token endpoint called %d times after a denial", n)
+				}
+				return
+			}
+			if resp.Body != "signed in as "+bob.Sub {
+				t.Fatalf("got %d %q", resp.StatusCode, resp.Body)
+			}
+			// Bob's provider does not vouch for his address.
+			if id := a.identities()[0]; id.Email != bob.Email || id.EmailVerified {
+				t.Errorf("email %q verified=%v", id.Email, id.EmailVerified)
+			}
+		})
+	}
+}
+
+// TestOIDCIDTokenRow plays each bad ID token of SECURITY.md through the
+// callback route: each fails closed with invalid_response and the hook
+// never runs.
+func TestOIDCIDTokenRow(t *testing.T) {
+	twoKeys := func(c *oidcop.Config) { c.Keys = opKeys()["RS256"] }
+	for _, tc := range []struct {
+		fault oidcop.Fault
+		setup func(*oidcop.Config)
+		why   string
+	}{
+		{oidcop.BadSignature, nil, "signature"},
+		{oidcop.AlgNone, nil, `algorithm \"none\"`},
+		{oidcop.HS256PublicKey, nil, `algorithm \"HS256\"`},
+		{oidcop.WrongIssuer, nil, "different provider"},
+		{oidcop.WrongAudience, nil, "audience"},
+		{oidcop.ExtraAudience, nil, "not trusted"},
+		{oidcop.MissingSub, nil, "no subject"},
+		{oidcop.MissingIAT, nil, "no issue time"},
+		{oidcop.BadNonce, nil, "nonce"},
+		{oidcop.BadAtHash, nil, "at_hash"},
+		{oidcop.NoKid, twoKeys, "names no key"},
+		{oidcop.Expired, nil, "expired"},
+		{oidcop.UserInfoSubMismatch, nil, "userinfo sub"},
+	} {
+		t.Run(string(tc.fault), func(t *testing.T) {
+			a := newOIDCApp(t, oidcSetup{op: tc.setup})
+			a.OP.SetFaults(tc.fault)
+			resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
+			wantCode(t, resp, http.StatusBadRequest, "invalid_response")
+			if n := len(a.identities()); n != 0 {
+				t.Fatalf("hook called %d times", n)
+			}
+			if !strings.Contains(a.Logs.String(), tc.why) {
+				t.Errorf("the log does not say why (%q):\n%s", tc.why, a.Logs)
+			}
+		})
+	}
+}
+
+func TestOIDCUnknownKidRefetchesOnce(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t)
+	for range 3 {
+		if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	if _, err := a.OP.AddKey(opKeys()["RS256"][1]); err != nil {
+		t.Fatal(err)
+	}
+	a.clock.Add(time.Hour)
+	for range 10 {
+		if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("after rotation: %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	if n := a.OP.Hits(oidcop.JWKS); n != 2 {
+		t.Errorf("%d key fetches for 13 sign-ins around one rotation, want 2", n)
+	}
+	if n := a.OP.Hits(oidcop.Discovery); n != 1 {
+		t.Errorf("%d discovery fetches", n)
+	}
+}
+
+func TestOIDCMixUpDefence(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault oidcop.Fault
+		noIss bool
+		ok    bool
+	}{
+		{"wrong iss", oidcop.IssParamWrong, false, false},
+		{"missing iss although advertised", oidcop.IssParamMissing, false, false},
+		{"no iss from a provider that does not advertise it", "", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newOIDCApp(t, oidcSetup{op: func(c *oidcop.Config) { c.NoIssParameter = tc.noIss }})
+			a.OP.SetFaults(tc.fault)
+			b := harness.NewBrowser(t).NoFollow()
+			cb := a.callbackURL(b, "oidc")
+			resp := b.Get(cb)
+			if tc.ok {
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+				}
+				return
+			}
+			wantCode(t, resp, http.StatusBadRequest, "invalid_response")
+			if n := a.OP.Hits(oidcop.Token); n != 0 {
+				t.Errorf("the code went to the token endpoint (%d calls)", n)
+			}
+		})
+	}
+}
+
+func TestOIDCStateThroughRoutes(t *testing.T) {
+	t.Run("no cookie", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{})
+		cb := a.callbackURL(harness.NewBrowser(t).NoFollow(), "oidc")
+		wantCode(t, harness.NewBrowser(t).Get(cb), http.StatusBadRequest, "invalid_state")
+		if n := a.OP.Hits(oidcop.Token); n != 0 {
+			t.Errorf("token endpoint called %d times", n)
+		}
+	})
+	t.Run("wrong state", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{})
+		b := harness.NewBrowser(t).NoFollow()
+		cb, _ := url.Parse(a.callbackURL(b, "oidc"))
+		q := cb.Query()
+		q.Set("state", q.Get("state")+"x")
+		cb.RawQuery = q.Encode()
+		wantCode(t, b.Get(cb.String()), http.StatusBadRequest, "invalid_state")
+		if n := a.OP.Hits(oidcop.Token); n != 0 {
+			t.Errorf("token endpoint called %d times", n)
+		}
+	})
+	t.Run("replayed", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{})
+		b := harness.NewBrowser(t).NoFollow()
+		cb := a.callbackURL(b, "oidc")
+		cookies := b.Jar.Cookies(mustURL(a.URL))
+		if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+			t.Fatalf("first callback: %d %s", resp.StatusCode, resp.Body)
+		}
+		b.Jar.SetCookies(mustURL(a.URL), cookies)
+		wantCode(t, b.Get(cb), http.StatusBadRequest, "invalid_state")
+		if n := a.OP.Hits(oidcop.Token); n != 1 {
+			t.Errorf("token endpoint called %d times", n)
+		}
+	})
+	t.Run("state from the authorize request is ignored", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{})
+		b := harness.NewBrowser(t).NoFollow()
+		resp := b.Get(a.URL + "/users/auth/oidc?state=attacker&nonce=attacker&code_challenge=attacker")
+		u, _ := url.Parse(resp.Header.Get("Location"))
+		q := u.Query()
+		if q.Get("state") == "attacker" || q.Get("nonce") == "attacker" || q.Get("code_challenge") == "attacker" || len(q.Get("state")) < 22 {
+			t.Errorf("authorize URL took values from the request: %v", q)
+		}
+	})
+	t.Run("state of another provider", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{google: func(*oidcop.Config) {}})
+		b := harness.NewBrowser(t).NoFollow()
+		gcb, _ := url.Parse(a.callbackURL(b, "search_oauth2"))
+		// Replay Google's answer (state and code) on the oidc callback.
+		wantCode(t, b.Get(a.URL+"/users/auth/oidc/callback?"+gcb.RawQuery), http.StatusBadRequest, "invalid_state")
+		if n := a.OP.Hits(oidcop.Token) + a.Google.Hits(oidcop.Token); n != 0 {
+			t.Errorf("token endpoints called %d times", n)
+		}
+	})
+}
+
+func TestOIDCPKCEVerifierFromCookieOnly(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t).NoFollow()
+	resp := b.Get(a.URL + "/users/auth/oidc")
+	auth, _ := url.Parse(resp.Header.Get("Location"))
+	if q := auth.Query(); q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 {
+		t.Fatalf("authorize URL without an S256 challenge: %v", q)
+	}
+	resp = b.Get(auth.String())
+	// The OP checks b64url(sha256(verifier)) == challenge at the token
+	// endpoint; a verifier taken from the request would fail it.
+	resp = b.Get(resp.Header.Get("Location") + "&code_verifier=" + strings.Repeat("a", 43))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestOIDCRedirectURIFromConfiguration(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t).NoFollow()
+	req, _ := http.NewRequest(http.MethodGet, a.URL+"/users/auth/oidc?redirect_uri=https://evil.example/cb", nil)
+	req.Host = "evil.example"
+	req.Header.Set("X-Forwarded-Host", "evil.example")
+	resp := b.Do(req)
+	u, _ := url.Parse(resp.Header.Get("Location"))
+	if got := u.Query().Get("redirect_uri"); got != a.URL+"/users/auth/oidc/callback" {
+		t.Errorf("redirect_uri = %q", got)
+	}
+}
+
+func TestOIDCLoginCSRF(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t).NoFollow()
+	b.Header.Set("Sec-Fetch-Site", "cross-site")
+	wantCode(t, b.Get(a.URL+"/users/auth/oidc"), http.StatusForbidden, "csrf_detected")
+	if n := a.OP.Hits(oidcop.Discovery); n != 0 {
+		t.Errorf("a refused start reached the provider (%d discovery fetches)", n)
+	}
+}
+
+func TestOIDCProviderDownAtStart(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{opts: func(o *extauth.Options) {
+		o.OIDC.DiscoveryRetryMin = 5 * time.Second
+	}})
+	a.OP.SetFaults(oidcop.DiscoveryDown)
+	b := harness.NewBrowser(t)
+	for range 10 {
+		resp := b.Get(a.URL + "/users/auth/oidc.json")
+		wantCode(t, resp, http.StatusServiceUnavailable, `"error":"provider_unavailable"`)
+	}
+	if n := a.OP.Hits(oidcop.Discovery); n != 1 {
+		t.Errorf("%d discovery fetches for 10 sign-ins while down, want 1", n)
+	}
+	a.OP.SetFaults()
+	a.clock.Add(5 * time.Second)
+	if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("once the provider is back: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestOIDCTokenEndpointFailures(t *testing.T) {
+	for _, tc := range []struct {
+		fault  oidcop.Fault
+		status int
+		code   string
+	}{
+		{oidcop.TokenServerError, http.StatusServiceUnavailable, "provider_unavailable"},
+		{oidcop.TokenHugeBody, http.StatusBadRequest, "invalid_response"},
+		{oidcop.TokenHang, http.StatusGatewayTimeout, "timeout"},
+	} {
+		t.Run(string(tc.fault), func(t *testing.T) {
+			a := newOIDCApp(t, oidcSetup{opts: func(o *extauth.Options) {
+				// Only the hang needs a short time-out: under load, reading
+				// the huge body could take longer.
+				if tc.fault == oidcop.TokenHang {
+					o.Timeout = 300 * time.Millisecond
+				}
+			}})
+			a.OP.SetFaults(tc.fault)
+			start := time.Now()
+			wantCode(t, harness.NewBrowser(t).Get(a.URL+"/users/auth/oidc"), tc.status, tc.code)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %s", d)
+			}
+		})
+	}
+}
+
+func TestOIDCWrongClientSecret(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{op: func(c *oidcop.Config) { c.ClientSecret = "another" }})
+	wantCode(t, harness.NewBrowser(t).Get(a.URL+"/users/auth/oidc"), http.StatusBadGateway, "invalid_credentials")
+}
+
+func TestOIDCNothingSecretLogged(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t).NoFollow()
+	cb := a.callbackURL(b, "oidc")
+	if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+	// A failing one too: failures log their causes.
+	a.OP.SetFaults(oidcop.BadNonce)
+	b2 := harness.NewBrowser(t).NoFollow()
+	cb2 := a.callbackURL(b2, "oidc")
+	wantCode(t, b2.Get(cb2), http.StatusBadRequest, "invalid_response")
+	id := a.identities()[0]
+	secrets := []string{oidcSecret, url.QueryEscape(oidcSecret), id.Tokens.AccessToken, id.Tokens.IDToken}
+	for _, u := range []string{cb, cb2} {
+		q := mustURL(u).Query()
+		secrets = append(secrets, q.Get("code"), q.Get("state"))
+	}
+	logs := a.Logs.String()
+	for _, s := range secrets {
+		if s == "" || strings.Contains(logs, s) {
+			t.Errorf("log contains a secret (or it is empty) %q:\n%s", s, logs)
+		}
+	}
+	if !strings.Contains(logs, "nonce") {
+		t.Errorf("the failure is not logged:\n%s", logs)
+	}
+}
+
+// TestOIDCEmailVerifiedHonestAcrossProviders signs the same address in
+// through two providers: the hook sees each provider's own verdict.
+func TestOIDCEmailVerifiedHonestAcrossProviders(t *testing.T) {
+	shared := "pat@example.org"
+	a := newOIDCApp(t, oidcSetup{
+		op: func(c *oidcop.Config) {
+			c.Users = []oidcop.User{{Sub: "op-1", Email: shared, EmailVerified: true, Name: "Pat"}}
+		},
+		google: func(c *oidcop.Config) {
+			c.Users = []oidcop.User{{Sub: "g-1", Email: shared, EmailVerified: false, Name: "Pat"}}
+		},
+	})
+	b := harness.NewBrowser(t)
+	for _, p := range []string{"oidc", "search_oauth2"} {
+		if resp := b.Get(a.URL + "/users/auth/" + p); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", p, resp.StatusCode, resp.Body)
+		}
+	}
+	got := a.identities()
+	if got[0].Provider != "oidc" || got[0].UID != "op-1" || got[0].Email != shared || !got[0].EmailVerified {
+		t.Errorf("oidc identity %+v", got[0])
+	}
+	if got[1].Provider != "search_oauth2" || got[1].UID != "g-1" || got[1].Email != shared || got[1].EmailVerified {
+		t.Errorf("search_oauth2 identity %+v", got[1])
+	}
+}
+
+func TestSearchOAuth2ThroughRoutes(t *testing.T) {
+	workspace := oidcop.User{Sub: "g-42", Email: "ada@corp.example", EmailVerified: true, Name: "Ada", HostedDomain: "corp.example"}
+	consumer := oidcop.User{Sub: "g-43", Email: "ada@gmail.example", EmailVerified: true, Name: "Ada"}
+	setup := func(u oidcop.User) oidcSetup {
+		return oidcSetup{
+			google: func(c *oidcop.Config) { c.Users = []oidcop.User{u} },
+			opts: func(o *extauth.Options) {
+				o.SearchOAuth2.HostedDomain = "corp.example"
+				o.SearchOAuth2.AccessType = "offline"
+				o.SearchOAuth2.Prompt = "consent"
+			},
+		}
+	}
+	t.Run("workspace account", func(t *testing.T) {
+		a := newOIDCApp(t, setup(workspace))
+		resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/search_oauth2")
+		if resp.StatusCode != http.StatusOK || resp.Body != "signed in as g-42" {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+		q := a.Google.LastAuthorizeQuery()
+		for k, v := range map[string]string{"hd": "corp.example", "access_type": "offline", "prompt": "consent", "code_challenge_method": "S256"} {
+			if q.Get(k) != v {
+				t.Errorf("authorize %s = %q, want %q", k, q.Get(k), v)
+			}
+		}
+		if q.Get("nonce") == "" {
+			t.Error("no nonce sent")
+		}
+		id := a.identities()[0]
+		if id.Provider != "search_oauth2" || !id.EmailVerified || id.Raw["hd"] != "corp.example" || id.Tokens.RefreshToken == "" {
+			t.Errorf("identity %+v", id)
+		}
+	})
+	t.Run("account outside the hosted domain", func(t *testing.T) {
+		a := newOIDCApp(t, setup(consumer))
+		wantCode(t, harness.NewBrowser(t).Get(a.URL+"/users/auth/search_oauth2"), http.StatusForbidden, "access_denied")
+		if n := len(a.identities()); n != 0 {
+			t.Errorf("hook called %d times", n)
+		}
+	})
+	t.Run("bad ID token", func(t *testing.T) {
+		a := newOIDCApp(t, setup(workspace))
+		a.Google.SetFaults(oidcop.BadSignature)
+		wantCode(t, harness.NewBrowser(t).Get(a.URL+"/users/auth/search_oauth2"), http.StatusBadRequest, "invalid_response")
+	})
+}

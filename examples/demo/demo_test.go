@@ -156,3 +156,30 @@ func TestDemoSAMLSignIn(t *testing.T) {
 		t.Fatalf("after SAML sign-in: %s %s", page.URL, page.Body)
 	}
 }
+
+// The OpenID Connect development providers sign in through their consent
+// pages, as any user of the picker.
+func TestDemoOIDCSignIn(t *testing.T) {
+	for _, provider := range []string{"oidc", "search_oauth2"} {
+		t.Run(provider, func(t *testing.T) {
+			base := startDemo(t)
+			b := harness.NewBrowser(t)
+			if home := b.Get(base + "/"); !strings.Contains(home.Body, `action="/users/auth/`+provider+`"`) {
+				t.Fatalf("home page lacks %s: %s", provider, home.Body)
+			}
+			consent := b.PostForm(base+"/users/auth/"+provider, nil)
+			if consent.StatusCode != http.StatusOK || !strings.Contains(consent.Body, `value="approve"`) {
+				t.Fatalf("consent page: %d %s", consent.StatusCode, consent.Body)
+			}
+			_, rest, _ := strings.Cut(consent.Body, `action="`)
+			action, _, _ := strings.Cut(rest, `"`)
+			_, rest, _ = strings.Cut(consent.Body, `name="interaction" value="`)
+			interaction, _, _ := strings.Cut(rest, `"`)
+			bob := "248289761002"
+			page := b.PostForm(base+action, url.Values{"interaction": {interaction}, "user": {bob}, "decision": {"approve"}})
+			if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">`+bob+`</b>`) {
+				t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
+			}
+		})
+	}
+}

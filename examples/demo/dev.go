@@ -8,6 +8,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/graph"
 	"github.com/extauth/extauth/internal/fakes/oauth1"
+	"github.com/extauth/extauth/internal/fakes/oidcop"
 	"github.com/extauth/extauth/internal/fakes/samlidp"
 	"github.com/extauth/extauth/internal/fakes/wpoauth"
 )
@@ -51,6 +52,30 @@ func mountDevProviders(mux *http.ServeMux, base string) (*extauth.Config, error)
 		}
 		mux.Handle("/dev/saml/", idp)
 		cfg.SAML = extauth.SAMLConfig{SPEntityID: base + "/saml", IdPMetadataURL: idp.MetadataURL()}
+
+		// OpenID Connect: a fake OP for oidc and another standing in for
+		// Google. An issuer must be HTTPS, or plain HTTP on loopback, so
+		// they share SAML's condition. ES256 keys are quick to make.
+		op, err := oidcop.New(oidcop.Config{
+			Issuer: base + "/dev/oidc", ClientID: devClientID, ClientSecret: devClientSecret,
+			RedirectURIs: []string{base + "/users/auth/oidc/callback"}, Alg: "ES256",
+		})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/dev/oidc/", op)
+		cfg.OIDC = extauth.OIDCConfig{ClientID: devClientID, ClientSecret: extauth.NewSecret(devClientSecret), Issuer: op.Issuer()}
+
+		google, err := oidcop.New(oidcop.Config{
+			Issuer: base + "/dev/google", ClientID: devClientID, ClientSecret: devClientSecret,
+			RedirectURIs: []string{base + "/users/auth/search_oauth2/callback"}, Alg: "ES256",
+			AuthMethod: "client_secret_post",
+		})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/dev/google/", google)
+		cfg.SearchOAuth2 = extauth.OAuthProvider{Key: devClientID, Secret: extauth.NewSecret(devClientSecret), Site: google.Issuer()}
 	}
 	return cfg, nil
 }

@@ -3,6 +3,7 @@
 // installed first:
 //
 //	interop/samlify/install.sh        # samlify IdP (npm ci)
+//	interop/oidcprovider/install.sh   # oidc-provider, a certified OpenID provider (npm ci)
 //	apt-get install xmlsec1 openssl   # independent signature verifiers
 //	go test -tags interop ./interop/...
 package interop

@@ -1,0 +1,294 @@
+//go:build interop
+
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/providers"
+)
+
+// opClient is a client registration handed to oidc-provider.
+type opClient struct {
+	ClientID                string   `json:"client_id"`
+	ClientSecret            string   `json:"client_secret"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+}
+
+// startOIDCProvider runs interop/oidcprovider/server.js (panva's certified
+// oidc-provider) on 127.0.0.1 and returns its issuer. authMethods, when
+// set, limits the token endpoint authentication methods it supports. The
+// process ends with the test.
+func startOIDCProvider(t *testing.T, clients []opClient, authMethods string) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join("oidcprovider", "node_modules", "oidc-provider")); err != nil {
+		t.Fatal("oidc-provider is not installed: run interop/oidcprovider/install.sh")
+	}
+	cj, err := json.Marshal(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "server.js")
+	cmd.Dir = "oidcprovider"
+	cmd.Env = append(os.Environ(), "CLIENTS="+string(cj), "AUTH_METHODS="+authMethods)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("oidc-provider stderr:\n%s", stderr.String())
+		}
+	})
+	issuers := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m struct{ Issuer string }
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m.Issuer != "" {
+				issuers <- m.Issuer
+			}
+		}
+	}()
+	select {
+	case iss := <-issuers:
+		return iss
+	case <-time.After(20 * time.Second):
+		t.Fatalf("oidc-provider did not start: %s", stderr.String())
+		return ""
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tokenAuthRecorder notes how each token request authenticated the client:
+// oidc-provider accepts either method from a client registered for one,
+// so only our side can show which was sent.
+type tokenAuthRecorder struct {
+	mu      sync.Mutex
+	methods []string
+}
+
+func (t *tokenAuthRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/token") && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, _ := url.ParseQuery(string(body))
+		_, _, basic := r.BasicAuth()
+		method := "none"
+		switch {
+		case basic && !form.Has("client_secret"):
+			method = providers.AuthMethodBasic
+		case !basic && form.Has("client_secret"):
+			method = providers.AuthMethodPost
+		}
+		t.mu.Lock()
+		t.methods = append(t.methods, method)
+		t.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (t *tokenAuthRecorder) sent() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.methods...)
+}
+
+var (
+	opForm   = regexp.MustCompile(`<form[^>]*action="([^"]+)"`)
+	opHidden = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)"`)
+)
+
+// submit posts the page's one form with its hidden fields and fields.
+func submit(t *testing.T, b *harness.Browser, page *harness.Response, fields url.Values) *harness.Response {
+	t.Helper()
+	m := opForm.FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("no form at %s (%d): %s", page.URL, page.StatusCode, page.Body)
+	}
+	action, err := page.URL.Parse(html.UnescapeString(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{}
+	for _, h := range opHidden.FindAllStringSubmatch(page.Body, -1) {
+		form.Set(h[1], html.UnescapeString(h[2]))
+	}
+	for k, v := range fields {
+		form[k] = v
+	}
+	return b.PostForm(action.String(), form)
+}
+
+// TestOIDCProviderInterop signs in through our routes against oidc-provider
+// with a cookie jar: its login and consent pages, the token exchange with
+// each client authentication method, and the verified identity (its ID
+// token carries only sub, so UserInfo is read and its sub checked).
+func TestOIDCProviderInterop(t *testing.T) {
+	// Characters that client_secret_basic must form-urlencode first (client
+	// secrets are VSCHAR, printable ASCII: RFC 6749 Appendix A.2).
+	const secret = "s3c:r+et %x/~"
+	for _, tc := range []struct {
+		name string
+		// registered is the client's method at the provider, supported
+		// the provider's list ("" for its default list), ours our option.
+		registered, supported, ours string
+		// wrongSecret configures us with another secret than registered.
+		wrongSecret bool
+		wantCode    string
+	}{
+		// oidc-provider decodes the basic credentials as RFC 6749 2.3.1
+		// says ("+" is a space): this secret passes only form-urlencoded.
+		{name: "client_secret_basic", registered: "client_secret_basic"},
+		{name: "client_secret_post, the only method the provider supports", registered: "client_secret_post", supported: "client_secret_post"},
+		{name: "client_secret_post by option", registered: "client_secret_post", ours: providers.AuthMethodPost},
+		{name: "wrong secret", registered: "client_secret_basic", wrongSecret: true, wantCode: "invalid_credentials"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []*extauth.Identity
+			var issuer string
+			var logs lockedBuffer
+			recorder := &tokenAuthRecorder{}
+			srv := harness.Serve(t, func(base string) http.Handler {
+				issuer = startOIDCProvider(t, []opClient{{
+					ClientID: "extauth-interop", ClientSecret: secret,
+					RedirectURIs:            []string{base + "/users/auth/oidc/callback"},
+					TokenEndpointAuthMethod: tc.registered,
+				}}, tc.supported)
+				ours := secret
+				if tc.wrongSecret {
+					ours = "not-" + secret
+				}
+				cfg := &extauth.Config{OIDC: extauth.OIDCConfig{
+					ClientID: "extauth-interop", ClientSecret: extauth.NewSecret(ours), Issuer: issuer,
+				}}
+				a, err := extauth.New(cfg, extauth.Options{
+					BaseURL:    base,
+					CookieKey:  bytes.Repeat([]byte{9}, 32),
+					Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
+					HTTPClient: &http.Client{Transport: recorder},
+					OIDC:       providers.OIDCOptions{AuthMethod: tc.ours},
+					OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+						mu.Lock()
+						got = append(got, id)
+						mu.Unlock()
+						fmt.Fprintf(w, "signed in as %s", id.UID)
+					},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mux := http.NewServeMux()
+				a.Mount(mux)
+				return mux
+			})
+			b := harness.NewBrowser(t)
+			login := b.PostForm(srv.URL+"/users/auth/oidc", nil)
+			if !strings.HasPrefix(login.URL.String(), issuer+"/interaction/") || !strings.Contains(login.Body, `name="login"`) {
+				t.Fatalf("no login page: %s %d %s", login.URL, login.StatusCode, login.Body[strings.Index(login.Body, "<body"):])
+			}
+			consent := submit(t, b, login, url.Values{"login": {"alice"}, "password": {"any"}})
+			if !strings.Contains(consent.Body, `value="consent"`) {
+				t.Fatalf("no consent page: %s %d %s", consent.URL, consent.StatusCode, consent.Body)
+			}
+			resp := submit(t, b, consent, nil)
+			if tc.wantCode != "" {
+				if !strings.Contains(resp.Body, tc.wantCode) || len(got) != 0 {
+					t.Fatalf("want %s: %d %s", tc.wantCode, resp.StatusCode, resp.Body)
+				}
+				return
+			}
+			if resp.StatusCode != http.StatusOK || resp.Body != "signed in as alice" {
+				t.Fatalf("callback: %s %d %s\nlogs:\n%s", resp.URL, resp.StatusCode, resp.Body, logs.String())
+			}
+			if sent := recorder.sent(); len(sent) != 1 || sent[0] != tc.registered {
+				t.Errorf("token requests authenticated with %v, want [%s]", sent, tc.registered)
+			}
+			// The provider answered with RFC 9207's iss, which we checked.
+			var cb string
+			for _, h := range b.Hops {
+				if strings.Contains(h, "/users/auth/oidc/callback?") {
+					cb = h
+				}
+			}
+			if q, err := url.Parse(cb); err != nil || q.Query().Get("iss") != issuer {
+				t.Errorf("callback %q without the iss parameter", cb)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 {
+				t.Fatalf("hook called %d times", len(got))
+			}
+			id := got[0]
+			if id.Provider != "oidc" || id.UID != "alice" || id.Email != "alice@example.org" || !id.EmailVerified ||
+				id.Name != "Alice Example" || id.FirstName != "Alice" || id.LastName != "Example" ||
+				id.NickName != "alice" || id.Image != "https://example.org/alice.png" {
+				t.Errorf("identity = %+v", id)
+			}
+			if id.Tokens.AccessToken == "" || id.Tokens.IDToken == "" || id.Raw["iss"] != issuer || id.Raw["aud"] != "extauth-interop" {
+				t.Errorf("tokens or raw claims: %v", id.Raw)
+			}
+			if strings.Contains(logs.String(), id.Tokens.AccessToken) || strings.Contains(logs.String(), secret) {
+				t.Errorf("a secret reached the log:\n%s", logs.String())
+			}
+		})
+	}
+}

@@ -55,6 +55,7 @@ type oidcApp struct {
 	clock  *clock
 	mu     sync.Mutex
 	Got    []*extauth.Identity
+	Ret    []string // extauth.ReturnTo seen by the hook
 }
 
 type oidcSetup struct {
@@ -120,6 +121,7 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 				a.mu.Lock()
 				a.Got = append(a.Got, id)
+				a.Ret = append(a.Ret, extauth.ReturnTo(r))
 				a.mu.Unlock()
 				fmt.Fprintf(w, "signed in as %s", id.UID)
 			},
@@ -600,4 +602,31 @@ func TestSearchOAuth2ThroughRoutes(t *testing.T) {
 		a.Google.SetFaults(oidcop.BadSignature)
 		wantCode(t, harness.NewBrowser(t).Get(a.URL+"/users/auth/search_oauth2"), http.StatusBadRequest, "invalid_response")
 	})
+}
+
+func TestOIDCNoOpenRedirect(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	cases := map[string]string{
+		"/settings?tab=1":       "/settings?tab=1",
+		"//evil.example":        "/",
+		"/\\evil.example":       "/",
+		"/%2F%2Fevil":           "/",
+		"https://evil.example/": "/",
+		"javascript:alert(1)":   "/",
+	}
+	var order []string
+	for in := range cases {
+		order = append(order, in)
+		b := harness.NewBrowser(t)
+		if resp := b.PostForm(a.URL+"/users/auth/oidc", url.Values{"return_to": {in}}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%q: %d %s", in, resp.StatusCode, resp.Body)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, in := range order {
+		if a.Ret[i] != cases[in] {
+			t.Errorf("return_to %q -> %q, want %q", in, a.Ret[i], cases[in])
+		}
+	}
 }

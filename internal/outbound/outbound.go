@@ -131,7 +131,14 @@ func Redact(u *url.URL) string {
 // IsTimeout reports whether err is a time-out: a deadline or a net.Error
 // that says so.
 func IsTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	// x/oauth2 flattens body-read errors with %v; the text is all that is left.
+	if msg := err.Error(); strings.Contains(msg, "Client.Timeout exceeded") || strings.Contains(msg, context.DeadlineExceeded.Error()) {
 		return true
 	}
 	var ne net.Error

@@ -103,3 +103,13 @@ func TestBaseClientTimeoutWins(t *testing.T) {
 		t.Errorf("Timeout = %v", c.Timeout)
 	}
 }
+
+func TestIsTimeoutFlattened(t *testing.T) {
+	flat := errors.New("oauth2: cannot fetch token: net/http: request canceled (Client.Timeout exceeded while reading body)")
+	if !IsTimeout(flat) {
+		t.Error("a time-out flattened into text is not recognised")
+	}
+	if IsTimeout(errors.New("connection refused")) || IsTimeout(nil) {
+		t.Error("not a time-out")
+	}
+}

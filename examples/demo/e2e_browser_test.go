@@ -234,14 +234,14 @@ func get[T any](tb *tab, what string, a chromedp.Action[T]) T {
 	return v
 }
 
-// click presses the element with this id and waits until the page it leads
-// to (after any redirects) has loaded. Rows of the provider table use it to
-// get through a provider's pages.
-func click(id string) chromedp.Action[chromedp.Void] {
+// click presses the first visible element matching the CSS selector and
+// waits until the page it leads to (after any redirects) has loaded. Rows of
+// the provider table use it to get through a provider's pages.
+func click(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.ID(id), chromedp.NodeVisible))
+		_, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
 		if err != nil {
-			return fmt.Errorf("click #%s: %w", id, err)
+			return fmt.Errorf("click %s: %w", sel, err)
 		}
 		return nil
 	})

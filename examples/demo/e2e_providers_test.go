@@ -25,9 +25,9 @@ type e2eProvider struct {
 	txCookie cookieWant
 }
 
-// steps are browser actions in order; click (e2e_browser_test.go) is the
-// usual one. A login form would add chromedp.SendKeys(chromedp.ID("user"),
-// "alice") before its click.
+// steps are browser actions in order; click (e2e_browser_test.go) with a
+// CSS selector is the usual one. A login form would add
+// chromedp.SendKeys(chromedp.ID("user"), "alice") before its click.
 type steps = []chromedp.Action[chromedp.Void]
 
 // cookieWant is the expected shape of a transaction cookie in the browser.
@@ -46,11 +46,28 @@ func e2eProviders() []e2eProvider {
 	return []e2eProvider{
 		{
 			name:    "blog_oauth2",
-			approve: steps{click("approve")},
-			deny:    steps{click("deny")},
+			approve: steps{click("#approve")},
+			deny:    steps{click("#deny")},
 			uid:     "42",
 			// The OAuth callback is a top-level GET, which Lax lets through;
 			// the demo runs on plain HTTP, so no Secure.
+			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+		},
+		{
+			name: "microblog",
+			// The account picker: one form per user, each with its own
+			// Approve button; Cancel is a form of its own.
+			approve: steps{click(`form:has(input[name=user][value="1234567890123456789"]) button[value=approve]`)},
+			deny:    steps{click(`button[name=action][value=deny]`)},
+			uid:     "1234567890123456789",
+			// OAuth 1.0a returns with a top-level GET too.
+			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+		},
+		{
+			name:     "socialnet",
+			approve:  steps{click(`form:has(input[name=user][value="10158123456789012"]) button[value=approve]`)},
+			deny:     steps{click(`button[name=action][value=deny]`)},
+			uid:      "10158123456789012",
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
 		},
 	}

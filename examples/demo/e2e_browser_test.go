@@ -253,6 +253,24 @@ func (tb *tab) home() {
 	tb.do("loading the home page", chromedp.Navigate(tb.demo.base+"/"), chromedp.WaitReady(chromedp.CSS("body")))
 }
 
+// startSignIn presses the home page's button for the provider and waits for
+// the provider's first page. A provider that is not ready yet (the SAML SP
+// reads the IdP's metadata in the background after start-up) answers 503
+// provider_unavailable; like a person, the test goes back and presses again,
+// for a few seconds at most.
+func (tb *tab) startSignIn(provider string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tb.home()
+		tb.do("starting sign-in with "+provider, click("#signin-"+provider))
+		if tb.status() != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // signInButtons lists the providers the home page offers, from the ids of
 // its sign-in buttons.
 func (tb *tab) signInButtons() []string {
@@ -280,6 +298,32 @@ func (tb *tab) fetch(path string) fetched {
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
 	return get(tb, "reading "+sel, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
+}
+
+// waitForPath waits until the tab has loaded a page of the demo under path,
+// through any pages that move on by themselves (the SAML POST binding's
+// self-submitting form). It returns the page's URL.
+func (tb *tab) waitForPath(path string) string {
+	tb.t.Helper()
+	want := tb.demo.base + path
+	deadline := time.Now().Add(stepTimeout)
+	var loc string
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, time.Second)
+		// Read both at once: between navigations the old document answers.
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[location.href, document.readyState]`))
+		cancel()
+		if err == nil && len(state) == 2 {
+			loc = state[0]
+			if strings.HasPrefix(loc, want) && state[1] == "complete" {
+				return loc
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("waiting for %s: the tab shows %s", want, loc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // location is the URL the tab shows.

@@ -64,11 +64,11 @@ var home = template.Must(template.New("home").Parse(`<!doctype html>
 <style>body{font-family:sans-serif;max-width:42em;margin:2em auto}button{margin:.2em;padding:.4em .8em}pre{background:#f4f4f4;padding:1em;overflow:auto}</style>
 </head><body><h1>extauth demo</h1>
 {{if .Identity}}
-<p id="signed-in">Signed in with <b>{{.Identity.Provider}}</b> as <b id="uid">{{.Identity.UID}}</b>{{with .Identity.Name}} ({{.}}){{end}}.</p>
+<p id="signed-in">Signed in with <b id="provider">{{.Identity.Provider}}</b> as <b id="uid">{{.Identity.UID}}</b>{{with .Identity.Name}} ({{.}}){{end}}.</p>
 <pre id="identity">{{.JSON}}</pre>
 <form method="post" action="/logout"><button id="logout">Sign out</button></form>
 {{else}}
-<p>Not signed in.</p>
+<p id="signed-out">Not signed in.</p>
 {{end}}
 <h2>Sign in with</h2>
 {{range .Providers}}<form method="post" action="/users/auth/{{.}}" style="display:inline"><button id="signin-{{.}}">Sign in with {{.}}</button></form>

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,11 +19,20 @@ import (
 // server's own base URL, so the app can be configured with its real address.
 func Serve(t testing.TB, build func(baseURL string) http.Handler) *httptest.Server {
 	t.Helper()
-	var h http.Handler
+	var h atomic.Pointer[http.Handler]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
+		hp := h.Load()
+		if hp == nil {
+			// The app may call itself while build is still running (the
+			// demo's SAML SP reads its IdP's metadata in the background);
+			// it must see a server that is not ready, not a data race.
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		(*hp).ServeHTTP(w, r)
 	}))
-	h = build(srv.URL)
+	built := build(srv.URL)
+	h.Store(&built)
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -461,3 +461,44 @@ func spKeyPair(t *testing.T) (certPEM, keyPEM string) {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})),
 		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 }
+
+// TestSAMLRefusalIsAccessDenied: an IdP that did not authenticate the user
+// answers a non-Success status without an assertion; that is a refusal, not
+// a malformed response, but only for our own request.
+func TestSAMLRefusalIsAccessDenied(t *testing.T) {
+	idp := newSAMLIdP(t)
+	a := newSAMLApp(t, idp, nil)
+	acs := a.URL + "/users/auth/saml/callback"
+	cases := []struct {
+		name         string
+		inResponseTo func(ours string) string
+		sign         bool
+		status       int
+		code         string
+	}{
+		{"signed refusal", func(ours string) string { return ours }, true, http.StatusForbidden, "access_denied"},
+		{"unsigned refusal", func(ours string) string { return ours }, false, http.StatusForbidden, "access_denied"},
+		{"refusal of another request", func(string) string { return "id-someone-else" }, true, http.StatusBadRequest, "invalid_response"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := harness.NewBrowser(t)
+			_, reqID, relay := a.authorize(b, nil)
+			spec := idp.DefaultSpec(samlEntityID, acs, c.inResponseTo(reqID))
+			spec.Status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
+			spec.NoAssertion, spec.Assertion = true, nil
+			spec.SignAssertion, spec.SignResponse = false, c.sign
+			raw, err := idp.Forge(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := a.callback(b, url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(raw)}, "RelayState": {relay}})
+			if resp.StatusCode != c.status || !strings.Contains(resp.Body, c.code) {
+				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, resp.Body, c.status, c.code)
+			}
+			if len(a.identities()) != 0 {
+				t.Fatal("a refusal signed someone in")
+			}
+		})
+	}
+}

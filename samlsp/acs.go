@@ -136,6 +136,9 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 	now := sp.env.Now()
 	root, perr := sp.preflight(raw)
 	if perr != nil {
+		if perr.Code == providers.CodeAccessDenied && root.SelectAttrValue("InResponseTo", "") != requestID {
+			return nil, invalid("the SAML response does not answer our request", errors.New("refusal with a foreign InResponseTo"))
+		}
 		return nil, perr
 	}
 
@@ -173,6 +176,48 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 	return a, nil
 }
 
+// failedStatus returns the top-level status code of a Response when it is
+// not Success, and "" otherwise.
+func failedStatus(resp *etree.Element) string {
+	status, _ := onlyChild(resp, nsProtocol, "Status")
+	if status == nil {
+		return ""
+	}
+	code, _ := onlyChild(status, nsProtocol, "StatusCode")
+	if code == nil {
+		return ""
+	}
+	v := code.SelectAttrValue("Value", "")
+	if v == statusSuccess {
+		return ""
+	}
+	if sub, _ := onlyChild(code, nsProtocol, "StatusCode"); sub != nil {
+		v += " / " + sub.SelectAttrValue("Value", "")
+	}
+	return v
+}
+
+// hasAssertion reports whether any assertion, plain or encrypted, stands
+// anywhere in the tree.
+func hasAssertion(root *etree.Element) bool {
+	found := false
+	var walk func(*etree.Element)
+	walk = func(el *etree.Element) {
+		if found {
+			return
+		}
+		if is(el, nsAssertion, "Assertion") || is(el, nsAssertion, "EncryptedAssertion") {
+			found = true
+			return
+		}
+		for _, c := range el.ChildElements() {
+			walk(c)
+		}
+	}
+	walk(root)
+	return found
+}
+
 // preflight checks what must hold before anything else reads the bytes:
 // acceptable XML, a Response root, the one-assertion shape, and a key for an
 // encrypted assertion.
@@ -187,6 +232,13 @@ func (sp *SP) preflight(raw []byte) (*etree.Element, *providers.Error) {
 	root := doc.Root()
 	if !is(root, nsProtocol, "Response") {
 		return nil, invalid("the message is not a SAML Response", nil)
+	}
+	// An IdP that did not authenticate the user (the user cancelled, or
+	// was refused) answers a non-Success status and no assertion. It grants
+	// nothing, so it needs no signature to be reported as a refusal.
+	if st := failedStatus(root); st != "" && !hasAssertion(root) {
+		return root, &providers.Error{Code: providers.CodeAccessDenied, Provider: Name,
+			Message: "the identity provider did not authenticate the user", Err: fmt.Errorf("status %.200q", st)}
 	}
 	assertionEl, e := sp.checkShape(root)
 	if e != nil {

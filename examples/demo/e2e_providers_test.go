@@ -75,17 +75,30 @@ func e2eProviders() []e2eProvider {
 			// Approve answers with the HTTP-POST binding's self-submitting
 			// form; the browser's script posts it to the callback.
 			approve: steps{click(`button[name=decision][value=approve]`)},
-			// No deny row yet: the IdP's Deny posts a signed Response with a
-			// Responder status and no assertion, and samlsp's shape check
-			// (exactly one assertion) answers invalid_response before it
-			// reads the status. Once samlsp maps that to access_denied, the
-			// row is steps{click(`button[name=decision][value=deny]`)}.
-			uid: "ada@example.org",
+			// Deny posts a Response with a non-Success status and no
+			// assertion, which samlsp reports as access_denied.
+			deny: steps{click(`button[name=decision][value=deny]`)},
+			uid:  "ada@example.org",
 			// On plain HTTP the cookie cannot be SameSite=None (browsers
 			// demand Secure for it), and the development IdP shares the
 			// demo's origin, so its POST is same-site and Lax suffices.
 			// Served over HTTPS with the IdP on another site this row would
 			// be {network.CookieSameSiteNone, true, "/users/auth/saml/callback"}.
+			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+		},
+		{
+			name: "oidc",
+			// The fake OP's account picker has the first user checked.
+			approve:  steps{click(`button[name=decision][value=approve]`)},
+			deny:     steps{click(`button[name=decision][value=deny]`)},
+			uid:      "248289761001",
+			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+		},
+		{
+			name:     "search_oauth2",
+			approve:  steps{click(`button[name=decision][value=approve]`)},
+			deny:     steps{click(`button[name=decision][value=deny]`)},
+			uid:      "248289761001",
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
 		},
 	}

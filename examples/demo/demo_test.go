@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"html"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -19,7 +17,7 @@ import (
 func startDemo(t *testing.T) string {
 	t.Helper()
 	srv := harness.Serve(t, func(base string) http.Handler {
-		h, closeFn, err := newServer(base, "", "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		h, closeFn, err := newServer(base, serverOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

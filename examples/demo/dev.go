@@ -21,7 +21,10 @@ const (
 	devClientSecret = "extauth-demo-secret"
 )
 
-func mountDevProviders(mux *http.ServeMux, base string) (*extauth.Config, error) {
+// mountDevProviders serves the development providers under /dev/ on mux and
+// returns their configuration. A non-empty samlIdPMetadata is a development
+// SAML IdP served elsewhere, used instead of the one under /dev/saml.
+func mountDevProviders(mux *http.ServeMux, base, samlIdPMetadata string) (*extauth.Config, error) {
 	cfg := &extauth.Config{}
 
 	blog := wpoauth.New(devClientID, devClientSecret, base+"/users/auth/blog_oauth2/callback")
@@ -46,12 +49,15 @@ func mountDevProviders(mux *http.ServeMux, base string) (*extauth.Config, error)
 	// IdP metadata over plain HTTP only from a loopback address, so the
 	// development IdP is offered when the demo runs there or on HTTPS.
 	if u, err := url.Parse(base); err == nil && (u.Scheme == "https" || isLoopback(u.Hostname())) {
-		idp, err := samlidp.New(samlidp.Options{BaseURL: base + "/dev/saml", SPMetadataURL: base + "/users/auth/saml/metadata"})
-		if err != nil {
-			return nil, err
+		cfg.SAML = extauth.SAMLConfig{SPEntityID: base + "/saml", IdPMetadataURL: samlIdPMetadata}
+		if samlIdPMetadata == "" {
+			idp, err := samlidp.New(samlidp.Options{BaseURL: base + "/dev/saml", SPMetadataURL: base + "/users/auth/saml/metadata"})
+			if err != nil {
+				return nil, err
+			}
+			mux.Handle("/dev/saml/", idp)
+			cfg.SAML.IdPMetadataURL = idp.MetadataURL()
 		}
-		mux.Handle("/dev/saml/", idp)
-		cfg.SAML = extauth.SAMLConfig{SPEntityID: base + "/saml", IdPMetadataURL: idp.MetadataURL()}
 
 		// OpenID Connect: a fake OP for oidc and another standing in for
 		// Google. An issuer must be HTTPS, or plain HTTP on loopback, so

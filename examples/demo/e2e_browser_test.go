@@ -66,7 +66,7 @@ func startDemoServer(t *testing.T) *demo {
 		t.Fatal(err)
 	}
 	d := &demo{base: "http://" + ln.Addr().String(), log: &syncBuffer{}}
-	h, closeFn, err := newServer(d.base, "", "", slog.New(slog.NewTextHandler(d.log, nil)))
+	h, closeFn, err := newServer(d.base, serverOptions{logger: slog.New(slog.NewTextHandler(d.log, nil))})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
@@ -108,7 +108,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-func startBrowser(t *testing.T) *browser {
+// startBrowser starts Chromium with the suite's flags plus extra ones (the
+// HTTPS test adds --ignore-certificate-errors for its own certificate).
+func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	exe := chromiumPath(t)
 	b := &browser{output: &syncBuffer{}}
@@ -133,6 +135,7 @@ func startBrowser(t *testing.T) *browser {
 		chromedp.WindowSize(1024, 768),
 		chromedp.CombinedOutput(b.output),
 	}
+	opts = append(opts, extra...)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	// The first run starts the process; it must not carry a timeout, or the

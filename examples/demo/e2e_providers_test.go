@@ -82,8 +82,9 @@ func e2eProviders() []e2eProvider {
 			// On plain HTTP the cookie cannot be SameSite=None (browsers
 			// demand Secure for it), and the development IdP shares the
 			// demo's origin, so its POST is same-site and Lax suffices.
-			// Served over HTTPS with the IdP on another site this row would
-			// be {network.CookieSameSiteNone, true, "/users/auth/saml/callback"}.
+			// TestE2ESAMLCrossSitePOSTOverHTTPS (e2e_crosssite_test.go)
+			// serves the demo over HTTPS with the IdP on another site and
+			// expects {network.CookieSameSiteNone, true, "/users/auth/saml/callback"}.
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
 		},
 		{

@@ -52,7 +52,7 @@ func run(args []string) error {
 		base = "http://" + ln.Addr().String()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	handler, closeFn, err := newServer(base, *configPath, *env, logger)
+	handler, closeFn, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger})
 	if err != nil {
 		ln.Close()
 		return err
@@ -69,20 +69,44 @@ func run(args []string) error {
 	return srv.Serve(ln)
 }
 
+// serverOptions are what newServer needs beside the base URL. The zero value
+// is the offline demo on its development providers.
+type serverOptions struct {
+	// configPath names a secrets file with real providers; env picks its
+	// section.
+	configPath string
+	env        string
+	logger     *slog.Logger
+	// httpClient is the base of extauth's outbound client
+	// (extauth.Options.HTTPClient): a test serving the demo and its
+	// development providers over HTTPS passes one that trusts its
+	// certificate.
+	httpClient *http.Client
+	// samlIdPMetadataURL, when set, replaces the development SAML IdP under
+	// /dev/saml with one the caller serves elsewhere. The HTTPS browser test
+	// puts it on another site, so that its POST to the callback is
+	// cross-site, as a real IdP's is.
+	samlIdPMetadataURL string
+}
+
 // newServer builds the demo's handler: the extauth routes, the pages, and
 // (without a config file) the development providers.
-func newServer(base, configPath, env string, logger *slog.Logger) (http.Handler, func(), error) {
+func newServer(base string, o serverOptions) (http.Handler, func(), error) {
+	logger := o.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	mux := http.NewServeMux()
 	var cfg *extauth.Config
 	var err error
-	if configPath == "" {
-		cfg, err = mountDevProviders(mux, base)
+	if o.configPath == "" {
+		cfg, err = mountDevProviders(mux, base, o.samlIdPMetadataURL)
 	} else {
 		var opts []extauth.ConfigOption
-		if env != "" {
-			opts = append(opts, extauth.Env(env))
+		if o.env != "" {
+			opts = append(opts, extauth.Env(o.env))
 		}
-		cfg, err = extauth.LoadConfig(configPath, opts...)
+		cfg, err = extauth.LoadConfig(o.configPath, opts...)
 		for _, w := range cfgWarnings(cfg) {
 			logger.Warn("config", "warning", w)
 		}
@@ -90,15 +114,16 @@ func newServer(base, configPath, env string, logger *slog.Logger) (http.Handler,
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := cookieKey(configPath != "")
+	key, err := cookieKey(o.configPath != "")
 	if err != nil {
 		return nil, nil, err
 	}
 	sessions := newSessions(strings.HasPrefix(base, "https://"))
 	a, err := extauth.New(cfg, extauth.Options{
-		BaseURL:   base,
-		CookieKey: key,
-		Logger:    logger,
+		BaseURL:    base,
+		CookieKey:  key,
+		Logger:     logger,
+		HTTPClient: o.httpClient,
 		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 			sessions.signIn(w, id)
 			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)

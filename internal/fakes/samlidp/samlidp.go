@@ -97,6 +97,10 @@ type Options struct {
 	// SPMetadataURL, when set, is fetched the first time an unknown SP
 	// asks to sign in, instead of registering it with RegisterSP.
 	SPMetadataURL string
+	// HTTPClient fetches SPMetadataURL (default: a client with a 5 s
+	// time-out); a test serving the SP over HTTPS passes one that trusts
+	// its certificate.
+	HTTPClient *http.Client
 }
 
 // IdP is the fake identity provider. It is an http.Handler.
@@ -108,6 +112,7 @@ type IdP struct {
 	auto    bool
 	user    User
 	spMDURL string
+	client  *http.Client
 	mu      sync.Mutex
 	knobs   Knobs
 	sps     map[string]*saml.EntityDescriptor
@@ -132,8 +137,12 @@ func New(opts Options) (*IdP, error) {
 	if u.NameID == "" {
 		u = DemoUser
 	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
 	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, spMDURL: opts.SPMetadataURL,
-		sps: map[string]*saml.EntityDescriptor{}}
+		client: client, sps: map[string]*saml.EntityDescriptor{}}
 	sub := func(path string) url.URL { c := *base; c.Path += path; return c }
 	p.idp = &saml.IdentityProvider{
 		Key:                     key,
@@ -335,7 +344,7 @@ func (p *IdP) fetchSP(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/xml"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth/internal/harness"
 )
@@ -55,7 +63,11 @@ func TestDemoBlogSignInAndOut(t *testing.T) {
 	if strings.Contains(me.Body, `"token":"`) && !strings.Contains(me.Body, `"token":"[REDACTED]"`) {
 		t.Errorf("/me.json shows a token: %s", me.Body)
 	}
+	from := len(b.Hops)
 	b.PostForm(base+"/logout", nil)
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/"}) {
+		t.Errorf("sign-out of an OAuth session went through %q", got)
+	}
 	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
 		t.Fatalf("/me.json after sign-out: %d", r.StatusCode)
 	}
@@ -132,6 +144,12 @@ func TestDemoSAMLSignIn(t *testing.T) {
 	if home := b.Get(base + "/"); !strings.Contains(home.Body, `action="/users/auth/saml"`) {
 		t.Fatalf("home page lists no SAML: %s", home.Body)
 	}
+	samlSignIn(t, b, base)
+}
+
+// samlSignIn signs b in through the development IdP's login page.
+func samlSignIn(t *testing.T, b *harness.Browser, base string) {
+	t.Helper()
 	// The SP fetches the IdP metadata in the background; the first
 	// attempts may answer 503 until it has.
 	var login *harness.Response
@@ -153,6 +171,103 @@ func TestDemoSAMLSignIn(t *testing.T) {
 	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">ada@example.org</b>`) {
 		t.Fatalf("after SAML sign-in: %s %s", page.URL, page.Body)
 	}
+}
+
+// hopPaths are the paths of the hops, without their queries.
+func hopPaths(t *testing.T, hops []string) []string {
+	t.Helper()
+	out := make([]string, len(hops))
+	for i, h := range hops {
+		u, err := url.Parse(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = u.Path
+	}
+	return out
+}
+
+// Signing out of a SAML session goes through single logout at the
+// development IdP and comes back signed out.
+func TestDemoSAMLSignOut(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	samlSignIn(t, b, base)
+
+	from := len(b.Hops)
+	page := b.PostForm(base+"/logout", nil)
+	hops := b.Hops[from:]
+	want := []string{"/logout", "/users/auth/saml/logout", "/dev/saml/slo", "/users/auth/saml/logout", "/"}
+	if got := hopPaths(t, hops); !slices.Equal(got, want) {
+		t.Fatalf("sign-out went through %q, want %q", got, want)
+	}
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, `id="signed-out"`) {
+		t.Fatalf("after sign-out: %d %s", page.StatusCode, page.Body)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("/me.json after sign-out: %d %s", r.StatusCode, r.Body)
+	}
+	if c := b.Cookie(base+"/", "demo_session"); c != nil {
+		t.Errorf("the session cookie outlived a confirmed logout")
+	}
+
+	// What the IdP was asked: to end ada's session, the one the sign-in
+	// made, in a LogoutRequest from the demo.
+	lr := logoutRequestOf(t, hops[2])
+	if lr.NameID == nil || lr.NameID.Value != "ada@example.org" || lr.SessionIndex == nil || lr.SessionIndex.Value == "" {
+		t.Errorf("LogoutRequest names %+v, session %+v", lr.NameID, lr.SessionIndex)
+	}
+	if lr.Issuer == nil || lr.Issuer.Value != base+"/saml" {
+		t.Errorf("LogoutRequest issued by %+v", lr.Issuer)
+	}
+	if r, _ := url.Parse(hops[3]); r.Query().Get("SAMLResponse") == "" {
+		t.Errorf("the IdP came back without a LogoutResponse: %s", hops[3])
+	}
+
+	// The put-aside session was for that one logout: the route alone does
+	// not go to the IdP again.
+	from = len(b.Hops)
+	again := b.Get(base + "/users/auth/saml/logout")
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/users/auth/saml/logout", "/"}) || again.StatusCode != http.StatusOK {
+		t.Fatalf("the logout route a second time: %d via %q", again.StatusCode, got)
+	}
+}
+
+// A LogoutResponse that does not verify fails the single logout, and does
+// not sign out someone who never asked to be.
+func TestDemoSAMLForgedLogoutResponse(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	samlSignIn(t, b, base)
+	forged := b.Get(base + "/users/auth/saml/logout?SAMLResponse=" + url.QueryEscape("PExvZ291dFJlc3BvbnNlLz4="))
+	if forged.StatusCode != http.StatusBadRequest || !strings.Contains(forged.Body, `id="slo-failed"`) || !strings.Contains(forged.Body, "invalid_response") {
+		t.Fatalf("forged LogoutResponse: %d %s", forged.StatusCode, forged.Body)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusOK {
+		t.Fatalf("a forged LogoutResponse signed the user out: %d", r.StatusCode)
+	}
+}
+
+// logoutRequestOf decodes the HTTP-Redirect binding's SAMLRequest of u.
+func logoutRequestOf(t *testing.T, u string) *saml.LogoutRequest {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(pu.Query().Get("SAMLRequest"))
+	if err != nil {
+		t.Fatalf("SAMLRequest of %s: %v", pu.Path, err)
+	}
+	x, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lr saml.LogoutRequest
+	if err := xml.Unmarshal(x, &lr); err != nil {
+		t.Fatal(err)
+	}
+	return &lr
 }
 
 // The OpenID Connect development providers sign in through their consent

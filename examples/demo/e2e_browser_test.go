@@ -165,6 +165,9 @@ type tab struct {
 	// the query left out: callback queries carry codes and states.
 	docs       []string
 	lastStatus int64
+	// navs lists the document requests in order, redirects included, as
+	// "METHOD URL" without the query.
+	navs []string
 }
 
 func (b *browser) open(t *testing.T, d *demo) *tab {
@@ -193,19 +196,51 @@ func (b *browser) open(t *testing.T, d *demo) *tab {
 
 // record runs on the browser's reader goroutine; it must only note things.
 func (tb *tab) record(ev any) {
+	if req, ok := ev.(*network.EventRequestWillBeSent); ok && req.Type == network.ResourceTypeDocument && req.Request != nil {
+		tb.mu.Lock()
+		tb.navs = append(tb.navs, req.Request.Method+" "+withoutQuery(req.Request.URL))
+		tb.mu.Unlock()
+		return
+	}
 	resp, ok := ev.(*network.EventResponseReceived)
 	if !ok || resp.Type != network.ResourceTypeDocument || resp.Response == nil {
 		return
 	}
-	u := resp.Response.URL
-	if p, err := url.Parse(u); err == nil {
-		p.RawQuery, p.Fragment = "", ""
-		u = p.String()
-	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	tb.docs = append(tb.docs, fmt.Sprintf("%d %s", resp.Response.Status, u))
+	tb.docs = append(tb.docs, fmt.Sprintf("%d %s", resp.Response.Status, withoutQuery(resp.Response.URL)))
 	tb.lastStatus = resp.Response.Status
+}
+
+// withoutQuery drops the query and fragment, which carry codes, states and
+// SAML messages.
+func withoutQuery(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	p.RawQuery, p.Fragment = "", ""
+	return p.String()
+}
+
+// navigations returns the document requests from the n-th on, with the
+// demo's origin left out of its own URLs.
+func (tb *tab) navigations(n int) []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var out []string
+	for _, nav := range tb.navs[min(n, len(tb.navs)):] {
+		method, u, _ := strings.Cut(nav, " ")
+		out = append(out, method+" "+strings.TrimPrefix(u, tb.demo.base))
+	}
+	return out
+}
+
+// navigated is how many document requests the tab has made so far.
+func (tb *tab) navigated() int {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return len(tb.navs)
 }
 
 // status is the HTTP status of the document the tab shows now.
@@ -390,8 +425,9 @@ func (tb *tab) saveArtifacts(b *browser) (string, error) {
 	}
 	tb.mu.Lock()
 	docs := strings.Join(tb.docs, "\n")
+	navs := strings.Join(tb.navs, "\n")
 	tb.mu.Unlock()
-	logText := "document responses:\n" + docs + "\n\ndemo log:\n" + tb.demo.log.String() + "\nchromium output:\n" + b.output.String()
+	logText := "document requests:\n" + navs + "\n\ndocument responses:\n" + docs + "\n\ndemo log:\n" + tb.demo.log.String() + "\nchromium output:\n" + b.output.String()
 	if err := os.WriteFile(stem+".log", []byte(logText), 0o644); err != nil {
 		errs = append(errs, err)
 	}

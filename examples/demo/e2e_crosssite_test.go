@@ -188,7 +188,7 @@ func startCrossSiteSAML(t *testing.T) *crossSiteSAML {
 	return x
 }
 
-func TestE2ESAMLCrossSitePOSTOverHTTPS(t *testing.T) {
+func TestE2ESAMLCrossSiteOverHTTPS(t *testing.T) {
 	x := startCrossSiteSAML(t)
 	// Only the test's own certificate is in question, and the Go clients
 	// check it against the test's pool.
@@ -284,5 +284,26 @@ func TestE2ESAMLCrossSitePOSTOverHTTPS(t *testing.T) {
 		if isTxCookie(c.Name, "saml") {
 			t.Errorf("%s is still in the browser after the callback", c.Name)
 		}
+	}
+
+	// Single logout across the two sites: the IdP's LogoutResponse comes
+	// back with a cross-site redirect, a top-level GET.
+	n, before := tb.navigated(), len(x.rec.arrivals())
+	tb.do("signing out", click("#logout"), chromedp.WaitVisible(chromedp.ID("signed-out")))
+	want := []string{"POST /logout", "GET /users/auth/saml/logout", "GET " + x.idpBase + "/saml/slo", "GET /users/auth/saml/logout", "GET /"}
+	if got := tb.navigations(n); !slices.Equal(got, want) {
+		t.Errorf("sign-out went through %q, want %q", got, want)
+	}
+	var back []string
+	for _, a := range x.rec.arrivals()[before:] {
+		if a.path == "/users/auth/saml/logout" {
+			back = append(back, a.fetchSite)
+		}
+	}
+	if !slices.Equal(back, []string{"same-origin", "cross-site"}) {
+		t.Errorf("the logout route saw Sec-Fetch-Site %q, want same-origin (from the sign-out form) then cross-site (from the IdP)", back)
+	}
+	if me := tb.fetch("/me.json"); me.Status != http.StatusNotFound {
+		t.Errorf("/me.json after single logout: %d %s", me.Status, me.Body)
 	}
 }

@@ -23,7 +23,14 @@ type e2eProvider struct {
 	// txCookie is how the browser must hold the sign-in transaction cookie
 	// while the user is on the provider's pages.
 	txCookie cookieWant
+	// signOut lists the document requests the home page's Sign out button
+	// leads to, "METHOD path" for the demo's own pages; nil means the
+	// demo's local sign-out alone, localSignOut.
+	signOut []string
 }
+
+// localSignOut is a sign-out that never leaves the demo.
+var localSignOut = []string{"POST /logout", "GET /"}
 
 // steps are browser actions in order; click (e2e_browser_test.go) with a
 // CSS selector is the usual one. A login form would add
@@ -82,10 +89,15 @@ func e2eProviders() []e2eProvider {
 			// On plain HTTP the cookie cannot be SameSite=None (browsers
 			// demand Secure for it), and the development IdP shares the
 			// demo's origin, so its POST is same-site and Lax suffices.
-			// TestE2ESAMLCrossSitePOSTOverHTTPS (e2e_crosssite_test.go)
+			// TestE2ESAMLCrossSiteOverHTTPS (e2e_crosssite_test.go)
 			// serves the demo over HTTPS with the IdP on another site and
 			// expects {network.CookieSameSiteNone, true, "/users/auth/saml/callback"}.
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+			// Sign-out is SAML single logout: the logout route sends a
+			// LogoutRequest to the IdP, whose LogoutResponse comes back to
+			// the same route, which then goes home.
+			signOut: []string{"POST /logout", "GET /users/auth/saml/logout", "GET /dev/saml/slo",
+				"GET /users/auth/saml/logout", "GET /"},
 		},
 		{
 			name: "oidc",

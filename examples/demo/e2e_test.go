@@ -88,7 +88,15 @@ func TestE2ESignIn(t *testing.T) {
 				t.Errorf("/me.json says %s/%s, want %s/%s", id.Provider, id.UID, p.name, p.uid)
 			}
 
+			n := tb.navigated()
 			tb.do("signing out", click("#logout"), chromedp.WaitVisible(chromedp.ID("signed-out")))
+			want := p.signOut
+			if want == nil {
+				want = localSignOut
+			}
+			if got := tb.navigations(n); !slices.Equal(got, want) {
+				t.Errorf("sign-out went through %q, want %q", got, want)
+			}
 			if me := tb.fetch("/me.json"); me.Status != http.StatusNotFound {
 				t.Fatalf("/me.json after sign-out: %d %s", me.Status, me.Body)
 			}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/samlsp"
 )
 
 func main() {
@@ -124,6 +125,8 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 		CookieKey:  key,
 		Logger:     logger,
 		HTTPClient: o.httpClient,
+		// Sign-out of a SAML session goes through single logout (pages.go).
+		SAML: samlsp.Options{Logout: samlsp.LogoutHooks{Session: sessions.logoutSession, Done: sessions.logoutDone}},
 		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 			sessions.signIn(w, id)
 			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
@@ -133,7 +136,7 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 		return nil, nil, err
 	}
 	a.Mount(mux)
-	pages := &pages{auth: a, sessions: sessions}
+	pages := &pages{auth: a, sessions: sessions, samlLogout: samlLogoutPath(a)}
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)

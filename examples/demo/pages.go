@@ -7,8 +7,10 @@ import (
 	"html/template"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // sessions is the demo's own sign-in session: an in-memory map from a random
@@ -17,12 +19,26 @@ type sessions struct {
 	secure bool
 	mu     sync.Mutex
 	byID   map[string]*extauth.Identity
+	// leaving holds, for a session signed out here whose IdP still has to
+	// end its own, what the SAML logout route asks for: only for the one
+	// redirect between the sign-out form and that route.
+	leaving map[string]pendingLogout
 }
 
-const sessionCookie = "demo_session"
+type pendingLogout struct {
+	session samlsp.LogoutSession
+	until   time.Time
+}
+
+const (
+	sessionCookie = "demo_session"
+	// logoutWindow is how long the browser has to follow the redirect from
+	// the sign-out form to the SAML logout route.
+	logoutWindow = time.Minute
+)
 
 func newSessions(secure bool) *sessions {
-	return &sessions{secure: secure, byID: map[string]*extauth.Identity{}}
+	return &sessions{secure: secure, byID: map[string]*extauth.Identity{}, leaving: map[string]pendingLogout{}}
 }
 
 func (s *sessions) signIn(w http.ResponseWriter, id *extauth.Identity) {
@@ -51,12 +67,82 @@ func (s *sessions) signOut(w http.ResponseWriter, r *http.Request) {
 		delete(s.byID, sid)
 		s.mu.Unlock()
 	}
+	s.clearCookie(w)
+}
+
+func (s *sessions) clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// signOutForSAML ends the local session of a SAML sign-in at once and keeps
+// its NameID and SessionIndex for the SAML logout route, which asks the IdP
+// to end its session too. The cookie stays until the IdP has answered, to
+// find them again; it no longer names a signed-in user. It reports false
+// for sessions that are not SAML ones.
+func (s *sessions) signOutForSAML(r *http.Request) bool {
+	sid, id := s.current(r)
+	if id == nil || id.SAML == nil || id.SAML.NameID == "" {
+		return false
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byID, sid)
+	for k, p := range s.leaving {
+		if now.After(p.until) {
+			delete(s.leaving, k)
+		}
+	}
+	s.leaving[sid] = pendingLogout{
+		session: samlsp.LogoutSession{NameID: id.SAML.NameID, NameIDFormat: id.SAML.NameIDFormat, SessionIndex: id.SAML.SessionIndex},
+		until:   now.Add(logoutWindow),
+	}
+	return true
+}
+
+// logoutSession is the SAML logout route's Session hook: the IdP session
+// that signOutForSAML put aside for this browser, once.
+func (s *sessions) logoutSession(r *http.Request) (samlsp.LogoutSession, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return samlsp.LogoutSession{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.leaving[c.Value]
+	delete(s.leaving, c.Value)
+	if !ok || time.Now().After(p.until) {
+		return samlsp.LogoutSession{}, false
+	}
+	return p.session, true
+}
+
+var logoutFailed = template.Must(template.New("logout").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Single logout failed</title></head>
+<body><h1>Single logout failed</h1><p id="slo-failed">{{.Message}}</p><p><code>{{.Code}}</code></p>
+<p>This demo no longer knows you; the identity provider may still do.</p><p><a href="/">Home</a></p></body></html>
+`))
+
+// logoutDone is the SAML logout route's Done hook. After the IdP confirmed
+// the logout the stale cookie goes too. A failed logout message leaves the
+// cookie alone: anyone can send a browser to the logout route with a bad one,
+// and that must not sign the user out.
+func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+	if err == nil {
+		s.clearCookie(w)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(err.Code.HTTPStatus())
+	logoutFailed.Execute(w, err)
 }
 
 type pages struct {
 	auth     *extauth.Auth
 	sessions *sessions
+	// samlLogout is the SAML single logout route, "" without SAML.
+	samlLogout string
 }
 
 var home = template.Must(template.New("home").Parse(`<!doctype html>
@@ -109,6 +195,23 @@ func (p *pages) logout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-site sign-out refused", http.StatusForbidden)
 		return
 	}
+	// A SAML sign-in ends at the IdP as well: single logout through the
+	// logout route, which comes back home once the IdP has confirmed.
+	if p.samlLogout != "" && p.sessions.signOutForSAML(r) {
+		http.Redirect(w, r, p.samlLogout, http.StatusSeeOther)
+		return
+	}
 	p.sessions.signOut(w, r)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// samlLogoutPath is the path of the SAML single logout route, or "" when
+// SAML is not mounted.
+func samlLogoutPath(a *extauth.Auth) string {
+	for _, rt := range a.Routes() {
+		if rt.Provider == extauth.SAML && rt.Purpose == "logout" {
+			return rt.Path
+		}
+	}
+	return ""
 }

@@ -302,6 +302,10 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		return
 	}
 	tx, err := a.openTransaction(w, r, s)
+	if errors.Is(err, errNoTransaction) && acceptsUnsolicited(s) {
+		a.log.Info("extauth: unsolicited callback", "provider", name)
+		tx, err = a.unsolicitedTransaction(s), nil
+	}
 	if err != nil {
 		a.fail(w, r, format, &Error{Code: providers.CodeInvalidState, Provider: name,
 			Message: "this sign-in is not valid any more; please start again", Err: err})
@@ -325,18 +329,23 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 	a.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format)), id)
 }
 
+// errNoTransaction is openTransaction's error when the callback names no
+// transaction cookie of this browser's at all, as opposed to one that is
+// present but bad: only then may a callback be unsolicited.
+var errNoTransaction = errors.New("no transaction cookie for this state")
+
 // openTransaction finds the cookie named by the callback's binding, opens
 // it, checks it belongs to this provider, is live, matches the binding, and
 // has not been used; then expires it.
 func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s providers.Strategy) (*providers.Transaction, error) {
 	binding := s.Binding(r)
 	if binding == "" {
-		return nil, errors.New("callback carries no state")
+		return nil, fmt.Errorf("callback carries no state: %w", errNoTransaction)
 	}
 	name := a.cookieName(s, binding)
 	c, err := r.Cookie(name)
 	if err != nil {
-		return nil, errors.New("no transaction cookie for this state")
+		return nil, errNoTransaction
 	}
 	// The cookie is spent whatever happens next.
 	http.SetCookie(w, a.txCookie(s, name, "", -1))
@@ -365,6 +374,26 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 		return nil, errors.New("transaction already used")
 	}
 	return &tx, nil
+}
+
+func acceptsUnsolicited(s providers.Strategy) bool {
+	u, ok := s.(providers.UnsolicitedCallback)
+	return ok && u.AcceptsUnsolicited()
+}
+
+// unsolicitedTransaction stands in for the transaction of a callback that no
+// sign-in of ours started. Nothing in it comes from the request: in
+// particular not the posted RelayState, which for IdP-initiated SAML is
+// whatever the IdP, or whoever made the browser post, chose; the sign-in
+// ends at "/". Complete sees no RequestID and checks the answer as
+// unsolicited; its own replay checks make it single-use.
+func (a *Auth) unsolicitedTransaction(s providers.Strategy) *providers.Transaction {
+	return &providers.Transaction{
+		ID:       randomString(16),
+		Provider: s.Name(),
+		ReturnTo: "/",
+		Expires:  a.now().Add(a.ttl),
+	}
 }
 
 // cookieName derives the per-transaction cookie name from the binding, so a

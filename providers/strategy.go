@@ -50,6 +50,21 @@ type CrossSiteCallback interface {
 	CrossSiteCallback() bool
 }
 
+// UnsolicitedCallback is implemented by strategies whose provider may send
+// the browser to the callback without a sign-in of ours having started, as a
+// SAML IdP does for IdP-initiated sign-on. When AcceptsUnsolicited reports
+// true, a callback whose binding names no transaction cookie of this
+// browser's is handed to Complete with a fresh transaction that carries
+// nothing from the request: no RequestID, no Binding, ReturnTo "/". Complete
+// must then verify the answer as unsolicited. Otherwise, and for every other
+// strategy, such a callback is refused as invalid_state.
+//
+// Unsolicited sign-ins cannot be bound to the browser, so they allow login
+// CSRF: enable them only where the provider requires it.
+type UnsolicitedCallback interface {
+	AcceptsUnsolicited() bool
+}
+
 // BodyLimiter is implemented by strategies that accept callback bodies larger
 // than the routes' default bound of 64 KiB (SAML responses).
 type BodyLimiter interface {

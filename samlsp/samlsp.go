@@ -108,7 +108,10 @@ type Options struct {
 	// EntitiesDescriptor with several IdPs.
 	IdPEntityID string
 	// AllowIDPInitiated accepts unsolicited responses (no AuthnRequest of
-	// ours). Off by default: they are a login-CSRF and replay vector.
+	// ours) on the callback route, which then ends at "/" whatever the
+	// posted RelayState says. Off by default: nothing binds such a response
+	// to the browser, so any site can sign a visitor in to the attacker's
+	// account (login CSRF); each assertion is still accepted once only.
 	AllowIDPInitiated bool
 	// MaxResponseBytes bounds the decoded SAMLResponse (default 512 KiB).
 	MaxResponseBytes int64
@@ -152,9 +155,10 @@ type SP struct {
 }
 
 var (
-	_ providers.Strategy          = (*SP)(nil)
-	_ providers.CrossSiteCallback = (*SP)(nil)
-	_ providers.BodyLimiter       = (*SP)(nil)
+	_ providers.Strategy            = (*SP)(nil)
+	_ providers.CrossSiteCallback   = (*SP)(nil)
+	_ providers.BodyLimiter         = (*SP)(nil)
+	_ providers.UnsolicitedCallback = (*SP)(nil)
 )
 
 // New checks cfg, builds the service provider and starts fetching the IdP
@@ -276,6 +280,10 @@ func (sp *SP) Name() string { return Name }
 // CrossSiteCallback is true: the IdP returns the browser with a cross-site
 // POST, so the transaction cookie must be SameSite=None on the callback path.
 func (sp *SP) CrossSiteCallback() bool { return true }
+
+// AcceptsUnsolicited reports Options.AllowIDPInitiated: whether the routes
+// may pass a callback without a transaction to Complete.
+func (sp *SP) AcceptsUnsolicited() bool { return sp.opts.AllowIDPInitiated }
 
 // MaxCallbackBytes bounds the callback body: the base64 of the largest
 // response we accept, plus room for RelayState and form encoding.

@@ -281,6 +281,12 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.idp.ServeSSO(w, r)
 	case "/unsolicited":
+		// The login page is built for a solicited request; crewjam's
+		// IdP-initiated flow has none to show it with.
+		if !p.auto {
+			http.Error(w, "unsolicited sign-in needs AutoApprove", http.StatusNotFound)
+			return
+		}
 		sp := r.URL.Query().Get("sp")
 		p.idp.ServeIDPInitiated(w, r, sp, r.URL.Query().Get("RelayState"))
 	case "/slo":

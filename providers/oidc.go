@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -710,20 +709,9 @@ func (s *OIDC) verify(ctx context.Context, d *discovered, rawID, accessToken, no
 // provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
 // otherwise its claims could describe someone else.
 func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.userInfoURL, nil)
+	resp, body, err := get(ctx, s.client, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
 	if err != nil {
-		return nil, NewError(CodeMisconfigured, "userinfo: bad URL", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+accessToken)
-	req.Header.Set("Accept", "application/json, application/jwt")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, TransportError(err, "userinfo")
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, TransportError(err, "userinfo")
+		return nil, err
 	}
 	switch {
 	case resp.StatusCode >= 500:

@@ -35,10 +35,8 @@ type app struct {
 	Auth  *extauth.Auth
 	Fake  *wpoauth.Server
 	Logs  *bytes.Buffer
-	mu    sync.Mutex
-	Got   []*extauth.Identity
-	Ret   []string
 	clock *clock
+	signIns
 }
 
 type clock struct {
@@ -67,15 +65,9 @@ func newApp(t *testing.T, edit func(*extauth.Options)) *app {
 		o := extauth.Options{
 			BaseURL:   base,
 			CookieKey: testKey,
-			Logger:    slog.New(slog.NewTextHandler(&syncWriter{w: a.Logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Logger:    debugLogger(a.Logs),
 			Now:       a.clock.Now,
-			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-				a.mu.Lock()
-				a.Got = append(a.Got, id)
-				a.Ret = append(a.Ret, extauth.ReturnTo(r))
-				a.mu.Unlock()
-				fmt.Fprintf(w, "signed in as %s", id.UID)
-			},
+			OnSuccess: a.onSuccess,
 		}
 		if edit != nil {
 			edit(&o)
@@ -104,10 +96,32 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-func (a *app) identities() []*extauth.Identity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]*extauth.Identity(nil), a.Got...)
+// debugLogger writes every record, as text, to buf; requests log from
+// several goroutines, hence the lock.
+func debugLogger(buf *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&syncWriter{w: buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// signIns records what an application's success hook saw.
+type signIns struct {
+	mu  sync.Mutex
+	Got []*extauth.Identity
+	Ret []string // extauth.ReturnTo seen by the hook
+}
+
+// onSuccess is the success hook.
+func (s *signIns) onSuccess(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+	s.mu.Lock()
+	s.Got = append(s.Got, id)
+	s.Ret = append(s.Ret, extauth.ReturnTo(r))
+	s.mu.Unlock()
+	fmt.Fprintf(w, "signed in as %s", id.UID)
+}
+
+func (s *signIns) identities() []*extauth.Identity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*extauth.Identity(nil), s.Got...)
 }
 
 // start runs authorize without following, and returns the provider URL.

@@ -3,8 +3,6 @@ package extauth_test
 import (
 	"bytes"
 	"crypto"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -53,9 +51,7 @@ type oidcApp struct {
 	Google *oidcop.OP
 	Logs   *bytes.Buffer
 	clock  *clock
-	mu     sync.Mutex
-	Got    []*extauth.Identity
-	Ret    []string // extauth.ReturnTo seen by the hook
+	signIns
 }
 
 type oidcSetup struct {
@@ -116,15 +112,9 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 		o := extauth.Options{
 			BaseURL:   base,
 			CookieKey: testKey,
-			Logger:    slog.New(slog.NewTextHandler(&syncWriter{w: a.Logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Logger:    debugLogger(a.Logs),
 			Now:       a.clock.Now,
-			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-				a.mu.Lock()
-				a.Got = append(a.Got, id)
-				a.Ret = append(a.Ret, extauth.ReturnTo(r))
-				a.mu.Unlock()
-				fmt.Fprintf(w, "signed in as %s", id.UID)
-			},
+			OnSuccess: a.onSuccess,
 		}
 		if s.opts != nil {
 			s.opts(&o)
@@ -140,12 +130,6 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 	})
 	a.URL = srv.URL
 	return a
-}
-
-func (a *oidcApp) identities() []*extauth.Identity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]*extauth.Identity(nil), a.Got...)
 }
 
 // callbackURL starts a sign-in with a browser that does not follow

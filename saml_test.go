@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"encoding/xml"
-	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -38,10 +37,8 @@ type samlApp struct {
 	URL   string
 	Auth  *extauth.Auth
 	IdP   *samlidp.IdP
-	mu    sync.Mutex
-	Got   []*extauth.Identity
-	Ret   []string
 	store extauth.Store
+	signIns
 }
 
 // newSAMLIdP starts a fake IdP signing in the demo user without a page.
@@ -71,13 +68,7 @@ func newSAMLApp(t *testing.T, idp *samlidp.IdP, edit func(*extauth.Config, *exta
 			CookieKey: testKey,
 			Store:     a.store,
 			Logger:    slog.New(slog.DiscardHandler),
-			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-				a.mu.Lock()
-				a.Got = append(a.Got, id)
-				a.Ret = append(a.Ret, extauth.ReturnTo(r))
-				a.mu.Unlock()
-				fmt.Fprintf(w, "signed in as %s", id.UID)
-			},
+			OnSuccess: a.onSuccess,
 		}
 		if edit != nil {
 			edit(cfg, &o)
@@ -129,12 +120,6 @@ func (a *samlApp) waitReady() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func (a *samlApp) identities() []*extauth.Identity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]*extauth.Identity(nil), a.Got...)
 }
 
 // authorize starts a sign-in through the .json authorize route and returns

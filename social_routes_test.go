@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -85,7 +84,7 @@ func newSocialApp(t *testing.T, edit func(*socialSetup)) *socialApp {
 			BaseURL:   base,
 			CookieKey: testKey,
 			Timeout:   set.timeout,
-			Logger:    slog.New(slog.NewTextHandler(&syncWriter{w: a.Logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Logger:    debugLogger(a.Logs),
 			Extra:     []extauth.Strategy{providers.Goth(gh)},
 			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 				a.mu.Lock()

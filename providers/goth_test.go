@@ -52,17 +52,7 @@ func (rig *gothRig) begin() (*providers.Transaction, string) {
 
 func (rig *gothRig) consent(authURL string) *http.Request {
 	rig.t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
-	if err != nil {
-		rig.t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if !strings.HasPrefix(loc, ghCallback+"?") {
-		rig.t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, loc)
-	}
-	return httptest.NewRequest(http.MethodGet, loc, nil)
+	return followConsent(rig.t, authURL, ghCallback)
 }
 
 func TestGothHappyPath(t *testing.T) {

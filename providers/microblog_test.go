@@ -66,16 +66,25 @@ func (rig *mbRig) begin() (*providers.Transaction, string, error) {
 // returns the callback request it redirects to.
 func (rig *mbRig) consent(authURL string) *http.Request {
 	rig.t.Helper()
+	return followConsent(rig.t, authURL, mbCallback)
+}
+
+// followConsent visits a fake provider's consent page like a browser, the
+// fake approving at once, and returns the request for the callback it
+// redirects to, without the fragment a browser keeps to itself.
+func followConsent(t *testing.T, consentURL, callback string) *http.Request {
+	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
+	resp, err := c.Get(consentURL)
 	if err != nil {
-		rig.t.Fatal(err)
+		t.Fatal(err)
 	}
 	resp.Body.Close()
 	loc := resp.Header.Get("Location")
-	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, mbCallback+"?") {
-		rig.t.Fatalf("authenticate answered %d, Location %q", resp.StatusCode, loc)
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, callback+"?") {
+		t.Fatalf("consent page answered %d, Location %q", resp.StatusCode, loc)
 	}
+	loc, _, _ = strings.Cut(loc, "#")
 	return httptest.NewRequest(http.MethodGet, loc, nil)
 }
 

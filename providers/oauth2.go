@@ -66,23 +66,37 @@ func tokenError(err error) *Error {
 	return TransportError(err, "token exchange")
 }
 
-// getJSON fetches url with the access token in the Authorization header
-// (never in the query) and decodes the JSON object it returns.
-func getJSON(ctx context.Context, client *http.Client, url, accessToken, what string) (map[string]any, error) {
+// get GETs url through client, with accessToken in the Authorization
+// header (never in the query) when it is set, and returns the answer with
+// its whole body, which the client bounds. A URL that makes no request is
+// CodeMisconfigured; a transport failure is classified by TransportError.
+func get(ctx context.Context, client *http.Client, url, accessToken, accept, what string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, NewError(CodeMisconfigured, what+": bad URL", err)
+		return nil, nil, NewError(CodeMisconfigured, what+": bad URL", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+accessToken)
-	req.Header.Set("Accept", "application/json")
+	if accessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+accessToken)
+	}
+	req.Header.Set("Accept", accept)
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, TransportError(err, what)
+		return nil, nil, TransportError(err, what)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, TransportError(err, what)
+		return nil, nil, TransportError(err, what)
+	}
+	return resp, body, nil
+}
+
+// getJSON fetches url with the access token and decodes the JSON object it
+// returns.
+func getJSON(ctx context.Context, client *http.Client, url, accessToken, what string) (map[string]any, error) {
+	resp, body, err := get(ctx, client, url, accessToken, "application/json", what)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -369,9 +368,9 @@ func (s *OIDC) providerError(err error) *Error {
 	return e
 }
 
-// discoveryDoc is the part of the provider metadata we use (OIDC Discovery
-// 3, RFC 9207 3).
-type discoveryDoc struct {
+// OIDCDiscovery is the part of an OpenID Provider's discovery document
+// the OIDC strategy reads (OIDC Discovery 3, RFC 9207 3).
+type OIDCDiscovery struct {
 	Issuer                string   `json:"issuer"`
 	AuthorizationEndpoint string   `json:"authorization_endpoint"`
 	TokenEndpoint         string   `json:"token_endpoint"`
@@ -388,7 +387,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 	if err != nil {
 		return nil, err
 	}
-	var doc discoveryDoc
+	var doc OIDCDiscovery
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, NewError(CodeProviderUnavailable, "the provider's discovery document is malformed", fmt.Errorf("discovery: %w", err))
 	}
@@ -409,12 +408,12 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		if ep.url == "" && ep.name == "userinfo_endpoint" {
 			continue
 		}
-		if err := s.checkEndpoint(ep.url); err != nil {
+		if err := CheckOIDCEndpoint(ep.url, s.issuer); err != nil {
 			return nil, NewError(CodeMisconfigured, "the provider's discovery document has an unusable endpoint",
 				fmt.Errorf("discovery: %s %.200q: %w", ep.name, ep.url, err))
 		}
 	}
-	algs := s.allowedAlgs(doc.SigningAlgs)
+	algs := OIDCAcceptedAlgs(doc.SigningAlgs, s.opts.SigningAlgs)
 	if len(algs) == 0 {
 		return nil, NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
 			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
@@ -452,17 +451,47 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 	}, nil
 }
 
-// checkEndpoint refuses endpoints that would send our secret or a code in
-// the clear when the issuer itself is https.
-func (s *OIDC) checkEndpoint(raw string) error {
+// CheckOIDCEndpoint applies the OIDC strategy's rule to an endpoint from
+// the discovery document of issuer: an absolute URL, https unless the
+// issuer itself is plain http (which the strategy allows only on a
+// loopback host) and the endpoint is on a loopback host too. Anything else
+// could send the client secret or a code in the clear.
+func CheckOIDCEndpoint(raw, issuer string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil {
-		return errors.New("not an absolute URL")
+		return errors.New("is not an absolute URL")
 	}
-	if u.Scheme == "https" || (u.Scheme == "http" && strings.HasPrefix(s.issuer, "http:") && isLoopback(u.Hostname())) {
+	if u.Scheme == "https" || (u.Scheme == "http" && strings.HasPrefix(issuer, "http:") && isLoopback(u.Hostname())) {
 		return nil
 	}
 	return errors.New("must be https")
+}
+
+// OIDCSigningAlgs returns the algorithms the OIDC strategy accepts ID
+// tokens signed with when OIDCOptions.SigningAlgs is empty: the asymmetric
+// ones. "none" and the HMAC algorithms never are.
+func OIDCSigningAlgs() []string { return slices.Clone(asymmetricAlgs) }
+
+// OIDCAcceptedAlgs returns the algorithms the OIDC strategy accepts ID
+// tokens signed with from a provider that advertises advertised
+// (id_token_signing_alg_values_supported; RS256, the one algorithm OIDC
+// requires, when empty): those of allow (OIDCOptions.SigningAlgs, or
+// OIDCSigningAlgs when empty) the provider advertises, in allow's order.
+// None means no sign-in can succeed.
+func OIDCAcceptedAlgs(advertised, allow []string) []string {
+	if len(advertised) == 0 {
+		advertised = []string{oidc.RS256}
+	}
+	if len(allow) == 0 {
+		allow = asymmetricAlgs
+	}
+	var out []string
+	for _, a := range allow {
+		if slices.Contains(advertised, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func (s *OIDC) allowList() []string {
@@ -472,32 +501,29 @@ func (s *OIDC) allowList() []string {
 	return asymmetricAlgs
 }
 
-// allowedAlgs intersects our allow-list with what the provider advertises
-// (RS256 when it advertises nothing, the one algorithm OIDC requires).
-func (s *OIDC) allowedAlgs(advertised []string) []string {
-	if len(advertised) == 0 {
-		advertised = []string{oidc.RS256}
+// OIDCAuthMethod returns the client authentication method the OIDC
+// strategy uses at a token endpoint that supports supported
+// (token_endpoint_auth_methods_supported) when OIDCOptions.AuthMethod
+// names none: client_secret_basic, the default of OIDC Discovery 3, unless
+// the provider lists only client_secret_post. ok is false when it lists
+// neither, and no sign-in can succeed.
+func OIDCAuthMethod(supported []string) (method string, ok bool) {
+	switch {
+	case len(supported) == 0 || slices.Contains(supported, AuthMethodBasic):
+		return AuthMethodBasic, true
+	case slices.Contains(supported, AuthMethodPost):
+		return AuthMethodPost, true
 	}
-	var out []string
-	for _, a := range s.allowList() {
-		if slices.Contains(advertised, a) {
-			out = append(out, a)
-		}
-	}
-	return out
+	return "", false
 }
 
-// authStyle picks client_secret_basic, the default of OIDC Discovery 3,
-// unless the provider lists only client_secret_post (or the options say).
+// authStyle picks the client authentication method: the options', or
+// OIDCAuthMethod's.
 func (s *OIDC) authStyle(supported []string) (oauth2.AuthStyle, error) {
 	method := s.opts.AuthMethod
 	if method == "" {
-		switch {
-		case len(supported) == 0 || slices.Contains(supported, AuthMethodBasic):
-			method = AuthMethodBasic
-		case slices.Contains(supported, AuthMethodPost):
-			method = AuthMethodPost
-		default:
+		var ok bool
+		if method, ok = OIDCAuthMethod(supported); !ok {
 			return 0, NewError(CodeMisconfigured, "the provider supports no client authentication method extauth has",
 				fmt.Errorf("discovery: token_endpoint_auth_methods_supported %q has neither %s nor %s", supported, AuthMethodBasic, AuthMethodPost))
 		}
@@ -683,20 +709,9 @@ func (s *OIDC) verify(ctx context.Context, d *discovered, rawID, accessToken, no
 // provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
 // otherwise its claims could describe someone else.
 func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.userInfoURL, nil)
+	resp, body, err := get(ctx, s.client, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
 	if err != nil {
-		return nil, NewError(CodeMisconfigured, "userinfo: bad URL", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+accessToken)
-	req.Header.Set("Accept", "application/json, application/jwt")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, TransportError(err, "userinfo")
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, TransportError(err, "userinfo")
+		return nil, err
 	}
 	switch {
 	case resp.StatusCode >= 500:

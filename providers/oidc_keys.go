@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -229,19 +228,9 @@ func (k *keySet) verifyCached(jws *jose.JSONWebSignature, hdr jose.Header) ([]by
 // fetchDocument GETs a provider document (discovery, key set) through the
 // bounded client and returns its body, classifying every failure.
 func fetchDocument(ctx context.Context, client *http.Client, url, what string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, body, err := get(ctx, client, url, "", "application/json", what)
 	if err != nil {
-		return nil, NewError(CodeMisconfigured, what+": bad URL", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, TransportError(err, what)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, TransportError(err, what)
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		code := CodeInvalidResponse

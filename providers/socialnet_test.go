@@ -73,22 +73,11 @@ func (rig *snRig) begin() (*providers.Transaction, string) {
 	return tx, u
 }
 
-// consent visits the dialog like a browser and returns the callback request.
+// consent visits the dialog like a browser and returns the callback
+// request, without the #_=_ the dialog appends.
 func (rig *snRig) consent(dialogURL string) *http.Request {
 	rig.t.Helper()
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(dialogURL)
-	if err != nil {
-		rig.t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, snCallback+"?") {
-		rig.t.Fatalf("dialog answered %d, Location %q", resp.StatusCode, loc)
-	}
-	// Browsers never send the fragment.
-	loc, _, _ = strings.Cut(loc, "#")
-	return httptest.NewRequest(http.MethodGet, loc, nil)
+	return followConsent(rig.t, dialogURL, snCallback)
 }
 
 func TestSocialnetHappyPath(t *testing.T) {

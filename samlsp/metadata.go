@@ -146,44 +146,104 @@ func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 	return parseMetadata(body, c.sp.opts.IdPEntityID, c.sp.env.Now(), c.sp.opts.MetadataRefresh)
 }
 
-// parseMetadata reads an EntityDescriptor or an EntitiesDescriptor (nested
-// to any depth) and picks the IdP: the one named entityID, or the only one.
+// parseMetadata reads the metadata with ParseIdPMetadata and schedules its
+// next refresh.
 func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh time.Duration) (*idpMetadata, error) {
-	if err := checkXML(body); err != nil {
+	pm, err := ParseIdPMetadata(body, entityID, now)
+	if err != nil {
 		return nil, fmt.Errorf("saml metadata: %w", err)
 	}
+	md := &idpMetadata{entity: pm.Entity, certs: pm.SigningCerts, fetched: now}
+	for _, d := range pm.Entity.IDPSSODescriptors {
+		for _, s := range d.SingleSignOnServices {
+			if s.Binding == saml.HTTPRedirectBinding && md.ssoRedirect == "" {
+				md.ssoRedirect = s.Location
+			}
+			if s.Binding == saml.HTTPPostBinding && md.ssoPost == "" {
+				md.ssoPost = s.Location
+			}
+		}
+		for _, s := range d.SingleLogoutServices {
+			if s.Binding == saml.HTTPRedirectBinding && md.sloRedirect == "" {
+				md.sloRedirect = s.Location
+			}
+		}
+	}
+
+	refresh := defaultRefresh
+	if pm.CacheDuration > 0 && pm.CacheDuration < refresh {
+		refresh = pm.CacheDuration
+	}
+	md.refreshAt = now.Add(refresh)
+	if !pm.ValidUntil.IsZero() {
+		// Refresh well before the copy expires, so that one failed attempt
+		// does not leave us with expired metadata.
+		if early := now.Add(pm.ValidUntil.Sub(now) / 2); early.Before(md.refreshAt) {
+			md.refreshAt = early
+		}
+	}
+	return md, nil
+}
+
+// IdPMetadata is an IdP's metadata as the SAML strategy reads it.
+type IdPMetadata struct {
+	// Entity is the IdP's EntityDescriptor.
+	Entity *saml.EntityDescriptor
+	// SigningCerts are every signing certificate the IdP publishes: during
+	// a key rotation it lists the old and the new one, and either may sign.
+	SigningCerts []*x509.Certificate
+	// ValidUntil is the earliest validUntil that bounds the IdP's entry,
+	// its own or an enclosing EntitiesDescriptor's; zero when there is none.
+	ValidUntil time.Time
+	// CacheDuration is the shortest cacheDuration that applies likewise;
+	// zero when there is none.
+	CacheDuration time.Duration
+}
+
+// ParseIdPMetadata reads IdP metadata by the rules the SAML strategy
+// applies to every copy it fetches, so that a tool (extauth check) can
+// tell whether the strategy would accept it. The body is an
+// EntityDescriptor, or an EntitiesDescriptor nested to any depth, and the
+// IdP is the one named entityID (Options.IdPEntityID), or the only one. It
+// refuses XML the strategy never accepts (a DOCTYPE or any directive, XML
+// that does not survive a round trip), metadata that has expired at now,
+// an IdP without an entityID, a signing certificate that does not parse,
+// and an IdP that publishes none.
+func ParseIdPMetadata(body []byte, entityID string, now time.Time) (*IdPMetadata, error) {
+	if err := checkXML(body); err != nil {
+		return nil, err
+	}
 	if err := xrv.Validate(bytes.NewReader(body)); err != nil {
-		return nil, fmt.Errorf("saml metadata: %w", err)
+		return nil, err
 	}
 	var root struct{ XMLName xml.Name }
 	if err := xml.Unmarshal(body, &root); err != nil {
-		return nil, fmt.Errorf("saml metadata: %w", err)
+		return nil, err
 	}
 	const nsMD = "urn:oasis:names:tc:SAML:2.0:metadata"
 	var candidates []*saml.EntityDescriptor
 	// Expiry and cache hints of the enclosing EntitiesDescriptors apply to
 	// every entity inside them; the earliest one wins.
-	var validUntil time.Time
-	var cacheDuration time.Duration
+	pm := &IdPMetadata{}
 	note := func(vu *time.Time, cd *time.Duration) {
-		if vu != nil && !vu.IsZero() && (validUntil.IsZero() || vu.Before(validUntil)) {
-			validUntil = *vu
+		if vu != nil && !vu.IsZero() && (pm.ValidUntil.IsZero() || vu.Before(pm.ValidUntil)) {
+			pm.ValidUntil = *vu
 		}
-		if cd != nil && *cd > 0 && (cacheDuration == 0 || *cd < cacheDuration) {
-			cacheDuration = *cd
+		if cd != nil && *cd > 0 && (pm.CacheDuration == 0 || *cd < pm.CacheDuration) {
+			pm.CacheDuration = *cd
 		}
 	}
 	switch {
 	case root.XMLName.Space == nsMD && root.XMLName.Local == "EntityDescriptor":
 		var ed saml.EntityDescriptor
 		if err := xml.Unmarshal(body, &ed); err != nil {
-			return nil, fmt.Errorf("saml metadata: %w", err)
+			return nil, err
 		}
 		candidates = append(candidates, &ed)
 	case root.XMLName.Space == nsMD && root.XMLName.Local == "EntitiesDescriptor":
 		var eds saml.EntitiesDescriptor
 		if err := xml.Unmarshal(body, &eds); err != nil {
-			return nil, fmt.Errorf("saml metadata: %w", err)
+			return nil, err
 		}
 		var walk func(e *saml.EntitiesDescriptor, depth int)
 		walk = func(e *saml.EntitiesDescriptor, depth int) {
@@ -200,7 +260,7 @@ func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh t
 		}
 		walk(&eds, 0)
 	default:
-		return nil, errors.New("saml metadata: root is neither EntityDescriptor nor EntitiesDescriptor")
+		return nil, errors.New("the root element is neither md:EntityDescriptor nor md:EntitiesDescriptor")
 	}
 
 	var idps []*saml.EntityDescriptor
@@ -214,23 +274,23 @@ func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh t
 	}
 	switch {
 	case len(idps) == 0 && entityID != "":
-		return nil, fmt.Errorf("saml metadata: no IdP with entity ID %q", entityID)
+		return nil, fmt.Errorf("describes no IdP with entity ID %q", entityID)
 	case len(idps) == 0:
-		return nil, errors.New("saml metadata: no IDPSSODescriptor")
+		return nil, errors.New("describes no IdP (no IDPSSODescriptor)")
 	case len(idps) > 1:
-		return nil, fmt.Errorf("saml metadata: %d IdPs; choose one with the IdP entity ID option", len(idps))
+		return nil, fmt.Errorf("describes %d IdPs; use the URL of one IdP's metadata, or name the IdP with the IdPEntityID option", len(idps))
 	}
 	ed := idps[0]
 	if ed.EntityID == "" {
-		return nil, errors.New("saml metadata: the IdP has no entityID")
+		return nil, errors.New("the IdP has no entityID")
 	}
+	pm.Entity = ed
 	vu := ed.ValidUntil
 	note(&vu, &ed.CacheDuration)
-	if !validUntil.IsZero() && !validUntil.After(now) {
-		return nil, fmt.Errorf("saml metadata: expired at %s", validUntil.UTC().Format(time.RFC3339))
+	if !pm.ValidUntil.IsZero() && !pm.ValidUntil.After(now) {
+		return nil, fmt.Errorf("expired on %s (validUntil)", pm.ValidUntil.UTC().Format(time.RFC3339))
 	}
 
-	md := &idpMetadata{entity: ed, fetched: now}
 	for _, d := range ed.IDPSSODescriptors {
 		for _, kd := range d.KeyDescriptors {
 			if kd.Use != "" && kd.Use != "signing" {
@@ -239,42 +299,16 @@ func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh t
 			for _, xc := range kd.KeyInfo.X509Data.X509Certificates {
 				cert, err := parseBase64Cert(xc.Data)
 				if err != nil {
-					return nil, fmt.Errorf("saml metadata: signing certificate: %w", err)
+					return nil, fmt.Errorf("a signing certificate does not parse: %w", err)
 				}
-				md.certs = append(md.certs, cert)
-			}
-		}
-		for _, s := range d.SingleSignOnServices {
-			if s.Binding == saml.HTTPRedirectBinding && md.ssoRedirect == "" {
-				md.ssoRedirect = s.Location
-			}
-			if s.Binding == saml.HTTPPostBinding && md.ssoPost == "" {
-				md.ssoPost = s.Location
-			}
-		}
-		for _, s := range d.SingleLogoutServices {
-			if s.Binding == saml.HTTPRedirectBinding && md.sloRedirect == "" {
-				md.sloRedirect = s.Location
+				pm.SigningCerts = append(pm.SigningCerts, cert)
 			}
 		}
 	}
-	if len(md.certs) == 0 {
-		return nil, errors.New("saml metadata: the IdP publishes no signing certificate")
+	if len(pm.SigningCerts) == 0 {
+		return nil, errors.New("no signing certificate, so no response could be verified")
 	}
-
-	refresh := defaultRefresh
-	if cacheDuration > 0 && cacheDuration < refresh {
-		refresh = cacheDuration
-	}
-	md.refreshAt = now.Add(refresh)
-	if !validUntil.IsZero() {
-		// Refresh well before the copy expires, so that one failed attempt
-		// does not leave us with expired metadata.
-		if early := now.Add(validUntil.Sub(now) / 2); early.Before(md.refreshAt) {
-			md.refreshAt = early
-		}
-	}
-	return md, nil
+	return pm, nil
 }
 
 func parseBase64Cert(s string) (*x509.Certificate, error) {

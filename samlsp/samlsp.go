@@ -491,19 +491,11 @@ func SafeReturnPath(s, origin string) (path string, ok bool) {
 	return SafeReturnPath(p, origin)
 }
 
-// redactedConfig is Config as it may be printed: the private key reduced to
-// whether it is set.
-type redactedConfig struct {
-	SPEntityID           string
-	IdPMetadataURL       string
-	IdPSSOServiceURL     string
-	RelayState           string
-	AuthnContext         string
-	CertificatePEM       string
-	PrivateKeyPEM        string
-	LogoutRequestsSigned bool
-	Custom               []Param
-}
+// redactedConfig is Config as it may be printed, the private key reduced
+// to whether it is set: Config's fields without its methods, so that
+// printing it does not come back to Format. A secret field added to Config
+// must be blanked in redacted too.
+type redactedConfig Config
 
 func (c Config) redacted() redactedConfig {
 	r := redactedConfig(c)

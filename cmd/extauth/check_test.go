@@ -171,10 +171,10 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 		}, nil, "broken: IdP metadata: the answer is larger than 1048576 bytes"},
 		{"doctype", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/xml", []byte(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>`))
-		}, nil, "broken: IdP metadata: has a DOCTYPE, which extauth refuses"},
+		}, nil, "broken: IdP metadata: XML directives (DOCTYPE, ENTITY) are not allowed"},
 		{"not XML", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/html", []byte(`<html><body>login</body>`))
-		}, nil, "broken: IdP metadata: not well-formed XML"},
+		}, nil, "broken: IdP metadata: malformed XML: no single complete root element"},
 		{"wrong root", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/xml", []byte(`<html/>`))
 		}, nil, "broken: IdP metadata: the root element is neither md:EntityDescriptor nor md:EntitiesDescriptor"},
@@ -202,7 +202,7 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 			a, b := valid(f).entity(), valid(f).entity()
 			b.EntityID = "https://other.example/saml"
 			f.idp.serve("/metadata", "text/xml", marshalXML(t, saml.EntitiesDescriptor{EntityDescriptors: []saml.EntityDescriptor{a, b}}))
-		}, nil, "broken: IdP metadata: describes 2 IdPs; extauth needs the URL of one IdP's metadata"},
+		}, nil, "broken: IdP metadata: describes 2 IdPs; use the URL of one IdP's metadata, or name the IdP with the IdPEntityID option"},
 		{"federation bound expired", func(f *providersFixture) {
 			past := testNow.Add(-time.Minute)
 			f.idp.serve("/metadata", "text/xml", marshalXML(t, saml.EntitiesDescriptor{ValidUntil: &past, EntityDescriptors: []saml.EntityDescriptor{valid(f).entity()}}))

@@ -12,8 +12,6 @@
 package forge
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"io"
@@ -22,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/extauth/extauth/internal/fakes/endpoint"
 )
 
 // User is an account of the fake forge.
@@ -63,18 +63,18 @@ const (
 )
 
 // Fault is a way for an endpoint to misbehave.
-type Fault int
+type Fault = endpoint.Fault
 
 // The faults.
 const (
-	FaultNone        Fault = iota // behave
-	FaultServerError              // answer 500
-	FaultHang                     // answer nothing until the request's context ends or Close
-	FaultHugeBody                 // answer HugeBodySize bytes
+	FaultNone        = endpoint.None        // behave
+	FaultServerError = endpoint.ServerError // answer 500
+	FaultHang        = endpoint.Hang        // answer nothing until the client gives up or Close
+	FaultHugeBody    = endpoint.HugeBody    // answer HugeBodySize bytes
 )
 
 // HugeBodySize is the size of a FaultHugeBody answer.
-const HugeBodySize = 8 << 20
+const HugeBodySize = endpoint.HugeBodySize
 
 type grant struct {
 	user        User
@@ -83,16 +83,13 @@ type grant struct {
 
 // Server is the fake forge; it is an http.Handler.
 type Server struct {
-	o    Options
-	mux  *http.ServeMux
-	done chan struct{}
-	once sync.Once
+	o      Options
+	mux    *http.ServeMux
+	faults endpoint.Faults[Endpoint]
 
 	mu          sync.Mutex
 	codes       map[string]grant
 	tokens      map[string]User
-	faults      map[Endpoint]Fault
-	calls       map[Endpoint]int
 	profileBody []byte
 }
 
@@ -102,8 +99,8 @@ func New(o Options) *Server {
 		o.Users = []User{DemoUser}
 	}
 	o.Prefix = strings.TrimSuffix(o.Prefix, "/")
-	s := &Server{o: o, mux: http.NewServeMux(), done: make(chan struct{}),
-		codes: map[string]grant{}, tokens: map[string]User{}, faults: map[Endpoint]Fault{}, calls: map[Endpoint]int{}}
+	s := &Server{o: o, mux: http.NewServeMux(), codes: map[string]grant{}, tokens: map[string]User{}}
+	s.faults.Huge = endpoint.Huge{ContentType: "application/json", Fill: ' '}
 	s.mux.HandleFunc("GET /login/oauth/authorize", s.authorize)
 	s.mux.HandleFunc("POST /login/oauth/authorize", s.authorize)
 	s.mux.HandleFunc("POST /login/oauth/access_token", s.accessToken)
@@ -115,7 +112,7 @@ func New(o Options) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Close ends every hanging request. The server stays usable.
-func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+func (s *Server) Close() { s.faults.Close() }
 
 // URLs returns the authorize, token and profile URLs of a forge served at
 // base, in the order goth's github.NewCustomisedURL takes them.
@@ -124,11 +121,7 @@ func URLs(base string) (authURL, tokenURL, profileURL, emailURL string) {
 }
 
 // SetFault makes endpoint misbehave; FaultNone restores it.
-func (s *Server) SetFault(e Endpoint, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[e] = f
-}
+func (s *Server) SetFault(e Endpoint, f Fault) { s.faults.Set(e, f) }
 
 // SetProfileBody replaces the body of the user API; nil restores it.
 func (s *Server) SetProfileBody(b []byte) {
@@ -138,38 +131,7 @@ func (s *Server) SetProfileBody(b []byte) {
 }
 
 // Calls reports how many requests reached endpoint.
-func (s *Server) Calls(e Endpoint) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[e]
-}
-
-func (s *Server) enter(w http.ResponseWriter, r *http.Request, e Endpoint) bool {
-	s.mu.Lock()
-	s.calls[e]++
-	f := s.faults[e]
-	s.mu.Unlock()
-	switch f {
-	case FaultServerError:
-		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
-	case FaultHang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
-	case FaultHugeBody:
-		w.Header().Set("Content-Type", "application/json")
-		chunk := []byte(strings.Repeat(" ", 64<<10))
-		for n := 0; n < HugeBodySize; n += len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return false
-			}
-		}
-	default:
-		return true
-	}
-	return false
-}
+func (s *Server) Calls(e Endpoint) int { return s.faults.Calls(e) }
 
 var page = template.Must(template.New("authorize").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Authorize application (development forge)</title></head>
@@ -181,7 +143,7 @@ var page = template.Must(template.New("authorize").Parse(`<!doctype html>
 </body></html>`))
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, Authorize) {
+	if !s.faults.Enter(w, r, Authorize) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -226,7 +188,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		back.Set("error", "access_denied")
 		back.Set("error_description", "The user has denied your application access.")
 	} else {
-		code := random()
+		code := endpoint.Random(20)
 		s.mu.Lock()
 		s.codes[code] = grant{user: *u, redirectURI: ru}
 		s.mu.Unlock()
@@ -240,7 +202,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, AccessToken) {
+	if !s.faults.Enter(w, r, AccessToken) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -284,7 +246,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 	delete(s.codes, code)
 	var token string
 	if ok {
-		token = "gho_" + random()
+		token = "gho_" + endpoint.Random(20)
 		s.tokens[token] = g.user
 	}
 	s.mu.Unlock()
@@ -296,7 +258,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) user(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, UserAPI) {
+	if !s.faults.Enter(w, r, UserAPI) {
 		return
 	}
 	h := r.Header.Get("Authorization")
@@ -323,12 +285,4 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) {
 		"id": u.ID, "login": u.Login, "name": u.Name, "email": u.Email,
 		"avatar_url": u.Avatar, "bio": u.Bio, "location": u.Location,
 	})
-}
-
-func random() string {
-	var b [20]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -17,19 +17,20 @@ package graph
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"html/template"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/extauth/extauth/internal/fakes/endpoint"
 )
 
 // User is an account of the fake provider.
@@ -85,25 +86,25 @@ const (
 )
 
 // Fault is a way for an endpoint to misbehave.
-type Fault int
+type Fault = endpoint.Fault
 
 // The faults.
 const (
 	// FaultNone: behave.
-	FaultNone Fault = iota
+	FaultNone = endpoint.None
 	// FaultServerError answers 500 with a Graph error body.
-	FaultServerError
-	// FaultHang answers nothing until the request's context ends or the
-	// server is closed.
-	FaultHang
+	FaultServerError = endpoint.ServerError
+	// FaultHang answers nothing until the client gives up or the server
+	// is closed.
+	FaultHang = endpoint.Hang
 	// FaultHugeBody answers 200 with a body of HugeBodySize bytes.
-	FaultHugeBody
+	FaultHugeBody = endpoint.HugeBody
 	// FaultMalformed answers 200 with a body that is not JSON.
-	FaultMalformed
+	FaultMalformed = endpoint.Malformed
 )
 
 // HugeBodySize is the size of a FaultHugeBody answer.
-const HugeBodySize = 8 << 20
+const HugeBodySize = endpoint.HugeBodySize
 
 // CodeLifetime is how long an authorization code may be exchanged.
 const CodeLifetime = 10 * time.Minute
@@ -125,17 +126,14 @@ type grant struct {
 
 // Server is the fake provider; it is an http.Handler.
 type Server struct {
-	o    Options
-	mux  *http.ServeMux
-	done chan struct{}
-	once sync.Once
+	o      Options
+	mux    *http.ServeMux
+	faults endpoint.Faults[Endpoint]
 
 	mu            sync.Mutex
 	pending       map[string]dialogRequest
 	codes         map[string]*grant
 	tokens        map[string]*grant
-	faults        map[Endpoint]Fault
-	calls         map[Endpoint]int
 	tokensInQuery int
 	profileBody   []byte
 	tokenBody     []byte
@@ -155,13 +153,15 @@ func New(o Options) *Server {
 	s := &Server{
 		o:       o,
 		mux:     http.NewServeMux(),
-		done:    make(chan struct{}),
 		pending: map[string]dialogRequest{},
 		codes:   map[string]*grant{},
 		tokens:  map[string]*grant{},
-		faults:  map[Endpoint]Fault{},
-		calls:   map[Endpoint]int{},
 	}
+	s.faults.ServerError = func(w http.ResponseWriter) {
+		graphError(w, http.StatusInternalServerError, "OAuthException", 2, 0, "An unexpected error has occurred. Please retry your request later.")
+	}
+	s.faults.Huge = endpoint.Huge{ContentType: "application/json; charset=UTF-8", Prefix: `{"padding":"`, Fill: 'a', Suffix: `"}`}
+	s.faults.Malformed = endpoint.Body{ContentType: "application/json; charset=UTF-8", Text: `<html><body>Sorry, something went wrong.</body></html>`}
 	s.mux.HandleFunc("GET /{version}/dialog/oauth", s.dialog)
 	s.mux.HandleFunc("POST /{version}/dialog/oauth", s.dialogDecision)
 	s.mux.HandleFunc("/{version}/oauth/access_token", s.accessToken)
@@ -173,14 +173,10 @@ func New(o Options) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Close ends every hanging request. The server stays usable.
-func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+func (s *Server) Close() { s.faults.Close() }
 
 // SetFault makes endpoint misbehave; FaultNone restores it.
-func (s *Server) SetFault(e Endpoint, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[e] = f
-}
+func (s *Server) SetFault(e Endpoint, f Fault) { s.faults.Set(e, f) }
 
 // SetProfileBody replaces the JSON body of /me (after the request passed
 // every check); nil restores the real profile.
@@ -199,11 +195,7 @@ func (s *Server) SetTokenBody(b []byte) {
 }
 
 // Calls reports how many requests reached endpoint, failed ones included.
-func (s *Server) Calls(e Endpoint) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[e]
-}
+func (s *Server) Calls(e Endpoint) int { return s.faults.Calls(e) }
 
 // TokensInQuery reports how many Graph requests carried an access token in
 // their URL, which the real API allows and careful clients never do.
@@ -213,40 +205,17 @@ func (s *Server) TokensInQuery() int {
 	return s.tokensInQuery
 }
 
+// enter counts the call and plays the endpoint's fault, then checks the
+// API version; it reports whether the handler should go on.
 func (s *Server) enter(w http.ResponseWriter, r *http.Request, e Endpoint) bool {
-	s.mu.Lock()
-	s.calls[e]++
-	f := s.faults[e]
-	s.mu.Unlock()
-	switch f {
-	case FaultServerError:
-		graphError(w, http.StatusInternalServerError, "OAuthException", 2, 0, "An unexpected error has occurred. Please retry your request later.")
-	case FaultHang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
-	case FaultHugeBody:
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		io.WriteString(w, `{"padding":"`)
-		chunk := []byte(strings.Repeat("a", 64<<10))
-		for n := 0; n < HugeBodySize; n += len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return false
-			}
-		}
-		io.WriteString(w, `"}`)
-	case FaultMalformed:
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		io.WriteString(w, `<html><body>Sorry, something went wrong.</body></html>`)
-	default:
-		if !versionRE.MatchString(r.PathValue("version")) || (s.o.Version != "" && r.PathValue("version") != s.o.Version) {
-			graphError(w, http.StatusBadRequest, "GraphMethodException", 100, 0, "Unknown path components")
-			return false
-		}
-		return true
+	if !s.faults.Enter(w, r, e) {
+		return false
 	}
-	return false
+	if !versionRE.MatchString(r.PathValue("version")) || (s.o.Version != "" && r.PathValue("version") != s.o.Version) {
+		graphError(w, http.StatusBadRequest, "GraphMethodException", 100, 0, "Unknown path components")
+		return false
+	}
+	return true
 }
 
 // graphError writes the Graph API's error shape.
@@ -293,7 +262,7 @@ func (s *Server) dialog(w http.ResponseWriter, r *http.Request) {
 	ru := q.Get("redirect_uri")
 	u, err := url.Parse(ru)
 	if ru == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
-		(len(s.o.RedirectURIs) > 0 && !contains(s.o.RedirectURIs, ru)) {
+		(len(s.o.RedirectURIs) > 0 && !slices.Contains(s.o.RedirectURIs, ru)) {
 		http.Error(w, "URL blocked: this redirect failed because the redirect URI is not whitelisted in the app's Client OAuth Settings.", http.StatusBadRequest)
 		return
 	}
@@ -313,7 +282,7 @@ func (s *Server) dialog(w http.ResponseWriter, r *http.Request) {
 		s.decide(w, r, dr, &s.o.Users[0])
 		return
 	}
-	id := random()
+	id := endpoint.Random(24)
 	s.mu.Lock()
 	s.pending[id] = dr
 	s.mu.Unlock()
@@ -321,7 +290,7 @@ func (s *Server) dialog(w http.ResponseWriter, r *http.Request) {
 	page.Execute(w, map[string]any{
 		"Users":   s.o.Users,
 		"Request": id,
-		"Email":   contains(dr.scopes, "email"),
+		"Email":   slices.Contains(dr.scopes, "email"),
 		"Action":  s.o.Prefix + "/" + r.PathValue("version") + "/dialog/oauth",
 	})
 }
@@ -363,7 +332,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, dr dialogRequest
 		q.Set("error_description", "Permissions error")
 		q.Set("error_reason", "user_denied")
 	} else {
-		code := random()
+		code := endpoint.Random(24)
 		s.mu.Lock()
 		s.codes[code] = &grant{dialogRequest: dr, user: *u, created: s.o.Now()}
 		s.mu.Unlock()
@@ -373,7 +342,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, dr dialogRequest
 		q.Set("state", dr.state)
 	}
 	// The real dialog appends this fragment; browsers keep it to themselves.
-	http.Redirect(w, r, appendQuery(dr.redirectURI, q)+"#_=_", http.StatusFound)
+	http.Redirect(w, r, endpoint.AppendQuery(dr.redirectURI, q)+"#_=_", http.StatusFound)
 }
 
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
@@ -417,7 +386,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.used = true
-	g.token = "EAA" + random()
+	g.token = "EAA" + endpoint.Random(24)
 	s.tokens[g.token] = g
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -497,7 +466,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		case "last_name":
 			out["last_name"] = u.LastName
 		case "email":
-			if u.Email != "" && contains(g.scopes, "email") {
+			if u.Email != "" && slices.Contains(g.scopes, "email") {
 				out["email"] = u.Email
 			}
 		case "picture":
@@ -510,34 +479,4 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	json.NewEncoder(w).Encode(out)
-}
-
-func random() string {
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func appendQuery(base string, q url.Values) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	old := u.Query()
-	for k, vs := range q {
-		old[k] = vs
-	}
-	u.RawQuery = old.Encode()
-	return u.String()
 }

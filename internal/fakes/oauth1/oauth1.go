@@ -17,7 +17,6 @@ package oauth1
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
@@ -26,11 +25,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/extauth/extauth/internal/fakes/endpoint"
 )
 
 // User is an account of the fake provider.
@@ -92,26 +94,26 @@ const (
 )
 
 // Fault is a way for an endpoint to misbehave.
-type Fault int
+type Fault = endpoint.Fault
 
 // The faults.
 const (
 	// FaultNone: behave.
-	FaultNone Fault = iota
+	FaultNone = endpoint.None
 	// FaultServerError answers 500.
-	FaultServerError
-	// FaultHang answers nothing until the request's context ends or the
-	// server is closed.
-	FaultHang
+	FaultServerError = endpoint.ServerError
+	// FaultHang answers nothing until the client gives up or the server
+	// is closed.
+	FaultHang = endpoint.Hang
 	// FaultHugeBody answers 200 with a body of HugeBodySize bytes.
-	FaultHugeBody
+	FaultHugeBody = endpoint.HugeBody
 	// FaultMalformed answers 200 with a body that is not what the endpoint
 	// should send.
-	FaultMalformed
+	FaultMalformed = endpoint.Malformed
 )
 
 // HugeBodySize is the size of a FaultHugeBody answer: past any sane bound.
-const HugeBodySize = 8 << 20
+const HugeBodySize = endpoint.HugeBodySize
 
 type requestToken struct {
 	secret   string
@@ -128,17 +130,14 @@ type accessToken struct {
 
 // Server is the fake provider; it is an http.Handler.
 type Server struct {
-	o    Options
-	mux  *http.ServeMux
-	done chan struct{}
-	once sync.Once
+	o      Options
+	mux    *http.ServeMux
+	faults endpoint.Faults[Endpoint]
 
 	mu            sync.Mutex
 	requestTokens map[string]*requestToken
 	accessTokens  map[string]*accessToken
 	nonces        map[string]time.Time
-	faults        map[Endpoint]Fault
-	calls         map[Endpoint]int
 	omitConfirmed bool
 	profileBody   []byte
 }
@@ -158,13 +157,12 @@ func New(o Options) *Server {
 	s := &Server{
 		o:             o,
 		mux:           http.NewServeMux(),
-		done:          make(chan struct{}),
 		requestTokens: map[string]*requestToken{},
 		accessTokens:  map[string]*accessToken{},
 		nonces:        map[string]time.Time{},
-		faults:        map[Endpoint]Fault{},
-		calls:         map[Endpoint]int{},
 	}
+	s.faults.Huge = endpoint.Huge{ContentType: "text/html; charset=utf-8", Prefix: "oauth_token=", Fill: 'a'}
+	s.faults.Malformed = endpoint.Body{ContentType: "application/json", Text: `{"oauth_token": [unterminated`}
 	s.mux.HandleFunc("POST /oauth/request_token", s.requestToken)
 	s.mux.HandleFunc("GET /oauth/authenticate", s.authenticatePage)
 	s.mux.HandleFunc("GET /oauth/authorize", s.authenticatePage)
@@ -178,14 +176,10 @@ func New(o Options) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Close ends every hanging request. The server stays usable.
-func (s *Server) Close() { s.once.Do(func() { close(s.done) }) }
+func (s *Server) Close() { s.faults.Close() }
 
 // SetFault makes endpoint misbehave; FaultNone restores it.
-func (s *Server) SetFault(e Endpoint, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[e] = f
-}
+func (s *Server) SetFault(e Endpoint, f Fault) { s.faults.Set(e, f) }
 
 // OmitCallbackConfirmed makes request_token answer without
 // oauth_callback_confirmed=true, as a provider ignoring the callback would.
@@ -204,44 +198,7 @@ func (s *Server) SetProfileBody(b []byte) {
 }
 
 // Calls reports how many requests reached endpoint, failed ones included.
-func (s *Server) Calls(e Endpoint) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[e]
-}
-
-// enter counts the call and plays the endpoint's fault; it reports whether
-// the handler should go on.
-func (s *Server) enter(w http.ResponseWriter, r *http.Request, e Endpoint) bool {
-	s.mu.Lock()
-	s.calls[e]++
-	f := s.faults[e]
-	s.mu.Unlock()
-	switch f {
-	case FaultServerError:
-		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
-	case FaultHang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
-	case FaultHugeBody:
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		chunk := []byte(strings.Repeat("a", 64<<10))
-		io.WriteString(w, "oauth_token=")
-		for n := 0; n < HugeBodySize; n += len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return false
-			}
-		}
-	case FaultMalformed:
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"oauth_token": [unterminated`)
-	default:
-		return true
-	}
-	return false
-}
+func (s *Server) Calls(e Endpoint) int { return s.faults.Calls(e) }
 
 // twitterError writes the JSON error shape of the real API.
 func twitterError(w http.ResponseWriter, status, code int, message string) {
@@ -253,7 +210,7 @@ func twitterError(w http.ResponseWriter, status, code int, message string) {
 }
 
 func (s *Server) requestToken(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, RequestToken) {
+	if !s.faults.Enter(w, r, RequestToken) {
 		return
 	}
 	p, ok := s.verify(w, r, func(token string) (string, bool) { return "", token == "" })
@@ -266,11 +223,11 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request) {
 		twitterError(w, http.StatusBadRequest, 214, "Bad Authentication data: oauth_callback is required and must be an absolute URL.")
 		return
 	}
-	if len(s.o.CallbackURLs) > 0 && !contains(s.o.CallbackURLs, cb) {
+	if len(s.o.CallbackURLs) > 0 && !slices.Contains(s.o.CallbackURLs, cb) {
 		twitterError(w, http.StatusForbidden, 415, "Callback URL not approved for this client application.")
 		return
 	}
-	token, secret := random(), random()
+	token, secret := endpoint.Random(20), endpoint.Random(20)
 	s.mu.Lock()
 	s.requestTokens[token] = &requestToken{secret: secret, callback: cb, created: s.o.Now()}
 	omit := s.omitConfirmed
@@ -314,7 +271,7 @@ var page = template.Must(template.New("consent").Parse(`<!doctype html>
 </body></html>`))
 
 func (s *Server) authenticatePage(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, Authenticate) {
+	if !s.faults.Enter(w, r, Authenticate) {
 		return
 	}
 	token := r.URL.Query().Get("oauth_token")
@@ -331,7 +288,7 @@ func (s *Server) authenticatePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) authenticateDecision(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, Authenticate) {
+	if !s.faults.Enter(w, r, Authenticate) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -364,16 +321,16 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, token string, u 
 		q.Set("denied", token)
 	} else {
 		rt.user = u
-		rt.verifier = random()
+		rt.verifier = endpoint.Random(20)
 		q.Set("oauth_token", token)
 		q.Set("oauth_verifier", rt.verifier)
 	}
 	s.mu.Unlock()
-	http.Redirect(w, r, appendQuery(rt.callback, q), http.StatusFound)
+	http.Redirect(w, r, endpoint.AppendQuery(rt.callback, q), http.StatusFound)
 }
 
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, AccessToken) {
+	if !s.faults.Enter(w, r, AccessToken) {
 		return
 	}
 	var rt *requestToken
@@ -403,7 +360,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	delete(s.requestTokens, token)
-	at, secret := random(), random()
+	at, secret := endpoint.Random(20), endpoint.Random(20)
 	s.accessTokens[at] = &accessToken{secret: secret, user: *rt.user}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	io.WriteString(w, url.Values{
@@ -415,7 +372,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) verifyCredentials(w http.ResponseWriter, r *http.Request) {
-	if !s.enter(w, r, VerifyCredentials) {
+	if !s.faults.Enter(w, r, VerifyCredentials) {
 		return
 	}
 	var at *accessToken
@@ -643,33 +600,3 @@ func baseString(r *http.Request, params url.Values) string {
 // query escaping leaves exactly the unreserved characters alone except
 // that it writes a space as "+".
 func esc(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
-
-func random() string {
-	var b [20]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func appendQuery(base string, q url.Values) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	old := u.Query()
-	for k, vs := range q {
-		old[k] = vs
-	}
-	u.RawQuery = old.Encode()
-	return u.String()
-}

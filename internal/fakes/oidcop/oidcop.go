@@ -24,7 +24,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"html/template"
-	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -34,6 +34,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/extauth/extauth/internal/fakes/endpoint"
 )
 
 // Fault is one way the provider misbehaves.
@@ -285,7 +287,7 @@ func (op *OP) addKey(k crypto.Signer) error {
 	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.keys = append(op.keys, &signingKey{kid: randomString(8), alg: op.cfg.Alg, priv: k})
+	op.keys = append(op.keys, &signingKey{kid: endpoint.Random(8), alg: op.cfg.Alg, priv: k})
 	op.active = len(op.keys) - 1
 	return nil
 }
@@ -507,7 +509,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 		op.authorizeError(w, r, redirectURI, state, "login_required")
 		return
 	}
-	id := randomString(16)
+	id := endpoint.Random(16)
 	op.mu.Lock()
 	sweep(op.pending, op.now(), func(a *authRequest) time.Time { return a.expires })
 	op.pending[id] = req
@@ -572,7 +574,7 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 
 // approve issues a code and sends the browser back to the client.
 func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, u User) {
-	code := randomString(32)
+	code := endpoint.Random(32)
 	now := op.now()
 	op.mu.Lock()
 	sweep(op.codes, now, func(g *grant) time.Time { return g.expires })
@@ -646,18 +648,13 @@ func (op *OP) clientAuthenticated(r *http.Request) bool {
 func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case op.fault(TokenHang):
-		// net/http notices a client that gave up only once the body has
-		// been read; until then the request's context would never end.
-		_, _ = io.Copy(io.Discard, r.Body)
-		<-r.Context().Done()
+		endpoint.Hold(r, nil)
 		return
 	case op.fault(TokenServerError):
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	case op.fault(TokenHugeBody):
-		w.Header().Set("Content-Type", "application/json")
-		big := strings.Repeat(" ", 4<<20)
-		_, _ = w.Write([]byte(`{"access_token":"x","token_type":"Bearer",` + big + `"id_token":"x"}`))
+		endpoint.Huge{ContentType: "application/json", Prefix: `{"access_token":"x","token_type":"Bearer",`, Fill: ' ', Suffix: `"id_token":"x"}`}.Write(w, 4<<20)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -697,7 +694,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	access := randomString(32)
+	access := endpoint.Random(32)
 	idToken, err := op.idToken(g, access, now)
 	if err != nil {
 		tokenError(w, http.StatusInternalServerError, "server_error")
@@ -715,7 +712,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		"scope":        g.req.scope,
 	}
 	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
-		resp["refresh_token"] = randomString(32)
+		resp["refresh_token"] = endpoint.Random(32)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -771,7 +768,7 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 		}
 	}
 	op.mu.Lock()
-	faults := copyFaults(op.faults)
+	faults := maps.Clone(op.faults)
 	key := op.keys[op.active]
 	op.mu.Unlock()
 	switch {
@@ -834,14 +831,6 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 	return signingInput + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-func copyFaults(m map[Fault]bool) map[Fault]bool {
-	out := make(map[Fault]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 func encodeParts(header, claims map[string]any) (string, error) {
 	h, err := json.Marshal(header)
 	if err != nil {
@@ -897,10 +886,4 @@ func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
 		claims["sub"] = "someone-else-" + g.user.Sub
 	}
 	writeJSON(w, http.StatusOK, claims)
-}
-
-func randomString(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -36,6 +36,8 @@ import (
 	"github.com/crewjam/saml"
 	"github.com/crewjam/saml/logger"
 	dsig "github.com/russellhaering/goxmldsig"
+
+	"github.com/extauth/extauth/internal/fakes/endpoint"
 )
 
 // User is the demo account the IdP signs in.
@@ -300,7 +302,7 @@ func (p *IdP) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	p.mdHits.Add(1)
 	k := p.knobsCopy()
 	if k.MetadataHang {
-		<-r.Context().Done()
+		endpoint.Hold(r, nil)
 		return
 	}
 	if k.MetadataStatus != 0 && k.MetadataStatus != http.StatusOK {

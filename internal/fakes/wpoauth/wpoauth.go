@@ -4,18 +4,19 @@
 package wpoauth
 
 import (
-	"crypto/rand"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"html/template"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/extauth/extauth/internal/fakes/endpoint"
 )
 
 // User is the profile /oauth/me returns.
@@ -150,7 +151,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, back.String(), http.StatusFound)
 		return
 	}
-	code := random()
+	code := endpoint.Random(24)
 	s.codes[code] = grant{redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"), expires: time.Now().Add(time.Minute)}
 	v.Set("code", code)
 	back.RawQuery = v.Encode()
@@ -163,13 +164,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	hang, status, huge := s.Hang, s.TokenStatus, s.HugeToken
 	s.mu.Unlock()
 	if hang {
-		// The body must be drained for net/http to notice the client
-		// leaving and cancel the context; the timer is a backstop.
-		io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
-		}
+		// The time-out is a backstop, should the client never leave.
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		endpoint.Hold(r, ctx.Done())
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -181,10 +179,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if huge > 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"access_token":"`))
-		w.Write([]byte(strings.Repeat("a", huge)))
-		w.Write([]byte(`"}`))
+		endpoint.Huge{ContentType: "application/json", Prefix: `{"access_token":"`, Fill: 'a', Suffix: `"}`}.Write(w, huge)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
@@ -221,7 +216,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	tok := random()
+	tok := endpoint.Random(24)
 	s.tokens[tok] = true
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -229,7 +224,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		"access_token":  tok,
 		"token_type":    "Bearer",
 		"expires_in":    3600,
-		"refresh_token": random(),
+		"refresh_token": endpoint.Random(24),
 		"scope":         "basic",
 	})
 }
@@ -254,10 +249,4 @@ func oauthError(w http.ResponseWriter, status int, code string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]string{"error": code})
-}
-
-func random() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -113,8 +113,8 @@ type conn struct {
 
 var _ extauth.Store = (*Store)(nil)
 
-// ErrClosed is returned by every command after Close.
-var ErrClosed = errors.New("redisstore: store is closed")
+// ErrClosed is wrapped by the error of every command after Close.
+var ErrClosed = errors.New("store is closed")
 
 // New returns a Store for the Redis at addr ("host:port"). It checks the
 // options but does not connect; Ping does, for a start-up check.

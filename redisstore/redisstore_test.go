@@ -230,6 +230,10 @@ func TestServerHangs(t *testing.T) {
 		f := newTCPFake(t)
 		f.setBehave(hang)
 		s := newStore(t, f.addr(), Options{ReadTimeout: 100 * time.Millisecond})
+		// On a pooled connection, which a failure could otherwise retry.
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
 		_, err := s.Consume(context.Background(), "k", until)
 		if el := time.Since(start); el < 100*time.Millisecond || el > 2*time.Second {
@@ -706,8 +710,12 @@ func TestNoGoroutineLeft(t *testing.T) {
 		}
 		ctx, cancel = context.WithCancel(t.Context())
 		time.AfterFunc(time.Second, cancel)
+		start = time.Now()
 		if _, err := s.Consume(ctx, "hang", until); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled: %v", err)
+		}
+		if el := time.Since(start); el != time.Second {
+			t.Errorf("cancelled after %v of fake time, want 1s", el)
 		}
 		if _, err := s.Consume(t.Context(), "drop", until); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("drop: %v", err)

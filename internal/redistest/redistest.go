@@ -85,6 +85,7 @@ func start(t testing.TB, bin string, c Config) (*Server, error) {
 	cmd.Dir = dir
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

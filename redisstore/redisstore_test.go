@@ -390,7 +390,8 @@ func TestAuthAndSelect(t *testing.T) {
 	t.Run("password and DB", func(t *testing.T) {
 		f := newTCPFake(t)
 		f.setAuth("", testPassword)
-		s := newStore(t, f.addr(), Options{Password: extauth.NewSecret(testPassword), DB: 3})
+		s := newStore(t, f.addr(), Options{Password: extauth.NewSecret(testPassword), DB: 3,
+			Now: func() time.Time { return until.Add(-time.Minute) }})
 		if err := s.Ping(context.Background()); err != nil {
 			t.Fatal(err)
 		}

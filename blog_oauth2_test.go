@@ -2,9 +2,11 @@ package extauth_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -630,4 +632,23 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+type brokenStore struct{}
+
+func (brokenStore) Consume(context.Context, string, time.Time) (bool, error) {
+	return false, errors.New("NOAUTH Authentication required")
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	a := newApp(t, func(o *extauth.Options) { o.Store = brokenStore{} })
+	b := harness.NewBrowser(t).NoFollow()
+	cb := a.approve(b, a.start(b, nil))
+	wantCode(t, b.Get(cb), http.StatusServiceUnavailable, "provider_unavailable")
+	if a.Fake.TokenCalls != 0 {
+		t.Error("token endpoint called although single use could not be checked")
+	}
+	if !strings.Contains(a.Logs.String(), "NOAUTH") {
+		t.Errorf("the store's error is not in the log: %s", a.Logs.String())
+	}
 }

@@ -307,8 +307,13 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		tx, err = a.unsolicitedTransaction(s), nil
 	}
 	if err != nil {
-		a.fail(w, r, format, &Error{Code: providers.CodeInvalidState, Provider: name,
-			Message: "this sign-in is not valid any more; please start again", Err: err})
+		// The store being down is ours to fix, not the user's doing.
+		var storeErr *Error
+		if !errors.As(err, &storeErr) {
+			storeErr = &Error{Code: providers.CodeInvalidState, Provider: name,
+				Message: "this sign-in is not valid any more; please start again", Err: err}
+		}
+		a.fail(w, r, format, storeErr)
 		return
 	}
 	if tx.Format != "" {
@@ -368,7 +373,9 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	}
 	fresh, err := a.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
 	if err != nil {
-		return nil, errors.New("single-use store unavailable")
+		return nil, &Error{Code: providers.CodeProviderUnavailable, Provider: s.Name(),
+			Message: "sign-in is unavailable; please try again shortly",
+			Err:     fmt.Errorf("single-use store: %w", err)}
 	}
 	if !fresh {
 		return nil, errors.New("transaction already used")

@@ -3,7 +3,6 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,14 +11,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/harness"
@@ -40,77 +35,15 @@ type opClient struct {
 // process ends with the test.
 func startOIDCProvider(t *testing.T, clients []opClient, authMethods string) string {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join("oidcprovider", "node_modules", "oidc-provider")); err != nil {
-		t.Fatal("oidc-provider is not installed: run interop/oidcprovider/install.sh")
-	}
 	cj, err := json.Marshal(clients)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", "server.js")
-	cmd.Dir = "oidcprovider"
-	cmd.Env = append(os.Environ(), "CLIENTS="+string(cj), "AUTH_METHODS="+authMethods)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("oidc-provider stderr:\n%s", stderr.String())
-		}
-	})
-	issuers := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
+	return startNode(t, "oidcprovider", "oidc-provider", []string{"CLIENTS=" + string(cj), "AUTH_METHODS=" + authMethods},
+		func(line string) (string, bool) {
 			var m struct{ Issuer string }
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m.Issuer != "" {
-				issuers <- m.Issuer
-			}
-		}
-	}()
-	select {
-	case iss := <-issuers:
-		return iss
-	case <-time.After(20 * time.Second):
-		t.Fatalf("oidc-provider did not start: %s", stderr.String())
-		return ""
-	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+			return m.Issuer, json.Unmarshal([]byte(line), &m) == nil && m.Issuer != ""
+		}, "server.js")
 }
 
 // tokenAuthRecorder notes how each token request authenticated the client:

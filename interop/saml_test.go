@@ -3,7 +3,6 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rsa"
@@ -67,54 +66,9 @@ func newPair(t *testing.T, name string) pair {
 // process ends when the test does.
 func startSamlify(t *testing.T, idpKeys pair) string {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join("samlify", "node_modules", "samlify")); err != nil {
-		t.Fatal("samlify is not installed: run interop/samlify/install.sh")
-	}
-	cmd := exec.Command("node", "idp.js", idpKeys.keyPath, idpKeys.certPath)
-	cmd.Dir = "samlify"
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("samlify stderr:\n%s", stderr.String())
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if l := sc.Text(); strings.HasPrefix(l, "listening ") {
-				lines <- strings.TrimPrefix(l, "listening ")
-			}
-		}
-	}()
-	select {
-	case base := <-lines:
-		return base
-	case <-time.After(20 * time.Second):
-		t.Fatalf("samlify did not start: %s", stderr.String())
-		return ""
-	}
+	return startNode(t, "samlify", "samlify", nil, func(line string) (string, bool) {
+		return strings.CutPrefix(line, "listening ")
+	}, "idp.js", idpKeys.keyPath, idpKeys.certPath)
 }
 
 var formField = regexp.MustCompile(`name="(SAMLResponse|RelayState)" value="([^"]*)"`)

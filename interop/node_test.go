@@ -1,0 +1,93 @@
+//go:build interop
+
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startNode runs `node args...` in dir (which must hold node_modules/pkg,
+// put there by dir/install.sh) and returns what ready reads off the first
+// stdout line it accepts. The process ends, by closing its stdin, when the
+// test does; its stderr is logged if the test failed.
+func startNode(t *testing.T, dir, pkg string, env []string, ready func(line string) (string, bool), args ...string) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
+		t.Fatalf("%s is not installed: run interop/%s/install.sh", pkg, dir)
+	}
+	cmd := exec.Command("node", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", pkg, stderr.String())
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if v, ok := ready(sc.Text()); ok {
+				select {
+				case found <- v:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case v := <-found:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not start: %s", pkg, stderr.String())
+		return ""
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that the process's stderr copier and the
+// test may use at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,7 +1,9 @@
 package extauth_test
 
 import (
+	"crypto/rand"
 	"fmt"
+	"net/http"
 
 	"github.com/extauth/extauth"
 )
@@ -34,4 +36,38 @@ production:
 	// Output:
 	// [oidc] app [REDACTED]
 	// extauth: config: oidc: oidc_client_secret is missing (environment variable OIDC_CLIENT_SECRET is not set)
+}
+
+// A host loads its secrets, builds an Auth with a hook, and mounts the
+// routes on its mux. Routes tells which callback URL to register.
+func ExampleNew() {
+	cfg, err := extauth.ParseConfig([]byte(`
+blog_oauth2_key: my-client-id
+blog_oauth2_secret: my-client-secret
+blog_oauth2_site: https://blog.example.org
+`))
+	if err != nil {
+		panic(err)
+	}
+	key := make([]byte, 32) // in production: the same secret key on every instance
+	rand.Read(key)
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://app.example.org",
+		CookieKey: key,
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			// Start the application's own session for (id.Provider, id.UID) here.
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	a.Mount(mux)
+	for _, r := range a.Routes() {
+		fmt.Println(r.Purpose, r.URL)
+	}
+	// Output:
+	// authorize https://app.example.org/users/auth/blog_oauth2
+	// callback https://app.example.org/users/auth/blog_oauth2/callback
 }

@@ -1,18 +1,165 @@
 package extauth_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/fakes/wpoauth"
+	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/providers"
 )
+
+const (
+	blogKey    = "blog-client-id"
+	blogSecret = "blog-secret-5f1e9c"
+)
+
+var testKey = bytes.Repeat([]byte{7}, 32)
+
+// app is one running application with blog_oauth2 against a fake WP OAuth
+// Server, recording what its hooks saw.
+type app struct {
+	t     *testing.T
+	URL   string
+	Auth  *extauth.Auth
+	Fake  *wpoauth.Server
+	Logs  *bytes.Buffer
+	clock *clock
+	signIns
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newApp(t *testing.T, edit func(*extauth.Options)) *app {
+	t.Helper()
+	a := &app{t: t, Logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
+	fake := wpoauth.New(blogKey, blogSecret, "")
+	fake.AutoApprove = true
+	fakeSrv := httptest.NewServer(fake)
+	t.Cleanup(fakeSrv.Close)
+	a.Fake = fake
+	srv := harness.Serve(t, func(base string) http.Handler {
+		fake.RedirectURI = base + "/users/auth/blog_oauth2/callback"
+		cfg := &extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: blogKey, Secret: extauth.NewSecret(blogSecret), Site: fakeSrv.URL}}
+		o := extauth.Options{
+			BaseURL:   base,
+			CookieKey: testKey,
+			Logger:    debugLogger(a.Logs),
+			Now:       a.clock.Now,
+			OnSuccess: a.onSuccess,
+		}
+		if edit != nil {
+			edit(&o)
+		}
+		auth, err := extauth.New(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Auth = auth
+		mux := http.NewServeMux()
+		auth.Mount(mux)
+		return mux
+	})
+	a.URL = srv.URL
+	return a
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// debugLogger writes every record, as text, to buf; requests log from
+// several goroutines, hence the lock.
+func debugLogger(buf *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&syncWriter{w: buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// signIns records what an application's success hook saw.
+type signIns struct {
+	mu  sync.Mutex
+	Got []*extauth.Identity
+	Ret []string // extauth.ReturnTo seen by the hook
+}
+
+// onSuccess is the success hook.
+func (s *signIns) onSuccess(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+	s.mu.Lock()
+	s.Got = append(s.Got, id)
+	s.Ret = append(s.Ret, extauth.ReturnTo(r))
+	s.mu.Unlock()
+	fmt.Fprintf(w, "signed in as %s", id.UID)
+}
+
+func (s *signIns) identities() []*extauth.Identity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*extauth.Identity(nil), s.Got...)
+}
+
+// start runs authorize without following, and returns the provider URL.
+func (a *app) start(b *harness.Browser, form url.Values) *url.URL {
+	a.t.Helper()
+	resp := b.PostForm(a.URL+"/users/auth/blog_oauth2", form)
+	if resp.StatusCode != http.StatusSeeOther {
+		a.t.Fatalf("authorize: %d %s", resp.StatusCode, resp.Body)
+	}
+	u, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return u
+}
+
+// approve has the fake provider approve and returns the callback URL it
+// sends the browser to.
+func (a *app) approve(b *harness.Browser, authURL *url.URL) string {
+	a.t.Helper()
+	resp := b.Get(authURL.String())
+	if resp.StatusCode != http.StatusFound {
+		a.t.Fatalf("provider authorize: %d %s", resp.StatusCode, resp.Body)
+	}
+	return resp.Header.Get("Location")
+}
+
+func wantCode(t *testing.T, resp *harness.Response, status int, code string) {
+	t.Helper()
+	if resp.StatusCode != status || !strings.Contains(resp.Body, code) {
+		t.Fatalf("got %d %q, want %d with %s", resp.StatusCode, resp.Body, status, code)
+	}
+}
 
 // renamed is a strategy that reads an OAuth 2 state but must never complete:
 // it stands in for a second provider in the mix-up tests.
@@ -172,5 +319,400 @@ func TestNewRejects(t *testing.T) {
 		} else if strings.Contains(err.Error(), "\x07") {
 			t.Errorf("%s: error shows the key", name)
 		}
+	}
+}
+
+// RoutesFor must describe exactly what a built Auth mounts, so that the
+// operator's tool and the running application never disagree. The stand-in
+// strategies serve no extra routes, so only authorize and callback are
+// compared here, for all six and several base URLs.
+func TestRoutesForMatchesAuthRoutes(t *testing.T) {
+	for _, base := range []string{"https://app.example", "https://app.example/prefix/", "http://127.0.0.1:3000"} {
+		a := allSixAt(t, base)
+		all, err := extauth.RoutesFor(base, extauth.BuiltinProviders()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.DeleteFunc(all, func(r extauth.Route) bool { return r.Purpose != "authorize" && r.Purpose != "callback" })
+		if len(got) != 12 {
+			t.Errorf("%s: %d authorize and callback routes, want 12", base, len(got))
+		}
+		if want := a.Routes(); !slices.EqualFunc(got, want, routeEqual) {
+			t.Errorf("%s: RoutesFor = %+v\nAuth.Routes = %+v", base, got, want)
+		}
+	}
+}
+
+// RoutesFor builds no strategy, so it must know which routes the built-in
+// ones add (SAML's metadata and logout): hold it to what they serve.
+func TestRoutesForMatchesBuiltStrategies(t *testing.T) {
+	idp := httptest.NewServer(http.NotFoundHandler())
+	defer idp.Close()
+	cfg := &extauth.Config{
+		Microblog:  extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s")},
+		Socialnet:  extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s")},
+		BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"},
+		SAML:       extauth.SAMLConfig{SPEntityID: "urn:example:sp", IdPMetadataURL: idp.URL + "/metadata"},
+	}
+	a, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example/x", CookieKey: testKey,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	got, err := extauth.RoutesFor("https://app.example/x", cfg.Providers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := a.Routes(); !slices.EqualFunc(got, want, routeEqual) {
+		t.Errorf("RoutesFor = %+v\nAuth.Routes = %+v", got, want)
+	}
+	if !slices.ContainsFunc(got, func(r extauth.Route) bool { return r.URL == "https://app.example/x/users/auth/saml/metadata" }) {
+		t.Errorf("no SAML metadata route in %+v", got)
+	}
+}
+
+func routeEqual(a, b extauth.Route) bool {
+	return a.Provider == b.Provider && a.Purpose == b.Purpose && a.Path == b.Path &&
+		a.URL == b.URL && slices.Equal(a.Methods, b.Methods)
+}
+
+func allSixAt(t *testing.T, base string) *extauth.Auth {
+	t.Helper()
+	var extra []extauth.Strategy
+	for _, p := range extauth.BuiltinProviders() {
+		extra = append(extra, renamed{name: string(p)})
+	}
+	a, err := extauth.New(nil, extauth.Options{BaseURL: base, CookieKey: testKey, Extra: extra,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestCallbackURL(t *testing.T) {
+	cases := []struct {
+		base string
+		p    extauth.Provider
+		want string
+	}{
+		{"https://app.example.org", extauth.SAML, "https://app.example.org/users/auth/saml/callback"},
+		{"https://app.example.org/", extauth.OIDC, "https://app.example.org/users/auth/oidc/callback"},
+		{"https://app.example.org/sub", extauth.Socialnet, "https://app.example.org/sub/users/auth/socialnet/callback"},
+		{"http://127.0.0.1:3000", extauth.BlogOAuth2, "http://127.0.0.1:3000/users/auth/blog_oauth2/callback"},
+	}
+	for _, c := range cases {
+		got, err := extauth.CallbackURL(c.base, c.p)
+		if err != nil || got != c.want {
+			t.Errorf("CallbackURL(%q, %s) = %q, %v; want %q", c.base, c.p, got, err, c.want)
+		}
+	}
+	for _, bad := range []struct {
+		base string
+		p    extauth.Provider
+	}{
+		{"", extauth.OIDC},
+		{"app.example.org", extauth.OIDC},
+		{"ftp://app.example.org", extauth.OIDC},
+		{"https://app.example.org?x=1", extauth.OIDC},
+		{"https://user@app.example.org", extauth.OIDC},
+		{"https://app.example.org", "Bad/Name"},
+		{"https://app.example.org", ""},
+	} {
+		if got, err := extauth.CallbackURL(bad.base, bad.p); err == nil {
+			t.Errorf("CallbackURL(%q, %q) = %q, want an error", bad.base, bad.p, got)
+		}
+	}
+}
+
+// The strategy the routes use gets the same callback URL as CallbackURL.
+func TestStrategyGetsCallbackURL(t *testing.T) {
+	cfg := &extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"}}
+	a, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example/x", CookieKey: testKey,
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	req, _ := http.NewRequest(http.MethodPost, "https://app.example/users/auth/blog_oauth2.json", nil)
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, req)
+	want, _ := extauth.CallbackURL("https://app.example/x", extauth.BlogOAuth2)
+	if body := rec.Body.String(); !strings.Contains(body, "redirect_uri="+url.QueryEscape(want)) {
+		t.Errorf("authorize answer %s does not carry redirect_uri %s", body, want)
+	}
+}
+
+// metadataStrategy stands in for the SAML service provider.
+type metadataStrategy struct {
+	renamed
+	doc []byte
+	err error
+}
+
+func (s metadataStrategy) Metadata() ([]byte, error) { return s.doc, s.err }
+
+func TestSAMLMetadata(t *testing.T) {
+	build := func(extra ...extauth.Strategy) *extauth.Auth {
+		t.Helper()
+		a, err := extauth.New(nil, extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, Extra: extra,
+			OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+
+	_, err := build().SAMLMetadata()
+	if !errors.Is(err, extauth.ErrNotConfigured) || err.Error() != "extauth: saml is not configured" {
+		t.Errorf("without SAML: %v", err)
+	}
+	_, err = build(renamed{name: "saml"}).SAMLMetadata()
+	if !errors.Is(err, extauth.ErrNotConfigured) {
+		t.Errorf("a saml strategy without metadata: %v", err)
+	}
+	doc := []byte("<EntityDescriptor/>")
+	got, err := build(metadataStrategy{renamed: renamed{name: "saml"}, doc: doc}).SAMLMetadata()
+	if err != nil || string(got) != string(doc) {
+		t.Errorf("SAMLMetadata = %q, %v", got, err)
+	}
+	cause := errors.New("cannot marshal")
+	_, err = build(metadataStrategy{renamed: renamed{name: "saml"}, err: cause}).SAMLMetadata()
+	if !errors.Is(err, cause) || errors.Is(err, extauth.ErrNotConfigured) {
+		t.Errorf("a failing strategy: %v", err)
+	}
+	// Another provider publishing metadata is not the SAML SP.
+	_, err = build(metadataStrategy{renamed: renamed{name: "other"}, doc: doc}).SAMLMetadata()
+	if !errors.Is(err, extauth.ErrNotConfigured) {
+		t.Errorf("metadata of another provider: %v", err)
+	}
+}
+
+var _ providers.MetadataPublisher = metadataStrategy{}
+
+func TestInspectConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	noEnv := extauth.LookupEnv(nil)
+
+	// A file with problems still yields its configuration, and the very
+	// problems LoadConfig reports.
+	broken := write("broken.yml", `
+blog_oauth2_key: k
+blog_oauth2_secret: inspect-secret-value
+oidc_client_id: c
+oidc_client_secret: s
+oidc_issuer: https://id.example
+`)
+	cfg, problems, err := extauth.InspectConfig(broken, noEnv)
+	if err != nil || cfg == nil {
+		t.Fatalf("InspectConfig = %v, %v", cfg, err)
+	}
+	if len(problems) != 1 || problems[0].Key != "blog_oauth2_site" {
+		t.Errorf("problems = %v", problems)
+	}
+	if got := cfg.Providers(); !slices.Equal(got, []extauth.Provider{extauth.OIDC}) {
+		t.Errorf("Providers = %v", got)
+	}
+	_, loadErr := extauth.LoadConfig(broken, noEnv)
+	var ve *extauth.ValidationError
+	if !errors.As(loadErr, &ve) || !slices.EqualFunc(ve.Problems, problems, func(a, b extauth.Problem) bool { return a.Error() == b.Error() }) {
+		t.Errorf("LoadConfig reports %v, InspectConfig %v", loadErr, problems)
+	}
+
+	good := write("good.yml", "oidc_client_id: c\noidc_client_secret: s\noidc_issuer: https://id.example\n")
+	cfg, problems, err = extauth.InspectConfig(good, noEnv)
+	if err != nil || len(problems) != 0 || cfg.OIDC.ClientID != "c" {
+		t.Errorf("good file: %v, %v, %v", cfg, problems, err)
+	}
+
+	for name, path := range map[string]string{
+		"missing":   filepath.Join(dir, "absent.yml"),
+		"bad YAML":  write("bad.yml", "a: [b\n"),
+		"wrong env": write("env.yml", "production:\n  oidc_client_id: c\n"),
+	} {
+		cfg, problems, err := extauth.InspectConfig(path, noEnv, extauth.Env("staging"))
+		if err == nil || cfg != nil || problems != nil {
+			t.Errorf("%s: %v, %v, %v", name, cfg, problems, err)
+		}
+	}
+}
+
+func TestAuthorizeCrossSite(t *testing.T) {
+	a := newApp(t, nil)
+	cases := map[string]http.Header{
+		"Sec-Fetch-Site cross-site": {"Sec-Fetch-Site": {"cross-site"}},
+		"foreign Origin":            {"Origin": {"https://evil.example"}},
+		"null Origin":               {"Origin": {"null"}},
+		"origin with another port":  {"Origin": {strings.Replace(a.URL, "127.0.0.1:", "127.0.0.1:1", 1)}},
+	}
+	for name, h := range cases {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			t.Run(name+" "+method, func(t *testing.T) {
+				b := harness.NewBrowser(t).NoFollow()
+				req, _ := http.NewRequest(method, a.URL+"/users/auth/blog_oauth2", nil)
+				for k, v := range h {
+					req.Header[k] = v
+				}
+				resp := b.Do(req)
+				wantCode(t, resp, http.StatusForbidden, "csrf_detected")
+				if resp.Header.Get("Set-Cookie") != "" {
+					t.Error("a refused start set a cookie")
+				}
+			})
+		}
+	}
+	t.Run("same origin", func(t *testing.T) {
+		b := harness.NewBrowser(t).NoFollow()
+		req, _ := http.NewRequest(http.MethodPost, a.URL+"/users/auth/blog_oauth2", nil)
+		req.Header.Set("Origin", a.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		if resp := b.Do(req); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("same-origin start refused: %d", resp.StatusCode)
+		}
+	})
+}
+
+func TestAuthorizeOpenRedirect(t *testing.T) {
+	evil := []string{"//evil.example", "/\\evil.example", "/%2F%2Fevil.example", "/%2f%5cevil.example",
+		"https://evil.example", "javascript:alert(1)", "http:/evil.example", "\\\\evil.example",
+		"/\t/evil.example", " /foo", "evil.example", "/foo\r\nLocation: x"}
+	for _, v := range evil {
+		t.Run(v, func(t *testing.T) {
+			a := newApp(t, nil)
+			b := harness.NewBrowser(t)
+			resp := b.PostForm(a.URL+"/users/auth/blog_oauth2", url.Values{"return_to": {v}})
+			if resp.StatusCode != 200 || len(a.Ret) != 1 || a.Ret[0] != "/" {
+				t.Fatalf("return_to %q: %d, ReturnTo %v", v, resp.StatusCode, a.Ret)
+			}
+		})
+	}
+	for _, ok := range []string{"/", "/a/b?c=d#e", "/%E2%9C%93"} {
+		if got := extauth.SafeReturnTo(ok); got != ok {
+			t.Errorf("SafeReturnTo(%q) = %q", ok, got)
+		}
+	}
+}
+
+func TestTransactionCookie(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprint("https=", secure), func(t *testing.T) {
+			base := "http://app.example"
+			if secure {
+				base = "https://app.example"
+			}
+			a, err := extauth.New(&extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"}},
+				extauth.Options{BaseURL: base, CookieKey: testKey, OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, base+"/users/auth/blog_oauth2", nil))
+			sc := rec.Header().Values("Set-Cookie")
+			if len(sc) != 1 {
+				t.Fatalf("Set-Cookie = %q", sc)
+			}
+			c, err := http.ParseSetCookie(sc[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge <= 0 || c.MaxAge > 600 || c.Domain != "" {
+				t.Errorf("cookie attributes: %s", sc[0])
+			}
+			if c.Secure != secure || strings.HasPrefix(c.Name, "__Host-") != secure {
+				t.Errorf("https=%v but cookie %s", secure, sc[0])
+			}
+			if len(sc[0]) >= 4096 {
+				t.Errorf("cookie is %d bytes", len(sc[0]))
+			}
+			for _, leak := range []string{"blog_oauth2\"", "verifier", rec.Header().Get("Location")} {
+				if strings.Contains(c.Value, leak) {
+					t.Errorf("cookie value shows %q", leak)
+				}
+			}
+		})
+	}
+}
+
+func TestCallbackExpiresCookie(t *testing.T) {
+	a := newApp(t, nil)
+	b := harness.NewBrowser(t).NoFollow()
+	cb := a.approve(b, a.start(b, nil))
+	resp := b.Get(cb)
+	var expired bool
+	for _, sc := range resp.Header.Values("Set-Cookie") {
+		c, err := http.ParseSetCookie(sc)
+		if err == nil && strings.HasPrefix(c.Name, "extauth_blog_oauth2_") && c.MaxAge < 0 {
+			expired = true
+		}
+	}
+	if !expired {
+		t.Fatalf("callback did not expire the transaction cookie: %q", resp.Header.Values("Set-Cookie"))
+	}
+}
+
+func TestNoSecretsInLogs(t *testing.T) {
+	a := newApp(t, nil)
+	b := harness.NewBrowser(t).NoFollow()
+	authURL := a.start(b, nil)
+	cb := mustURL(a.approve(b, authURL))
+	state, code := cb.Query().Get("state"), cb.Query().Get("code")
+	if resp := b.Get(cb.String()); resp.StatusCode != 200 {
+		t.Fatal(resp.Body)
+	}
+	// A failure path too: the same callback again.
+	b.Get(cb.String())
+	id := a.identities()[0]
+	logs := a.Logs.String()
+	if !strings.Contains(logs, "invalid_state") {
+		t.Fatalf("the failure was not logged: %s", logs)
+	}
+	for name, v := range map[string]string{"client secret": blogSecret, "state": state, "code": code,
+		"access token": id.Tokens.AccessToken, "refresh token": id.Tokens.RefreshToken,
+		"challenge": authURL.Query().Get("code_challenge")} {
+		if strings.Contains(logs, v) {
+			t.Errorf("log shows the %s", name)
+		}
+		for _, s := range []string{fmt.Sprintf("%v %+v %#v %s", id, id, id, id.Tokens), mustJSON(t, id)} {
+			if name != "state" && name != "code" && name != "challenge" && strings.Contains(s, v) {
+				t.Errorf("printed identity shows the %s: %s", name, s)
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+type brokenStore struct{}
+
+func (brokenStore) Consume(context.Context, string, time.Time) (bool, error) {
+	return false, errors.New("NOAUTH Authentication required")
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	a := newApp(t, func(o *extauth.Options) { o.Store = brokenStore{} })
+	b := harness.NewBrowser(t).NoFollow()
+	cb := a.approve(b, a.start(b, nil))
+	wantCode(t, b.Get(cb), http.StatusServiceUnavailable, "provider_unavailable")
+	if a.Fake.TokenCalls != 0 {
+		t.Error("token endpoint called although single use could not be checked")
+	}
+	if !strings.Contains(a.Logs.String(), "NOAUTH") {
+		t.Errorf("the store's error is not in the log: %s", a.Logs.String())
 	}
 }

@@ -46,9 +46,17 @@ type CallbackFunc func(w http.ResponseWriter, r *http.Request, id *Identity)
 // is for logs.
 type FailureFunc func(w http.ResponseWriter, r *http.Request, err *Error)
 
-// Store remembers single-use values across instances; see providers.Store.
-// NewMemoryStore serves one instance.
-type Store = providers.Store
+// Store remembers single-use values across every instance of the
+// application: it is how a state, a SAML request ID or an assertion ID is
+// accepted once only, even behind a load balancer. NewMemoryStore serves one
+// instance; package redisstore shares one Redis among several.
+type Store interface {
+	// Consume records key until the given time and reports whether it was
+	// new: true the first time, false for every later call before until.
+	// It must be atomic across instances. An error refuses the sign-in
+	// with provider_unavailable.
+	Consume(ctx context.Context, key string, until time.Time) (bool, error)
+}
 
 // NewMemoryStore returns a Store for a single instance.
 func NewMemoryStore() Store { return store.NewMemory(nil) }
@@ -219,8 +227,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 			var pe *providers.Error
 			if errors.As(err, &pe) {
 				// Already "extauth: <code>: ..."; name the provider once.
-				pe = providers.AsError(err, string(p), providers.CodeMisconfigured)
-				problems = append(problems, pe)
+				problems = append(problems, asError(err, string(p), CodeMisconfigured))
 			} else {
 				problems = append(problems, fmt.Errorf("extauth: %s: %w", p, err))
 			}

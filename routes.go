@@ -233,7 +233,7 @@ func parsePath(p string) (name string, callback bool, format string, ok bool) {
 func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
 	name := s.Name()
 	if !a.sameOrigin(r) {
-		a.fail(w, r, format, &Error{Code: providers.CodeCSRFDetected, Provider: name,
+		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("cross-site authorize request")})
 		return
 	}
@@ -241,7 +241,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 	// form is tiny, so bound it much harder.
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
-		a.fail(w, r, format, &Error{Code: providers.CodeInvalidResponse, Provider: name,
+		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed request", Err: err})
 		return
 	}
@@ -256,9 +256,16 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 		Format:   format,
 		Expires:  now.Add(a.ttl),
 	}
-	target, err := s.Begin(r.Context(), tx)
+	var target string
+	var form url.Values
+	var err error
+	if ps, ok := s.(providers.PostStarter); ok && ps.StartsWithPost() {
+		target, form, err = ps.BeginPost(r.Context(), tx)
+	} else {
+		target, err = s.Begin(r.Context(), tx)
+	}
 	if err != nil {
-		a.fail(w, r, format, providers.AsError(err, name, providers.CodeProviderUnavailable))
+		a.fail(w, r, format, asError(err, name, CodeProviderUnavailable))
 		return
 	}
 	if tx.Binding == "" {
@@ -266,18 +273,27 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 	}
 	payload, err := json.Marshal(tx)
 	if err != nil {
-		a.fail(w, r, format, &Error{Code: providers.CodeMisconfigured, Provider: name, Message: "cannot seal sign-in", Err: err})
+		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name, Message: "cannot seal sign-in", Err: err})
 		return
 	}
 	cookieName := a.cookieName(s, tx.Binding)
 	value := a.sealer.Seal(cookieName, payload)
 	if len(cookieName)+len(value) > maxCookieBytes {
-		a.fail(w, r, format, &Error{Code: providers.CodeMisconfigured, Provider: name,
+		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
 			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
 		return
 	}
 	a.pruneTransactions(w, r, s)
 	http.SetCookie(w, a.txCookie(s, cookieName, value, int(a.ttl.Seconds())))
+	if form != nil {
+		if format == "json" {
+			writeJSON(w, http.StatusOK, map[string]any{"post_to": target, "form": form})
+			return
+		}
+		writePostForm(w, http.StatusOK, postForm{Title: "Signing in", Prompt: "Continue to the identity provider to sign in.",
+			Button: "Continue", Action: target, Fields: fieldsOf(form), Auto: true})
+		return
+	}
 	if format == "json" {
 		writeJSON(w, http.StatusOK, map[string]string{"redirect_to": target})
 		return
@@ -297,7 +313,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
-		a.fail(w, r, format, &Error{Code: providers.CodeInvalidResponse, Provider: name,
+		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed or oversized callback", Err: err})
 		return
 	}
@@ -310,7 +326,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		// The store being down is ours to fix, not the user's doing.
 		var storeErr *Error
 		if !errors.As(err, &storeErr) {
-			storeErr = &Error{Code: providers.CodeInvalidState, Provider: name,
+			storeErr = &Error{Code: CodeInvalidState, Provider: name,
 				Message: "this sign-in is not valid any more; please start again", Err: err}
 		}
 		a.fail(w, r, format, storeErr)
@@ -326,12 +342,12 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		err = errors.New("strategy returned no identity")
 	}
 	if err != nil {
-		a.fail(w, r, format, providers.AsError(err, name, providers.CodeInvalidResponse))
+		a.fail(w, r, format, asError(err, name, CodeInvalidResponse))
 		return
 	}
 	id.Provider = name
 	a.log.Info("extauth: signed in", "provider", name)
-	a.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format)), id)
+	a.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format)), identityFrom(id))
 }
 
 // errNoTransaction is openTransaction's error when the callback names no
@@ -373,7 +389,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	}
 	fresh, err := a.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
 	if err != nil {
-		return nil, &Error{Code: providers.CodeProviderUnavailable, Provider: s.Name(),
+		return nil, &Error{Code: CodeProviderUnavailable, Provider: s.Name(),
 			Message: "sign-in is unavailable; please try again shortly",
 			Err:     fmt.Errorf("single-use store: %w", err)}
 	}

@@ -3,6 +3,8 @@ package extauth_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -714,5 +717,69 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	if !strings.Contains(a.Logs.String(), "NOAUTH") {
 		t.Errorf("the store's error is not in the log: %s", a.Logs.String())
+	}
+}
+
+// poster starts its sign-ins with a form POSTed to the provider, as SAML's
+// HTTP-POST binding does.
+type poster struct{}
+
+func (poster) Name() string         { return "poster" }
+func (poster) StartsWithPost() bool { return true }
+func (poster) Begin(context.Context, *providers.Transaction) (string, error) {
+	return "", errors.New("Begin must not be called when StartsWithPost")
+}
+func (poster) BeginPost(_ context.Context, tx *providers.Transaction) (string, url.Values, error) {
+	tx.Binding = "handle-" + tx.ID
+	return "https://idp.example/sso?x=1&y=2", url.Values{"SAMLRequest": {`<req a="1">&amp;</req>`}, "RelayState": {tx.Binding}}, nil
+}
+func (poster) Binding(r *http.Request) string { return r.PostFormValue("RelayState") }
+func (poster) Complete(context.Context, *http.Request, *providers.Transaction) (*providers.Identity, error) {
+	return &providers.Identity{UID: "posted"}, nil
+}
+
+func TestAuthorizeByPost(t *testing.T) {
+	a := newApp(t, func(o *extauth.Options) { o.Extra = []extauth.Strategy{poster{}} })
+	b := harness.NewBrowser(t).NoFollow()
+	b.Header.Set("Sec-Fetch-Site", "same-origin")
+	page := b.PostForm(a.URL+"/users/auth/poster", nil)
+	if page.StatusCode != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("authorize answered %d %s", page.StatusCode, page.Header.Get("Content-Type"))
+	}
+	if !strings.Contains(page.Body, `<form method="post" action="https://idp.example/sso?x=1&amp;y=2">`) {
+		t.Errorf("no form posting to the IdP in:\n%s", page.Body)
+	}
+	if !strings.Contains(page.Body, `name="SAMLRequest" value="&lt;req a=&#34;1&#34;&gt;&amp;amp;&lt;/req&gt;"`) {
+		t.Errorf("SAMLRequest not escaped as an attribute in:\n%s", page.Body)
+	}
+	// The one inline script is allowed by its hash, and nothing else is.
+	m := regexp.MustCompile(`<script>(.*?)</script>`).FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("no auto-submit script in:\n%s", page.Body)
+	}
+	sum := sha256.Sum256([]byte(m[1]))
+	csp := page.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("CSP %q does not pin the script", csp)
+	}
+	if page.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("the page may be framed: %v", page.Header)
+	}
+	relay := regexp.MustCompile(`name="RelayState" value="([^"]+)"`).FindStringSubmatch(page.Body)
+	if relay == nil {
+		t.Fatal("no RelayState field")
+	}
+	b.PostForm(a.URL+"/users/auth/poster/callback", url.Values{"RelayState": {relay[1]}})
+	if ids := a.identities(); len(ids) != 1 || ids[0].UID != "posted" || ids[0].Provider != "poster" {
+		t.Fatalf("hook saw %+v", ids)
+	}
+
+	js := b.PostForm(a.URL+"/users/auth/poster.json", nil)
+	var got struct {
+		PostTo string              `json:"post_to"`
+		Form   map[string][]string `json:"form"`
+	}
+	if err := json.Unmarshal([]byte(js.Body), &got); err != nil || got.PostTo != "https://idp.example/sso?x=1&y=2" || len(got.Form["RelayState"]) != 1 {
+		t.Errorf("JSON authorize answered %s (%v)", js.Body, err)
 	}
 }

@@ -11,6 +11,7 @@ package providers
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -69,6 +70,17 @@ type UnsolicitedCallback interface {
 // than the routes' default bound of 64 KiB (SAML responses).
 type BodyLimiter interface {
 	MaxCallbackBytes() int64
+}
+
+// PostStarter is implemented by strategies that start some sign-ins with a
+// browser POST to the provider instead of a redirect, as SAML's HTTP-POST
+// binding does. When StartsWithPost reports true, the authorize route calls
+// BeginPost instead of Begin, seals tx as usual, and answers with a page whose
+// form the browser posts to action: at once by a script, or at a click where
+// scripts are off.
+type PostStarter interface {
+	StartsWithPost() bool
+	BeginPost(ctx context.Context, tx *Transaction) (action string, form url.Values, err error)
 }
 
 // MetadataPublisher is implemented by strategies that publish a metadata

@@ -72,9 +72,9 @@ type Options struct {
 
 	// CookieKey seals transaction cookies with AES-256-GCM: 32 random bytes,
 	// the same on every instance.
-	CookieKey []byte
+	CookieKey []byte `redact:"secret"`
 	// OldCookieKeys still open cookies sealed before a key rotation.
-	OldCookieKeys [][]byte
+	OldCookieKeys [][]byte `redact:"secret"`
 
 	// Callbacks holds the hook of each provider.
 	Callbacks map[Provider]CallbackFunc
@@ -87,7 +87,7 @@ type Options struct {
 	// HTTPClient supplies the transport for outbound requests to providers
 	// (a proxy, custom roots, or a test server). Its Timeout, when shorter,
 	// wins over Timeout.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
 	// Timeout bounds each outbound request (default 10s). A whole callback,
 	// which may make several requests, is bounded by three times Timeout.
 	Timeout time.Duration
@@ -96,9 +96,9 @@ type Options struct {
 
 	// Logger receives diagnostics (default slog.Default()). Nothing secret
 	// is ever logged: no code, state, token, secret or assertion.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// Store keeps single-use values (default: in memory, one instance only).
-	Store Store
+	Store Store `json:"-"`
 
 	// StrictPOST accepts only POST on the authorize routes, so that no link
 	// or image can start a sign-in.
@@ -117,7 +117,7 @@ type Options struct {
 	// provider adapted with providers.Goth. Their names must not clash.
 	// Those that implement providers.EnvSetter receive the same environment
 	// as the built-in ones (the bounded HTTP client, their callback URL).
-	Extra []Strategy
+	Extra []Strategy `json:"-"`
 
 	// Socialnet tunes the socialnet provider (Graph API version, scopes,
 	// PKCE).

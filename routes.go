@@ -253,7 +253,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 		Verifier: randomString(32),
 		Nonce:    randomString(32),
 		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
-		Format:   format,
+		Suffix:   format,
 		Expires:  now.Add(a.ttl),
 	}
 	var target string
@@ -271,13 +271,8 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 	if tx.Binding == "" {
 		tx.Binding = tx.State
 	}
-	payload, err := json.Marshal(tx)
-	if err != nil {
-		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name, Message: "cannot seal sign-in", Err: err})
-		return
-	}
 	cookieName := a.cookieName(s, tx.Binding)
-	value := a.sealer.Seal(cookieName, payload)
+	value := a.sealer.Seal(cookieName, encodeTransaction(tx))
 	if len(cookieName)+len(value) > maxCookieBytes {
 		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
 			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
@@ -332,8 +327,8 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		a.fail(w, r, format, storeErr)
 		return
 	}
-	if tx.Format != "" {
-		format = tx.Format
+	if tx.Suffix != "" {
+		format = tx.Suffix
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.callbackBudget)
 	defer cancel()
@@ -374,9 +369,9 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	if err != nil {
 		return nil, errors.New("transaction cookie does not open")
 	}
-	var tx providers.Transaction
-	if err := json.Unmarshal(raw, &tx); err != nil {
-		return nil, errors.New("transaction cookie is malformed")
+	tx, err := decodeTransaction(raw)
+	if err != nil {
+		return nil, err
 	}
 	if tx.Provider != s.Name() {
 		return nil, errors.New("transaction belongs to another provider")
@@ -396,7 +391,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	if !fresh {
 		return nil, errors.New("transaction already used")
 	}
-	return &tx, nil
+	return tx, nil
 }
 
 func acceptsUnsolicited(s providers.Strategy) bool {
@@ -477,10 +472,10 @@ func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s provi
 		if !strings.HasPrefix(c.Name, prefix) {
 			continue
 		}
-		var tx providers.Transaction
 		raw, err := a.sealer.Open(c.Name, c.Value)
+		var tx *providers.Transaction
 		if err == nil {
-			err = json.Unmarshal(raw, &tx)
+			tx, err = decodeTransaction(raw)
 		}
 		if err != nil || !now.Before(tx.Expires) {
 			http.SetCookie(w, a.txCookie(s, c.Name, "", -1))

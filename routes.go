@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -506,28 +507,15 @@ func (a *Auth) sameOrigin(r *http.Request) bool {
 }
 
 // SafeReturnTo returns s when it is a path on this application, and "/"
-// otherwise: it refuses absolute URLs, scheme-relative and backslash tricks
-// (//evil, /\evil, /%2F%2Fevil), control characters and other schemes.
+// otherwise: it refuses absolute and scheme-relative URLs, backslashes and
+// control characters, and any path that would become one of these once
+// decoded, however many times, and with tabs, newlines and spaces removed
+// (/%2F%2Fevil, /%09/evil.com, /%2509/evil.com all become "/").
 func SafeReturnTo(s string) string {
-	if s == "" || len(s) > 2048 || s[0] != '/' {
-		return "/"
+	if p, ok := safepath.Path(s); ok {
+		return p
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\' {
-			return "/"
-		}
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return "/"
-	}
-	// Decoded, the path must not turn into a scheme-relative URL either:
-	// some proxies and frameworks decode before redirecting.
-	dec, err := url.PathUnescape(u.EscapedPath())
-	if err != nil || strings.HasPrefix(dec, "//") || strings.Contains(dec, "\\") {
-		return "/"
-	}
-	return s
+	return "/"
 }
 
 func randomString(n int) string {

@@ -383,6 +383,14 @@ func TestSAMLCallbackBindingAndRedirects(t *testing.T) {
 			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
 		}
 	})
+	t.Run("return_to with an encoded tab ends at /", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, url.Values{"return_to": {"/%09/evil.example"}})
+		resp := a.callback(b, idpForm(t, b, redirect))
+		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/" {
+			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
+		}
+	})
 	t.Run("return_to path kept in the transaction", func(t *testing.T) {
 		b := harness.NewBrowser(t)
 		redirect, _, _ := a.authorize(b, url.Values{"return_to": {"/projects/7"}})

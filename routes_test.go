@@ -588,7 +588,11 @@ func TestAuthorizeCrossSite(t *testing.T) {
 func TestAuthorizeOpenRedirect(t *testing.T) {
 	evil := []string{"//evil.example", "/\\evil.example", "/%2F%2Fevil.example", "/%2f%5cevil.example",
 		"https://evil.example", "javascript:alert(1)", "http:/evil.example", "\\\\evil.example",
-		"/\t/evil.example", " /foo", "evil.example", "/foo\r\nLocation: x"}
+		"/\t/evil.example", " /foo", "evil.example", "/foo\r\nLocation: x",
+		// Control characters and spaces encoded once or twice: decoded,
+		// browsers drop them and read //evil.example.
+		"/%09/evil.example", "/%0a/evil.example", "/%0D/evil.example", "/%09%2Fevil.example", "/%2509/evil.example",
+		"/%20/evil.example", "/%5C%5Cevil.example", "//", "//?x", "//#x"}
 	for _, v := range evil {
 		t.Run(v, func(t *testing.T) {
 			a := newApp(t, nil)

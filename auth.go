@@ -16,6 +16,28 @@
 // Every sign-in is a transaction sealed into a short-lived cookie, so any
 // instance holding the same CookieKey can finish a sign-in another began.
 // Values that must be used once across instances go through a Store.
+//
+// # Guides
+//
+// The secrets file that LoadConfig reads, its environments and variables, and
+// every field of Options are in [Configuration]. Registering the application
+// with each provider, and what each puts in the Identity: [OAuth providers]
+// (microblog, socialnet, blog_oauth2, any goth provider through
+// Options.Extra), [OpenID Connect] (oidc, search_oauth2) and [SAML]. Several
+// instances behind a load balancer share a Store, such as the Redis one of
+// package redisstore: [Several instances]. The extauth command, the failure
+// codes an Error carries and what is logged: [Operating]. Testing a host's
+// own hooks through the routes: [Testing your app]. What extauth guarantees
+// about a sign-in and the tests that prove it: [Security model].
+//
+// [Configuration]: https://github.com/extauth/extauth/blob/main/docs/configuration.md
+// [OAuth providers]: https://github.com/extauth/extauth/blob/main/docs/oauth.md
+// [OpenID Connect]: https://github.com/extauth/extauth/blob/main/docs/oidc.md
+// [SAML]: https://github.com/extauth/extauth/blob/main/docs/saml.md
+// [Several instances]: https://github.com/extauth/extauth/blob/main/docs/several-instances.md
+// [Operating]: https://github.com/extauth/extauth/blob/main/docs/operating.md
+// [Testing your app]: https://github.com/extauth/extauth/blob/main/docs/testing-your-app.md
+// [Security model]: https://github.com/extauth/extauth/blob/main/docs/security.md
 package extauth
 
 import (

@@ -125,6 +125,11 @@ type Options struct {
 	// StrictPOST accepts only POST on the authorize routes, so that no link
 	// or image can start a sign-in.
 	StrictPOST bool
+	// TrustedOrigins are other origins ("https://www.example.org") whose
+	// pages may start a sign-in: a login button on a sibling subdomain or
+	// another site of yours. A start from any other site, sibling
+	// subdomains included, is refused as csrf_detected.
+	TrustedOrigins []string
 	// TransactionTTL is how long a sign-in may take (default and maximum 10
 	// minutes).
 	TransactionTTL time.Duration
@@ -159,6 +164,8 @@ const MaxTransactionTTL = 10 * time.Minute
 // Auth holds everything the routes need. It is safe for concurrent use.
 type Auth struct {
 	base       *url.URL
+	origin     string
+	trusted    map[string]bool
 	secure     bool
 	sealer     *seal.Sealer
 	strategies map[string]providers.Strategy
@@ -190,8 +197,14 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauth: CookieKey: %w", err)
 	}
+	trusted, err := parseTrustedOrigins(o.TrustedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	a := &Auth{
 		base:       base,
+		origin:     base.Scheme + "://" + base.Host,
+		trusted:    trusted,
 		secure:     base.Scheme == "https",
 		sealer:     sealer,
 		strategies: make(map[string]providers.Strategy),

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/markbates/goth/providers/gitlab"
 
@@ -217,7 +218,11 @@ func Example_testYourHook() {
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
-	resp, err := browser.PostForm(srv.URL+"/users/auth/test", url.Values{"return_to": {"/settings"}})
+	// A browser marks a form post from a page of the site with its Origin.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/users/auth/test", strings.NewReader("return_to=/settings"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	resp, err := browser.Do(req)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -233,17 +233,25 @@ func parsePath(p string) (name string, callback bool, format string, ok bool) {
 
 func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
 	name := s.Name()
-	if !a.sameOrigin(r) {
-		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
-			Message: "sign-in must start from this site", Err: errors.New("cross-site authorize request")})
-		return
-	}
 	// ParseForm reads a bounded body (10 MB by net/http); the authorize
 	// form is tiny, so bound it much harder.
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
 		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed request", Err: err})
+		return
+	}
+	switch verdict, why := a.startVerdict(r); {
+	case verdict == startRefuse:
+		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
+		return
+	case verdict == startConfirm && format == "json":
+		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
+		return
+	case verdict == startConfirm:
+		a.confirmStart(w, r, s, SafeReturnTo(r.Form.Get("return_to")))
 		return
 	}
 	now := a.now()
@@ -491,19 +499,6 @@ func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s provi
 	for _, l := range alive[:len(alive)-maxLiveTransactions+1] {
 		http.SetCookie(w, a.txCookie(s, l.name, "", -1))
 	}
-}
-
-// sameOrigin refuses authorize requests a browser marks as cross-site, and
-// those whose Origin is another origin (login CSRF, CVE-2015-9284).
-func (a *Auth) sameOrigin(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	return origin == a.base.Scheme+"://"+a.base.Host
 }
 
 // SafeReturnTo returns s when it is a path on this application, and "/"

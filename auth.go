@@ -44,7 +44,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -125,6 +124,20 @@ type Options struct {
 	// StrictPOST accepts only POST on the authorize routes, so that no link
 	// or image can start a sign-in.
 	StrictPOST bool
+	// PathPrefix is where the routes live, default "/users/auth/" (the
+	// specification's). It must start and end with "/". Set it when the
+	// routes are mounted elsewhere, as chi's r.Mount("/auth", a) and
+	// gorilla/mux's PathPrefix("/auth/").Handler(a) do: PathPrefix
+	// "/auth/". Under http.StripPrefix the routes still find their path in
+	// the request line. Callback URLs are BaseURL + PathPrefix + ...
+	PathPrefix string
+	// Slugs renames providers in the routes, so that callback URLs an
+	// operator already registered keep working: {extauth.Microblog:
+	// "twitter"} serves /users/auth/twitter and
+	// /users/auth/twitter/callback. The slug is also Identity.Provider,
+	// Error.Provider and the provider in logs; Callbacks may be keyed by
+	// either name.
+	Slugs map[Provider]string
 	// TrustedOrigins are other origins ("https://www.example.org") whose
 	// pages may start a sign-in: a login button on a sibling subdomain or
 	// another site of yours. A start from any other site, sibling
@@ -163,13 +176,15 @@ const MaxTransactionTTL = 10 * time.Minute
 
 // Auth holds everything the routes need. It is safe for concurrent use.
 type Auth struct {
-	base       *url.URL
-	origin     string
+	// site is the application's own providers at BaseURL.
+	site *site
+	// prefix is Options.PathPrefix, cleaned.
+	prefix string
+	// slugs maps a provider's own name to the slug it is mounted under.
+	slugs      map[string]string
 	trusted    map[string]bool
-	secure     bool
 	sealer     *seal.Sealer
-	strategies map[string]providers.Strategy
-	order      []string
+	client     *http.Client
 	callbacks  map[string]CallbackFunc
 	onFailure  FailureFunc
 	log        *slog.Logger
@@ -201,13 +216,19 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if err != nil {
 		return nil, err
 	}
+	prefix, err := parsePathPrefix(o.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	slugs, err := parseSlugs(o.Slugs)
+	if err != nil {
+		return nil, err
+	}
 	a := &Auth{
-		base:       base,
-		origin:     base.Scheme + "://" + base.Host,
+		prefix:     prefix,
+		slugs:      slugs,
 		trusted:    trusted,
-		secure:     base.Scheme == "https",
 		sealer:     sealer,
-		strategies: make(map[string]providers.Strategy),
 		callbacks:  make(map[string]CallbackFunc),
 		onFailure:  o.OnFailure,
 		log:        o.Logger,
@@ -231,57 +252,15 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if a.onFailure == nil {
 		a.onFailure = defaultFailure
 	}
-	client := outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
-	a.callbackBudget = 3 * client.Timeout
-	env := func(p string) providers.Env {
-		return providers.Env{
-			CallbackURL: a.callbackURL(p),
-			HTTPClient:  client,
-			Logger:      a.log.With("provider", p),
-			Store:       a.store,
-			Now:         a.now,
-		}
-	}
-	var problems []error
-	add := func(s providers.Strategy) {
-		name := s.Name()
-		if !validSlug(name) {
-			problems = append(problems, fmt.Errorf("extauth: provider name %q is not a lowercase slug", name))
-			return
-		}
-		if _, dup := a.strategies[name]; dup {
-			problems = append(problems, fmt.Errorf("extauth: provider %q is mounted twice", name))
-			return
-		}
-		a.strategies[name] = s
-		a.order = append(a.order, name)
-	}
-	for _, p := range cfg.Providers() {
-		s, err := buildStrategy(p, cfg, env(string(p)), &o)
-		if err != nil {
-			var pe *providers.Error
-			if errors.As(err, &pe) {
-				// Already "extauth: <code>: ..."; name the provider once.
-				problems = append(problems, asError(err, string(p), CodeMisconfigured))
-			} else {
-				problems = append(problems, fmt.Errorf("extauth: %s: %w", p, err))
-			}
-			continue
-		}
-		add(s)
-	}
-	for _, s := range o.Extra {
-		if s == nil {
-			problems = append(problems, errors.New("extauth: Options.Extra holds a nil strategy"))
-			continue
-		}
-		if es, ok := s.(providers.EnvSetter); ok && validSlug(s.Name()) {
-			es.SetEnv(env(s.Name()))
-		}
-		add(s)
-	}
-	for _, name := range a.order {
+	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
+	a.callbackBudget = 3 * a.client.Timeout
+	st, problems := a.buildSite(base, cfg, &o)
+	a.site = st
+	for _, name := range st.order {
 		cb := o.Callbacks[Provider(name)]
+		if cb == nil {
+			cb = o.Callbacks[Provider(st.strategies[name].Name())]
+		}
 		if cb == nil {
 			cb = o.OnSuccess
 		}
@@ -292,7 +271,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.callbacks[name] = cb
 	}
 	for p := range o.Callbacks {
-		if _, ok := a.strategies[string(p)]; !ok {
+		if _, ok := st.strategies[a.slug(string(p))]; !ok {
 			a.log.Warn("extauth: hook for a provider that is not configured", "provider", string(p))
 		}
 	}
@@ -389,15 +368,11 @@ func validSlug(s string) bool {
 	return true
 }
 
-func (a *Auth) callbackURL(p string) string {
-	return a.base.String() + callbackPath(p)
-}
-
 // Providers lists the mounted providers: the configured built-in ones in the
 // order of the specification, then the extra ones.
 func (a *Auth) Providers() []Provider {
-	out := make([]Provider, len(a.order))
-	for i, n := range a.order {
+	out := make([]Provider, len(a.site.order))
+	for i, n := range a.site.order {
 		out[i] = Provider(n)
 	}
 	return out
@@ -414,7 +389,7 @@ var ErrNotConfigured = errors.New("not configured")
 // BaseURL only. When SAML is not configured, the error wraps
 // ErrNotConfigured.
 func (a *Auth) SAMLMetadata() ([]byte, error) {
-	s, ok := a.strategies[string(SAML)]
+	s, ok := a.site.strategies[a.slug(string(SAML))]
 	if !ok {
 		return nil, fmt.Errorf("extauth: saml is %w", ErrNotConfigured)
 	}
@@ -432,13 +407,10 @@ func (a *Auth) SAMLMetadata() ([]byte, error) {
 // Close stops what the strategies run in the background (metadata and
 // discovery refreshes). The routes keep answering.
 func (a *Auth) Close() error {
-	var errs []error
-	for _, s := range a.strategies {
-		if c, ok := s.(io.Closer); ok {
-			errs = append(errs, c.Close())
-		}
+	if a.site == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	return a.site.close()
 }
 
 type ctxKey int

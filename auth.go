@@ -138,6 +138,25 @@ type Options struct {
 	// Error.Provider and the provider in logs; Callbacks may be keyed by
 	// either name.
 	Slugs map[Provider]string
+	// TenantOf says which tenant a request is for, "" for the application's
+	// own providers (those of cfg itself). Nil: no tenants. An error, or a
+	// tenant neither cfg.Tenants nor Tenants knows, answers 404.
+	// SubdomainTenants serves <tenant>.example.org.
+	TenantOf func(r *http.Request) (string, error)
+	// Tenants looks up, at run time, tenants that cfg.Tenants does not
+	// hold: those a host keeps in its database.
+	Tenants TenantSource `json:"-"`
+	// TenantBaseURL returns a tenant's base URL, from which its callback
+	// URLs, SAML entity ID defaults and metadata URL derive. Default:
+	// BaseURL with the tenant as a subdomain (https://<tenant>.example.org).
+	TenantBaseURL func(tenant string) (string, error)
+	// MaxTenants bounds the tenants kept built in memory (default 1000);
+	// the least recently used go first. TenantIdleTimeout drops a tenant
+	// unused that long (default 1 h). Either only costs a rebuild: no
+	// network, the metadata and discovery fetched again on first use.
+	MaxTenants        int
+	TenantIdleTimeout time.Duration
+
 	// TrustedOrigins are other origins ("https://www.example.org") whose
 	// pages may start a sign-in: a login button on a sibling subdomain or
 	// another site of yours. A start from any other site, sibling
@@ -178,6 +197,13 @@ const MaxTransactionTTL = 10 * time.Minute
 type Auth struct {
 	// site is the application's own providers at BaseURL.
 	site *site
+	// opts are the options New was given, to build tenants with.
+	opts          Options
+	tenantOf      func(*http.Request) (string, error)
+	tenantSource  TenantSource
+	tenantBaseURL func(string) (string, error)
+	fileTenants   map[string]*Config
+	tenants       *tenantCache
 	// prefix is Options.PathPrefix, cleaned.
 	prefix string
 	// slugs maps a provider's own name to the slug it is mounted under.
@@ -185,7 +211,6 @@ type Auth struct {
 	trusted    map[string]bool
 	sealer     *seal.Sealer
 	client     *http.Client
-	callbacks  map[string]CallbackFunc
 	onFailure  FailureFunc
 	log        *slog.Logger
 	store      Store
@@ -229,7 +254,6 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		slugs:      slugs,
 		trusted:    trusted,
 		sealer:     sealer,
-		callbacks:  make(map[string]CallbackFunc),
 		onFailure:  o.OnFailure,
 		log:        o.Logger,
 		store:      o.Store,
@@ -254,26 +278,26 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	}
 	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
 	a.callbackBudget = 3 * a.client.Timeout
-	st, problems := a.buildSite(base, cfg, &o)
+	a.opts = o
+	st, problems := a.buildSite("", base, cfg, &o)
 	a.site = st
-	for _, name := range st.order {
-		cb := o.Callbacks[Provider(name)]
-		if cb == nil {
-			cb = o.Callbacks[Provider(st.strategies[name].Name())]
-		}
-		if cb == nil {
-			cb = o.OnSuccess
-		}
-		if cb == nil {
-			problems = append(problems, fmt.Errorf("extauth: %s: no hook: set Options.Callbacks[%q] or Options.OnSuccess", name, name))
-			continue
-		}
-		a.callbacks[name] = cb
-	}
 	for p := range o.Callbacks {
-		if _, ok := st.strategies[a.slug(string(p))]; !ok {
+		if _, ok := st.strategies[a.slug(string(p))]; !ok && o.TenantOf == nil {
 			a.log.Warn("extauth: hook for a provider that is not configured", "provider", string(p))
 		}
+	}
+	if o.TenantOf != nil {
+		a.tenantOf, a.tenantSource, a.tenantBaseURL, a.fileTenants = o.TenantOf, o.Tenants, o.TenantBaseURL, cfg.Tenants
+		maxTenants, idle := o.MaxTenants, o.TenantIdleTimeout
+		if maxTenants <= 0 {
+			maxTenants = DefaultMaxTenants
+		}
+		if idle <= 0 {
+			idle = DefaultTenantIdleTimeout
+		}
+		a.tenants = newTenantCache(a, maxTenants, idle)
+	} else if len(cfg.Tenants) > 0 || o.Tenants != nil {
+		problems = append(problems, errors.New("extauth: tenants are configured but Options.TenantOf is nil: nothing says which tenant a request is for"))
 	}
 	if err := errors.Join(problems...); err != nil {
 		a.Close()
@@ -407,10 +431,14 @@ func (a *Auth) SAMLMetadata() ([]byte, error) {
 // Close stops what the strategies run in the background (metadata and
 // discovery refreshes). The routes keep answering.
 func (a *Auth) Close() error {
-	if a.site == nil {
-		return nil
+	var errs []error
+	if a.tenants != nil {
+		errs = append(errs, a.tenants.close())
 	}
-	return a.site.close()
+	if a.site != nil {
+		errs = append(errs, a.site.close())
+	}
+	return errors.Join(errs...)
 }
 
 type ctxKey int
@@ -418,6 +446,7 @@ type ctxKey int
 const (
 	returnToKey ctxKey = iota
 	formatKey
+	tenantKey
 )
 
 // ReturnTo returns where the browser asked to go after sign-in: a validated
@@ -437,6 +466,10 @@ func Format(r *http.Request) string {
 	return s
 }
 
-func withTx(ctx context.Context, returnTo, format string) context.Context {
-	return context.WithValue(context.WithValue(ctx, returnToKey, returnTo), formatKey, format)
+func withTx(ctx context.Context, returnTo, format, tenant string) context.Context {
+	ctx = context.WithValue(context.WithValue(ctx, returnToKey, returnTo), formatKey, format)
+	if tenant != "" {
+		ctx = context.WithValue(ctx, tenantKey, tenant)
+	}
+	return ctx
 }

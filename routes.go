@@ -204,8 +204,28 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	st := a.site
 	rest := p[len(a.prefix):]
+	st, err := a.siteFor(r)
+	if err != nil {
+		if errors.Is(err, ErrUnknownTenant) {
+			a.log.Debug("extauth: no such tenant", "host", r.Host, "err", err)
+			http.NotFound(w, r)
+			return
+		}
+		// The tenant's lookup or configuration failed: that tenant's
+		// sign-ins fail, nobody else's.
+		name, _, format, _ := parseRoute(rest)
+		e := asError(err, name, CodeProviderUnavailable)
+		e.Provider = name
+		var te *tenantError
+		if errors.As(err, &te) {
+			e.Err = te.err
+			a.failOn(&site{tenant: te.tenant, log: a.log.With("tenant", te.tenant)}, w, r, format, e)
+			return
+		}
+		a.fail(w, r, format, e)
+		return
+	}
 	name, purpose, _ := strings.Cut(rest, "/")
 	if purpose != "" && purpose != "callback" {
 		if er, ok := st.strategies[name].(extraRouter); ok {
@@ -293,17 +313,17 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	// form is tiny, so bound it much harder.
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
-		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed request", Err: err})
 		return
 	}
 	switch verdict, why := a.startVerdict(r, m); {
 	case verdict == startRefuse:
-		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
 		return
 	case verdict == startConfirm && format == "json":
-		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
@@ -314,6 +334,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	tx := &providers.Transaction{
 		ID:       randomString(16),
 		Provider: name,
+		Tenant:   m.tenant,
 		State:    randomString(32),
 		Verifier: randomString(32),
 		Nonce:    randomString(32),
@@ -330,7 +351,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		target, err = s.Begin(r.Context(), tx)
 	}
 	if err != nil {
-		a.fail(w, r, format, asError(err, name, CodeProviderUnavailable))
+		a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
 		return
 	}
 	if tx.Binding == "" {
@@ -339,7 +360,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	cookieName := m.cookieName(tx.Binding)
 	value := a.sealer.Seal(cookieName, encodeTransaction(tx))
 	if len(cookieName)+len(value) > maxCookieBytes {
-		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
 			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
 		return
 	}
@@ -373,14 +394,14 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
-		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed or oversized callback", Err: err})
 		return
 	}
 	tx, err := a.openTransaction(w, r, m)
 	if errors.Is(err, errNoTransaction) && acceptsUnsolicited(s) {
-		a.log.Info("extauth: unsolicited callback", "provider", name)
-		tx, err = a.unsolicitedTransaction(name), nil
+		m.log.Info("extauth: unsolicited callback", "provider", name)
+		tx, err = a.unsolicitedTransaction(m), nil
 	}
 	if err != nil {
 		// The store being down is ours to fix, not the user's doing.
@@ -389,7 +410,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 			storeErr = &Error{Code: CodeInvalidState, Provider: name,
 				Message: "this sign-in is not valid any more; please start again", Err: err}
 		}
-		a.fail(w, r, format, storeErr)
+		a.failOn(m.site, w, r, format, storeErr)
 		return
 	}
 	if tx.Suffix != "" {
@@ -402,12 +423,14 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 		err = errors.New("strategy returned no identity")
 	}
 	if err != nil {
-		a.fail(w, r, format, asError(err, name, CodeInvalidResponse))
+		a.failOn(m.site, w, r, format, asError(err, name, CodeInvalidResponse))
 		return
 	}
 	id.Provider = name
-	a.log.Debug("extauth: signed in", "provider", name)
-	a.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format)), identityFrom(id))
+	m.log.Debug("extauth: signed in", "provider", name)
+	host := identityFrom(id)
+	host.Tenant = m.tenant
+	m.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format, m.tenant)), host)
 }
 
 // errNoTransaction is openTransaction's error when the callback names no
@@ -441,13 +464,16 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	if tx.Provider != m.name {
 		return nil, errors.New("transaction belongs to another provider")
 	}
+	if tx.Tenant != m.tenant {
+		return nil, errors.New("transaction belongs to another tenant")
+	}
 	if !a.now().Before(tx.Expires) {
 		return nil, errors.New("transaction expired")
 	}
 	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
 		return nil, errors.New("state does not match the transaction")
 	}
-	fresh, err := a.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
+	fresh, err := m.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
 	if err != nil {
 		return nil, &Error{Code: CodeProviderUnavailable, Provider: m.name,
 			Message: "sign-in is unavailable; please try again shortly",
@@ -470,10 +496,11 @@ func acceptsUnsolicited(s providers.Strategy) bool {
 // whatever the IdP, or whoever made the browser post, chose; the sign-in
 // ends at "/". Complete sees no RequestID and checks the answer as
 // unsolicited; its own replay checks make it single-use.
-func (a *Auth) unsolicitedTransaction(name string) *providers.Transaction {
+func (a *Auth) unsolicitedTransaction(m mount) *providers.Transaction {
 	return &providers.Transaction{
 		ID:       randomString(16),
-		Provider: name,
+		Provider: m.name,
+		Tenant:   m.tenant,
 		ReturnTo: "/",
 		Expires:  a.now().Add(a.ttl),
 	}
@@ -484,7 +511,17 @@ func (a *Auth) unsolicitedTransaction(name string) *providers.Transaction {
 // without trying each.
 func (m mount) cookieName(binding string) string {
 	sum := sha256.Sum256([]byte(binding))
-	return m.cookiePrefix() + m.name + "_" + base64.RawURLEncoding.EncodeToString(sum[:9])
+	return m.cookieStem() + base64.RawURLEncoding.EncodeToString(sum[:9])
+}
+
+// cookieStem starts the names of a provider's transaction cookies: with the
+// tenant's name too, so that tenants on one host never prune or read each
+// other's.
+func (m mount) cookieStem() string {
+	if m.tenant != "" {
+		return m.cookiePrefix() + m.tenant + "." + m.name + "_"
+	}
+	return m.cookiePrefix() + m.name + "_"
 }
 
 func (m mount) cookiePrefix() string {
@@ -526,7 +563,7 @@ func (m mount) txCookie(name, value string, maxAge int) *http.Cookie {
 // pruneTransactions expires this provider's transaction cookies that no
 // longer open or have expired, and the oldest past maxLiveTransactions.
 func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, m mount) {
-	prefix := m.cookiePrefix() + m.name + "_"
+	prefix := m.cookieStem()
 	type live struct {
 		name    string
 		expires int64
@@ -576,8 +613,13 @@ func randomString(n int) string {
 }
 
 func (a *Auth) fail(w http.ResponseWriter, r *http.Request, format string, err *Error) {
-	a.log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
-	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format)), err)
+	a.failOn(a.site, w, r, format, err)
+}
+
+// failOn answers a failure on st, logging it with st's tenant.
+func (a *Auth) failOn(st *site, w http.ResponseWriter, r *http.Request, format string, err *Error) {
+	st.log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
+	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, st.tenant)), err)
 }
 
 var failurePage = template.Must(template.New("failure").Parse(`<!doctype html>

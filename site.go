@@ -16,15 +16,23 @@ import (
 // otherwise: the specification's /users/auth/.
 const DefaultPathPrefix = "/users/auth/"
 
-// site is one set of mounted providers at one base URL.
+// site is one set of mounted providers at one base URL: the application's
+// own, or one tenant's.
 type site struct {
 	layout
+	// tenant is "" for the application's own site.
+	tenant string
 	origin string
 	secure bool
-	// strategies are keyed by the slug they are mounted under.
+	// strategies, and their hooks, are keyed by the slug they are mounted
+	// under.
 	strategies map[string]providers.Strategy
+	callbacks  map[string]CallbackFunc
 	order      []string
-	log        *slog.Logger
+	// log and store carry the tenant: its log lines name it, its
+	// single-use keys are its own.
+	log   *slog.Logger
+	store Store
 }
 
 // layout is where a site's routes are: the one place that knows their paths.
@@ -45,20 +53,27 @@ func (l layout) url(path string) string { return l.base.String() + path }
 // buildSite builds the strategies of every provider cfg configures, and o's
 // extra ones, mounted under their slugs at base. It returns every problem
 // it meets rather than the first.
-func (a *Auth) buildSite(base *url.URL, cfg *Config, o *Options) (*site, []error) {
+func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) (*site, []error) {
 	st := &site{
 		layout:     layout{base: base, prefix: a.prefix},
+		tenant:     tenant,
 		origin:     base.Scheme + "://" + base.Host,
 		secure:     base.Scheme == "https",
 		strategies: make(map[string]providers.Strategy),
+		callbacks:  make(map[string]CallbackFunc),
 		log:        a.log,
+		store:      a.store,
+	}
+	if tenant != "" {
+		st.log = a.log.With("tenant", tenant)
+		st.store = prefixedStore{a.store, "t/" + tenant + "/"}
 	}
 	env := func(slug string) providers.Env {
 		return providers.Env{
 			CallbackURL: st.url(st.callbackPath(slug)),
 			HTTPClient:  a.client,
 			Logger:      st.log.With("provider", slug),
-			Store:       a.store,
+			Store:       st.store,
 			Now:         a.now,
 		}
 	}
@@ -100,6 +115,20 @@ func (a *Auth) buildSite(base *url.URL, cfg *Config, o *Options) (*site, []error
 			es.SetEnv(env(slug))
 		}
 		add(slug, s)
+	}
+	for _, name := range st.order {
+		cb := o.Callbacks[Provider(name)]
+		if cb == nil {
+			cb = o.Callbacks[Provider(st.strategies[name].Name())]
+		}
+		if cb == nil {
+			cb = o.OnSuccess
+		}
+		if cb == nil {
+			problems = append(problems, fmt.Errorf("extauth: %s: no hook: set Options.Callbacks[%q] or Options.OnSuccess", name, name))
+			continue
+		}
+		st.callbacks[name] = cb
 	}
 	return st, problems
 }

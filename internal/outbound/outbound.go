@@ -60,9 +60,9 @@ func NewClient(base *http.Client, timeout time.Duration, maxBody int64) *http.Cl
 		}
 	}
 	return &http.Client{
-		Transport: &limitTransport{base: rt, max: maxBody},
-		Jar:       jar,
-		Timeout:   timeout,
+		Transport:     &limitTransport{base: rt, max: maxBody},
+		Jar:           jar,
+		Timeout:       timeout,
 		CheckRedirect: checkRedirect,
 	}
 }

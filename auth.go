@@ -290,7 +290,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.onFailure = defaultFailure
 	}
 	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
-	a.callbackBudget = 3 * a.client.Timeout
+	a.callbackBudget = 3 * outbound.Timeout(a.client)
 	a.opts = o
 	st, problems := a.buildSite("", base, cfg, &o)
 	a.site = st

@@ -47,11 +47,37 @@ type CallbackFunc func(w http.ResponseWriter, r *http.Request, id *Identity)
 type FailureFunc func(w http.ResponseWriter, r *http.Request, err *Error)
 
 // Store remembers single-use values across instances; see providers.Store.
-// NewMemoryStore serves one instance.
+// NewMemoryStore serves one instance; redisstore and pgstore serve several.
 type Store = providers.Store
 
-// NewMemoryStore returns a Store for a single instance.
-func NewMemoryStore() Store { return store.NewMemory(nil) }
+// DefaultMemoryStoreMaxEntries is the bound of a memory store given none.
+// An entry costs about 100 bytes, so the store stays under about 10 MB. A
+// sign-in holds one entry (three for SAML) for at most TransactionTTL (10
+// minutes), so the bound allows a sustained 160 sign-ins a second (55 with
+// SAML), more than one instance that keeps its state in memory should
+// serve.
+const DefaultMemoryStoreMaxEntries = store.DefaultMaxEntries
+
+// MemoryStoreOptions configures NewMemoryStore.
+type MemoryStoreOptions struct {
+	// MaxEntries bounds how many single-use values the store holds at once
+	// (default DefaultMemoryStoreMaxEntries when zero or negative). Every
+	// callback holds one until its transaction would have expired, even a
+	// callback that then fails, so without a bound anyone could grow the
+	// store by starting sign-ins and sending junk callbacks. At the bound,
+	// expired values having been dropped first, a new value is refused: the
+	// sign-in fails with provider_unavailable (503) and the log line says
+	// the store is full. Values are never dropped before their expiry to
+	// make room, since that would let a used callback be accepted again.
+	MaxEntries int
+	// Now is the store's clock (default time.Now); give it the clock of
+	// Options.Now if that is set.
+	Now func() time.Time
+}
+
+// NewMemoryStore returns a Store for a single instance, held in its memory.
+// New uses one with the default options when Options.Store is nil.
+func NewMemoryStore(o MemoryStoreOptions) Store { return store.NewMemory(o.Now, o.MaxEntries) }
 
 // Options configures New. BaseURL, CookieKey and a hook for every configured
 // provider (Callbacks or OnSuccess) are required.
@@ -89,7 +115,9 @@ type Options struct {
 	// Logger receives diagnostics (default slog.Default()). Nothing secret
 	// is ever logged: no code, state, token, secret or assertion.
 	Logger *slog.Logger
-	// Store keeps single-use values (default: in memory, one instance only).
+	// Store keeps single-use values (default: NewMemoryStore with the
+	// default bound and the clock Now, for one instance only; see
+	// MemoryStoreOptions for what happens at the bound).
 	Store Store
 
 	// StrictPOST accepts only POST on the authorize routes, so that no link
@@ -180,7 +208,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.now = time.Now
 	}
 	if a.store == nil {
-		a.store = store.NewMemory(a.now)
+		a.store = NewMemoryStore(MemoryStoreOptions{Now: a.now})
 	}
 	if a.ttl <= 0 || a.ttl > MaxTransactionTTL {
 		a.ttl = MaxTransactionTTL

@@ -112,7 +112,7 @@ func TestSAMLReplayToSecondInstanceSharingRedis(t *testing.T) {
 // Why the store must be shared: with one memory store per instance the
 // same replay gets through. This keeps the test above honest.
 func TestSAMLReplayToSecondInstanceSeparateMemoryStores(t *testing.T) {
-	rec, accepted := samlReplayToSecond(t, extauth.NewMemoryStore(), extauth.NewMemoryStore())
+	rec, accepted := samlReplayToSecond(t, extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), extauth.NewMemoryStore(extauth.MemoryStoreOptions{}))
 	if rec.Code != http.StatusOK || !accepted {
 		t.Fatalf("without a shared store the replay was refused (%d %s): the Redis test proves nothing", rec.Code, rec.Body)
 	}
@@ -132,7 +132,7 @@ func TestBlogOAuth2ReplayToSecondInstanceSharingRedis(t *testing.T) {
 		{"separate memory stores", false, 0, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var first, second extauth.Store = extauth.NewMemoryStore(), extauth.NewMemoryStore()
+			var first, second extauth.Store = extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), extauth.NewMemoryStore(extauth.MemoryStoreOptions{})
 			if c.shared {
 				_, first, second = twoRedisStores(t)
 			}

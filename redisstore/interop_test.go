@@ -398,11 +398,13 @@ func (p *dropProxy) serve(c net.Conn) {
 // WaitReplicas: accepted once the replica has the key; refused when no
 // replica acknowledges it in time, and the key then stays used.
 func TestRedisWaitReplicas(t *testing.T) {
-	primary := redistest.Start(t, redistest.Config{Password: redisPassword})
+	const aclPassword = "wait-acl-0c9e2b"
+	primary := redistest.Start(t, redistest.Config{Password: redisPassword, Lines: []string{
+		// docs/several-instances.md's ACL with what WaitReplicas needs.
+		"user extauth on >" + aclPassword + " ~extauth:* resetchannels -@all +set +ping +wait",
+	}})
 	replica := redistest.Start(t, redistest.Config{Password: redisPassword, ReplicaOf: primary})
-	redistest.WaitFor(t, 10*time.Second, "the replica is in sync", func() bool {
-		return primary.Info(t, "replication", "connected_slaves") == "1" && replica.Info(t, "replication", "master_link_status") == "up"
-	})
+	primary.WaitOnline(t, 1)
 	s := open(t, client(t, &redis.Options{Addr: primary.Addr, Password: redisPassword}), redisstore.Options{WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
 	until := time.Now().Add(time.Minute)
 	if !mustConsume(t, s, "w", until) || mustConsume(t, s, "w", until) {
@@ -410,6 +412,10 @@ func TestRedisWaitReplicas(t *testing.T) {
 	}
 	if got := replica.CLI(t, "EXISTS", "extauth:w"); got != "1" {
 		t.Errorf("accepted before the replica had the key: EXISTS = %s", got)
+	}
+	acl := open(t, client(t, &redis.Options{Addr: primary.Addr, Username: "extauth", Password: aclPassword}), redisstore.Options{WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
+	if !mustConsume(t, acl, "acl", until) || mustConsume(t, acl, "acl", until) {
+		t.Fatal("not single use under the ACL user")
 	}
 
 	lone := redistest.Start(t, redistest.Config{})
@@ -425,15 +431,23 @@ func TestRedisWaitReplicas(t *testing.T) {
 }
 
 // Redis Cluster of three primaries: keys spread over every primary,
-// stores of four instances race for each, exactly one wins, and no
+// stores of four instances (one as the restricted ACL user) race for each, exactly one wins, and no
 // multi-key command ran: each node's command statistics list SET and
 // connection and cluster-topology commands only (a multi-key command
 // across slots would also fail with CROSSSLOT).
 func TestRedisCluster(t *testing.T) {
-	cl := redistest.StartCluster(t, 3, redistest.Config{Password: redisPassword})
+	const aclPassword = "cluster-acl-55d1e0"
+	cl := redistest.StartCluster(t, 3, redistest.Config{Password: redisPassword, Lines: []string{
+		// docs/several-instances.md's ACL, plus what a cluster client reads.
+		"user extauth on >" + aclPassword + " ~extauth:* resetchannels -@all +set +ping +cluster|slots",
+	}})
 	var stores []*redisstore.Store
 	for i := range 3 {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.Nodes[i].Addr}, Password: redisPassword, ContextTimeoutEnabled: true})
+		o := &redis.ClusterOptions{Addrs: []string{cl.Nodes[i].Addr}, Password: redisPassword, ContextTimeoutEnabled: true}
+		if i == 2 {
+			o.Username, o.Password = "extauth", aclPassword
+		}
+		c := redis.NewClusterClient(o)
 		t.Cleanup(func() { c.Close() })
 		stores = append(stores, open(t, c, redisstore.Options{}))
 	}

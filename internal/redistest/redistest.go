@@ -250,6 +250,41 @@ func (s *Server) Info(t testing.TB, section, field string) string {
 	return ""
 }
 
+// WaitOnline waits until n replicas acknowledge s's writes: a SET and a
+// WAIT on one connection see them all. (A replica reported online may still
+// take a moment to acknowledge after its first sync.)
+func (s *Server) WaitOnline(t testing.TB, n int) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, fmt.Sprintf("%d replicas acknowledge writes to %s", n, s.Addr), func() bool {
+		return s.acknowledged(n)
+	})
+}
+
+func (s *Server) acknowledged(n int) bool {
+	nc, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(2 * time.Second))
+	var cmds []string
+	if s.Password != "" {
+		cmds = append(cmds, "AUTH "+s.Password)
+	}
+	cmds = append(cmds, "SET redistest:probe 1", fmt.Sprintf("WAIT %d 200", n))
+	if _, err := nc.Write([]byte(strings.Join(cmds, "\r\n") + "\r\n")); err != nil {
+		return false
+	}
+	r := bufio.NewReader(nc)
+	var line string
+	for range cmds {
+		if line, err = r.ReadString('\n'); err != nil {
+			return false
+		}
+	}
+	return strings.TrimSpace(line) == ":"+strconv.Itoa(n)
+}
+
 // WaitFor polls cond every 50ms until it holds or timeout passes.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

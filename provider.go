@@ -21,14 +21,6 @@ func BuiltinProviders() []Provider {
 	return []Provider{Microblog, Socialnet, SearchOAuth2, BlogOAuth2, SAML, OIDC}
 }
 
-// Identity is the verified, normalized user a callback hook receives.
-type Identity = providers.Identity
-
-// Error is the error a failed sign-in produces; see providers.Error.
-type Error = providers.Error
-
-// Code is the stable reason of an *Error.
-type Code = providers.Code
-
-// Strategy is a provider behind the routes; see providers.Strategy.
+// Strategy is a provider behind the routes, for Options.Extra; the contract,
+// and the helpers to write one, are in package providers.
 type Strategy = providers.Strategy

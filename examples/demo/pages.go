@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -127,7 +128,7 @@ var logoutFailed = template.Must(template.New("logout").Parse(`<!doctype html>
 // the logout the stale cookie goes too. A failed logout message leaves the
 // cookie alone: anyone can send a browser to the logout route with a bad one,
 // and that must not sign the user out.
-func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *providers.Error) {
 	if err == nil {
 		s.clearCookie(w)
 		http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -1,0 +1,136 @@
+package extauth
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/markbates/goth"
+
+	"github.com/extauth/extauth/providers"
+)
+
+// Identity is the verified, normalized user a callback hook receives. It
+// mirrors OmniAuth's auth hash: the same fields whatever the protocol.
+//
+// The pair (Provider, UID) identifies the account. Email is an address the
+// provider reported; trust it for account linking only when EmailVerified is
+// true, since two providers may report the same address for different people.
+type Identity struct {
+	// Provider is the slug of the provider that signed the user in.
+	Provider string `json:"provider"`
+	// Tenant is the tenant the user signed in at, "" for the
+	// application's own providers. The account is (Tenant, Provider, UID).
+	Tenant string `json:"tenant,omitempty"`
+	// UID is the user's stable identifier at the provider: the OpenID
+	// Connect sub, the SAML NameID (or Options.SAML.UIDAttribute), the
+	// OAuth provider's user ID.
+	UID string `json:"uid"`
+	// Email is the address the provider reported, possibly unverified.
+	Email string `json:"email,omitempty"`
+	// EmailVerified is true only when the provider vouches for Email (the
+	// OpenID Connect email_verified claim, for instance). SAML has no
+	// standard way to say so: it is always false there.
+	EmailVerified bool   `json:"email_verified"`
+	Name          string `json:"name,omitempty"`
+	FirstName     string `json:"first_name,omitempty"`
+	LastName      string `json:"last_name,omitempty"`
+	NickName      string `json:"nickname,omitempty"`
+	Description   string `json:"description,omitempty"`
+	Location      string `json:"location,omitempty"`
+	// Image is the URL of the user's picture.
+	Image string `json:"image,omitempty"`
+	// Tokens are the credentials the provider issued. They redact themselves
+	// when printed, logged or marshalled.
+	Tokens Tokens `json:"credentials"`
+	// Raw is the provider's profile or claims as received, for fields the
+	// normalized ones do not cover.
+	Raw map[string]any `json:"extra,omitempty"`
+	// SAML is set for SAML sign-ins: what single logout and attribute
+	// mapping need.
+	SAML *SAMLInfo `json:"saml,omitempty"`
+}
+
+// SAMLInfo is what a SAML assertion says beyond the normalized fields.
+type SAMLInfo struct {
+	// NameID, NameIDFormat and SessionIndex name the IdP session; keep them
+	// with the host's session to log out through the IdP later.
+	NameID       string `json:"name_id"`
+	NameIDFormat string `json:"name_id_format,omitempty"`
+	SessionIndex string `json:"session_index,omitempty"`
+	// Attributes maps each attribute Name (a URI or OID as the IdP sends
+	// it) to its values, in document order.
+	Attributes map[string][]string `json:"attributes,omitempty"`
+}
+
+// Tokens are the credentials of a sign-in. Their String, Format, LogValue and
+// MarshalJSON methods never reveal a token: read the fields to use them.
+type Tokens struct {
+	AccessToken  string
+	RefreshToken string
+	TokenType    string
+	// Secret is the OAuth 1.0a access token secret.
+	Secret  string
+	Expiry  time.Time
+	IDToken string
+}
+
+// String describes the tokens with every value redacted.
+func (t Tokens) String() string { return providers.Tokens(t).String() }
+
+// Format makes every fmt verb, %#v included, print the redacted String.
+func (t Tokens) Format(f fmt.State, verb rune) { fmt.Fprint(f, t.String()) }
+
+// LogValue makes slog print the redacted tokens.
+func (t Tokens) LogValue() slog.Value { return slog.StringValue(t.String()) }
+
+// MarshalJSON writes the tokens with every value redacted.
+func (t Tokens) MarshalJSON() ([]byte, error) { return providers.Tokens(t).MarshalJSON() }
+
+// MarshalYAML writes the tokens with every value redacted.
+func (t Tokens) MarshalYAML() (any, error) { return providers.Tokens(t).MarshalYAML() }
+
+// GothUser converts the identity to a goth.User, for hosts moving from goth.
+func (id *Identity) GothUser() goth.User { return id.strategyIdentity().GothUser() }
+
+// identityFrom is the one place a strategy's identity becomes the host's.
+// TestIdentityConversionKeepsEveryField holds it to providers.Identity's
+// fields.
+func identityFrom(p *providers.Identity) *Identity {
+	return &Identity{
+		Provider:      p.Provider,
+		UID:           p.UID,
+		Email:         p.Email,
+		EmailVerified: p.EmailVerified,
+		Name:          p.Name,
+		FirstName:     p.FirstName,
+		LastName:      p.LastName,
+		NickName:      p.NickName,
+		Description:   p.Description,
+		Location:      p.Location,
+		Image:         p.Image,
+		Tokens:        Tokens(p.Tokens),
+		Raw:           p.Raw,
+		SAML:          (*SAMLInfo)(p.SAML),
+	}
+}
+
+// strategyIdentity is identityFrom's inverse.
+func (id *Identity) strategyIdentity() *providers.Identity {
+	return &providers.Identity{
+		Provider:      id.Provider,
+		UID:           id.UID,
+		Email:         id.Email,
+		EmailVerified: id.EmailVerified,
+		Name:          id.Name,
+		FirstName:     id.FirstName,
+		LastName:      id.LastName,
+		NickName:      id.NickName,
+		Description:   id.Description,
+		Location:      id.Location,
+		Image:         id.Image,
+		Tokens:        providers.Tokens(id.Tokens),
+		Raw:           id.Raw,
+		SAML:          (*providers.SAMLInfo)(id.SAML),
+	}
+}

@@ -198,8 +198,10 @@ func testSweeper(t *testing.T, srv *pgtest.Server) {
 
 	// A failing sweep is logged, without the password.
 	logs.Reset()
-	broken := open(t, pool, Options{Table: "sweep", SweepInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	broken.sweepSQL = "DELETE FROM no_such_table WHERE $1::int > 0"
+	broken, err := New(pool, Options{Table: "no_such_table", SweepInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(100 * time.Millisecond)
 	broken.Close()
 	if !strings.Contains(logs.String(), "sweeping expired rows failed") || !strings.Contains(logs.String(), "no_such_table") {

@@ -19,7 +19,7 @@ import (
 func Example() {
 	client := redis.NewClient(&redis.Options{
 		Addr:                  "redis.internal:6379",
-		Username:              "extauth", // an ACL user (see docs/several-instances.md)
+		Username:              "extauth", // an ACL user that may only SET and PING
 		Password:              os.Getenv("REDIS_PASSWORD"),
 		ReadTimeout:           time.Second,
 		ContextTimeoutEnabled: true, // the sign-in's deadline bounds each command

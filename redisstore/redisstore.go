@@ -72,10 +72,10 @@ type Options struct {
 // Nothing it prints shows a password: every fmt verb, slog and
 // encoding/json print the description String returns.
 type Store struct {
-	c     redis.UniversalClient
-	o     Options
-	owned bool // the store made c, so Close closes it
-	close sync.Once
+	c         redis.UniversalClient
+	o         Options
+	owned     bool // the store made c, so Close closes it
+	closeOnce sync.Once
 }
 
 var _ extauth.Store = (*Store)(nil)
@@ -230,7 +230,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	var err error
 	if s.owned {
-		s.close.Do(func() { err = s.c.Close() })
+		s.closeOnce.Do(func() { err = s.c.Close() })
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -515,4 +516,187 @@ func TestSubdomainTenants(t *testing.T) {
 			t.Errorf("%s: %q %v, want ErrUnknownTenant", host, got, err)
 		}
 	}
+}
+
+// tenantBench is an application of n tenants on <tenant>.app.example, each
+// with OpenID Connect against one OP, all in-process: no socket, so that
+// what is measured is extauth.
+type tenantBench struct {
+	auth *extauth.Auth
+	op   *oidcop.OP
+	mux  *http.ServeMux
+	// single is the same application without tenants, for comparison.
+	single    *extauth.Auth
+	singleMux *http.ServeMux
+}
+
+func tenantName(i int) string { return fmt.Sprintf("t%05d", i) }
+
+func newTenantBench(tb testing.TB, n int) *tenantBench {
+	tb.Helper()
+	redirects := []string{"https://app.example/users/auth/oidc/callback"}
+	for i := range n {
+		redirects = append(redirects, "https://"+tenantName(i)+".app.example/users/auth/oidc/callback")
+	}
+	op, err := oidcop.New(oidcop.Config{Issuer: "https://op.example/op", ClientID: oidcClientID, ClientSecret: oidcSecret,
+		RedirectURIs: redirects, AutoApprove: true, Alg: "ES256", Keys: opKeys()["ES256"][:1]})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	oidcCfg := extauth.OIDCConfig{ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: op.Issuer()}
+	cfg := &extauth.Config{OIDC: oidcCfg, Tenants: map[string]*extauth.Config{}}
+	for i := range n {
+		cfg.Tenants[tenantName(i)] = &extauth.Config{OIDC: oidcCfg}
+	}
+	o := extauth.Options{
+		BaseURL:    "https://app.example",
+		CookieKey:  testKey,
+		HTTPClient: &http.Client{Transport: handlerTransport{op}},
+		Logger:     slog.New(slog.DiscardHandler),
+		TenantOf:   extauth.SubdomainTenants("app.example"),
+		MaxTenants: n,
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			w.WriteHeader(http.StatusNoContent)
+		},
+	}
+	tbn := &tenantBench{op: op, mux: http.NewServeMux(), singleMux: http.NewServeMux()}
+	if tbn.auth, err = extauth.New(cfg, o); err != nil {
+		tb.Fatal(err)
+	}
+	o.TenantOf = nil
+	if tbn.single, err = extauth.New(&extauth.Config{OIDC: oidcCfg}, o); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { tbn.auth.Close(); tbn.single.Close() })
+	tbn.auth.Mount(tbn.mux)
+	tbn.single.Mount(tbn.singleMux)
+	return tbn
+}
+
+// signIn runs one whole sign-in at host: authorize, the OP, the callback.
+func (tbn *tenantBench) signIn(mux *http.ServeMux, host string) error {
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, newRequest(http.MethodGet, "https://"+host+"/users/auth/oidc", nil))
+	if rec.Code != http.StatusFound {
+		return fmt.Errorf("authorize at %s: %d %s", host, rec.Code, rec.Body)
+	}
+	cookies := rec.Result().Cookies()
+	opRec := httptest.NewRecorder()
+	tbn.op.ServeHTTP(opRec, httptest.NewRequest(http.MethodGet, rec.Header().Get("Location"), nil))
+	req := httptest.NewRequest(http.MethodGet, opRec.Header().Get("Location"), nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		return fmt.Errorf("callback at %s: %d %s", host, rec.Code, rec.Body)
+	}
+	return nil
+}
+
+// BenchmarkTenantStartup builds an Auth for 10 000 configured tenants:
+// nothing is built for them, and no request made, before their first use.
+func BenchmarkTenantStartup(b *testing.B) {
+	tbn := newTenantBench(b, 10000)
+	cfg := &extauth.Config{Tenants: map[string]*extauth.Config{}}
+	for i := range 10000 {
+		cfg.Tenants[tenantName(i)] = &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: "c", ClientSecret: extauth.NewSecret("s"), Issuer: tbn.op.Issuer()}}
+	}
+	o := extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, TenantOf: extauth.SubdomainTenants("app.example"),
+		Logger: slog.New(slog.DiscardHandler), HTTPClient: &http.Client{Transport: handlerTransport{tbn.op}},
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}}
+	before := tbn.op.Hits(oidcop.Discovery)
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := extauth.New(cfg, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.Close()
+	}
+	if hits := tbn.op.Hits(oidcop.Discovery) - before; hits != 0 {
+		b.Fatalf("%d discovery requests at start-up", hits)
+	}
+}
+
+// BenchmarkTenantMemory reports the heap one built tenant with one OpenID
+// Connect provider holds, discovery and keys included.
+func BenchmarkTenantMemory(b *testing.B) {
+	const n = 1000
+	for b.Loop() {
+		b.StopTimer()
+		tbn := newTenantBench(b, n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		for i := range n {
+			if err := tbn.signIn(tbn.mux, tenantName(i)+".app.example"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/tenant")
+		runtime.KeepAlive(tbn)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkTenantFirstSignIn compares the first sign-in of a cold tenant
+// (built, then discovery and keys fetched) with a warm one's.
+func BenchmarkTenantFirstSignIn(b *testing.B) {
+	tbn := newTenantBench(b, 1)
+	host := tenantName(0) + ".app.example"
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			tbn.auth.Invalidate(tenantName(0))
+			if err := tbn.signIn(tbn.mux, host); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			if err := tbn.signIn(tbn.mux, host); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTenantThroughput runs whole sign-ins from 64 concurrent clients,
+// spread over 1000 warm tenants, beside the same on an Auth without tenants.
+// Run it with -count to alternate the two (BENCHMARKS.md); with
+// -mutexprofile it shows no lock shared on the hot path.
+func BenchmarkTenantThroughput(b *testing.B) {
+	const n = 1000
+	tbn := newTenantBench(b, n)
+	for i := range n {
+		if err := tbn.signIn(tbn.mux, tenantName(i)+".app.example"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tbn.signIn(tbn.singleMux, "app.example"); err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, mux *http.ServeMux, host func(i int) string) {
+		b.ReportAllocs()
+		b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+		var next atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := tbn.signIn(mux, host(int(next.Add(1)))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.Run("single", func(b *testing.B) { run(b, tbn.singleMux, func(int) string { return "app.example" }) })
+	b.Run("tenants-1000", func(b *testing.B) {
+		run(b, tbn.mux, func(i int) string { return tenantName(i%n) + ".app.example" })
+	})
 }

@@ -95,7 +95,7 @@ func newTenantInstance(t *testing.T, tenants []string, of *tenantApp, edit func(
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ta := &tenantApp{t: t, port: port, listen: port, Logs: &syncBuffer{}, clock: &clock{t: time.Now()}, store: extauth.NewMemoryStore()}
+	ta := &tenantApp{t: t, port: port, listen: port, Logs: &syncBuffer{}, clock: &clock{t: time.Now()}, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
 	if of != nil {
 		ta.port, ta.IdP, ta.OP = of.port, of.IdP, of.OP
 	} else {

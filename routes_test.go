@@ -1062,3 +1062,29 @@ func TestMemoryStoreBound(t *testing.T) {
 		t.Fatalf("after the entries expired: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// The authorize route's allocations are guarded, so that they cannot creep
+// back (BENCHMARKS.md has the figures).
+func TestAuthorizeAllocs(t *testing.T) {
+	a, err := extauth.New(&extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"}},
+		extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+			OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	req := newRequest(http.MethodPost, "https://app.example/users/auth/blog_oauth2", nil)
+	allocs := testing.AllocsPerRun(200, func() {
+		rec := httptest.NewRecorder()
+		r := *req
+		r.Form, r.PostForm = nil, nil
+		a.ServeHTTP(rec, &r)
+		if rec.Code != http.StatusSeeOther {
+			t.Fatal(rec.Code)
+		}
+	})
+	// 39 today (40 under -race), the recorder and request copy included.
+	if allocs > 45 {
+		t.Errorf("authorize allocates %.0f times per request, more than the 45 allowed", allocs)
+	}
+}

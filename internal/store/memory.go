@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,15 +26,28 @@ var ErrFull = errors.New("memory store is full")
 // live one: a key forgotten before its expiry could be consumed a second
 // time, which is the replay the store exists to stop. Expired keys are
 // always reclaimed first, so the bound only bites while that many are live.
+//
+// Keys are spread over shards, each with its own lock, so that concurrent
+// sign-ins (of different tenants, say) do not queue on one mutex; the bound
+// is one count for the whole store.
 type Memory struct {
+	now    func() time.Time
+	max    int64
+	held   atomic.Int64
+	seed   maphash.Seed
+	shards [shardCount]shard
+}
+
+const shardCount = 32
+
+type shard struct {
 	mu   sync.Mutex
-	now  func() time.Time
-	max  int
 	keys map[string]struct{}
 	// byExpiry holds each key of keys exactly once, soonest expiry first:
-	// every Consume reclaims the expired ones before it looks a key up, so
-	// a key is never in keys after its expiry and never pushed twice.
+	// every Consume reclaims the shard's expired ones before it looks a key
+	// up, so a key is never in keys after its expiry and never pushed twice.
 	byExpiry expiryHeap
+	_        [64]byte // keeps shards' locks off each other's cache lines
 }
 
 // NewMemory returns an empty store using now as its clock (time.Now if nil)
@@ -44,7 +59,11 @@ func NewMemory(now func() time.Time, maxEntries int) *Memory {
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxEntries
 	}
-	return &Memory{now: now, max: maxEntries, keys: make(map[string]struct{})}
+	m := &Memory{now: now, max: int64(maxEntries), seed: maphash.MakeSeed()}
+	for i := range m.shards {
+		m.shards[i].keys = make(map[string]struct{})
+	}
+	return m
 }
 
 // Consume records key until the given time and reports whether it was new.
@@ -52,14 +71,16 @@ func NewMemory(now func() time.Time, maxEntries int) *Memory {
 // refused with an error wrapping ErrFull; a key already held is still
 // reported as used.
 func (m *Memory) Consume(_ context.Context, key string, until time.Time) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	s := &m.shards[maphash.String(m.seed, key)%shardCount]
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := floorMilli(m.now())
-	for len(m.byExpiry) > 0 && m.byExpiry[0].expires <= now {
-		e := heap.Pop(&m.byExpiry).(entry)
-		delete(m.keys, e.key)
+	for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
+		e := heap.Pop(&s.byExpiry).(entry)
+		delete(s.keys, e.key)
+		m.held.Add(-1)
 	}
-	if _, held := m.keys[key]; held {
+	if _, held := s.keys[key]; held {
 		return false, nil
 	}
 	expires := ceilMilli(until)
@@ -67,24 +88,46 @@ func (m *Memory) Consume(_ context.Context, key string, until time.Time) (bool, 
 		// Used now and expired already: nothing left to remember.
 		return true, nil
 	}
-	if len(m.keys) >= m.max {
-		return false, fmt.Errorf("%w: %d single-use values held, none expired yet (MaxEntries %d)", ErrFull, len(m.keys), m.max)
+	if m.held.Load() >= m.max {
+		// Other shards may hold expired keys not reclaimed yet: they go
+		// before anyone is refused.
+		m.reclaim(s, now)
 	}
-	m.keys[key] = struct{}{}
-	heap.Push(&m.byExpiry, entry{expires: expires, key: key})
+	if m.held.Add(1) > m.max {
+		m.held.Add(-1)
+		return false, fmt.Errorf("%w: %d single-use values held, none expired yet (MaxEntries %d)", ErrFull, m.held.Load(), m.max)
+	}
+	s.keys[key] = struct{}{}
+	heap.Push(&s.byExpiry, entry{expires: expires, key: key})
 	return true, nil
 }
 
-// Len reports how many keys are held, expired ones not yet reclaimed
-// included.
+// reclaim drops the expired keys of every shard but mine, whose lock the
+// caller holds and which it just reclaimed (nil: every shard).
+func (m *Memory) reclaim(mine *shard, now int64) {
+	for i := range m.shards {
+		s := &m.shards[i]
+		if s == mine {
+			continue
+		}
+		s.mu.Lock()
+		for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
+			e := heap.Pop(&s.byExpiry).(entry)
+			delete(s.keys, e.key)
+			m.held.Add(-1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Len reports how many live keys are held, reclaiming the expired ones.
 func (m *Memory) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.keys)
+	m.reclaim(nil, floorMilli(m.now()))
+	return int(m.held.Load())
 }
 
 // Max reports the bound on held keys.
-func (m *Memory) Max() int { return m.max }
+func (m *Memory) Max() int { return int(m.max) }
 
 // floorMilli and ceilMilli are t in Unix milliseconds, rounded down and
 // up: a key is held at least until its expiry, and an int64 of

@@ -133,8 +133,8 @@ func TestBound(t *testing.T) {
 		t.Error("a live key was forgotten to make room")
 	}
 	c.t = c.t.Add(2 * time.Minute) // a and c expire
-	if m.Len() != 3 {
-		t.Fatalf("%d held before reclaiming, want 3", m.Len())
+	if m.Len() != 1 {
+		t.Fatalf("%d live keys, want d alone", m.Len())
 	}
 	if !mustConsume(t, m, "e", c.t.Add(time.Hour)) || !mustConsume(t, m, "f", c.t.Add(time.Hour)) {
 		t.Fatal("refused after two keys expired")
@@ -184,5 +184,27 @@ func BenchmarkBytesPerEntry(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(m.Len()), "B/entry")
 		runtime.KeepAlive(m)
 		b.StartTimer()
+	}
+}
+
+// Keys spread over shards share one bound: a shard full of expired keys is
+// reclaimed before a new key elsewhere is refused.
+func TestBoundAcrossShards(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	m := NewMemory(c.Now, 100)
+	for i := range 100 {
+		mustConsume(t, m, fmt.Sprint("short", i), c.t.Add(time.Second))
+	}
+	if _, err := m.Consume(context.Background(), "one-more", c.t.Add(time.Hour)); !errors.Is(err, ErrFull) {
+		t.Fatalf("101st live key: %v, want ErrFull", err)
+	}
+	c.t = c.t.Add(time.Second)
+	for i := range 100 {
+		if !mustConsume(t, m, fmt.Sprint("long", i), c.t.Add(time.Hour)) {
+			t.Fatalf("key %d refused with every earlier key expired", i)
+		}
+	}
+	if m.Len() != 100 {
+		t.Errorf("Len %d, want 100", m.Len())
 	}
 }

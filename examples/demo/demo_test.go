@@ -6,10 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"flag"
 	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -84,11 +88,33 @@ func TestDemoDeniedConsent(t *testing.T) {
 }
 
 func TestDemoFlags(t *testing.T) {
-	if err := run([]string{"-config", "does-not-exist.yml", "-addr", "127.0.0.1:0"}); err == nil {
+	if err := run([]string{"-config", "does-not-exist.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
 		t.Fatal("missing config file accepted")
 	}
-	if err := run([]string{"-bogus"}); err == nil {
-		t.Fatal("unknown flag accepted")
+	if err := run([]string{"-bogus"}, io.Discard); err == nil || errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("unknown flag: %v", err)
+	}
+	var usage strings.Builder
+	if err := run([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp (exit 0)", err)
+	}
+	if !strings.Contains(usage.String(), "EXTAUTH_COOKIE_KEY") || !strings.Contains(usage.String(), "-config") {
+		t.Errorf("usage does not say what -config needs:\n%s", usage.String())
+	}
+}
+
+// go run ./examples/demo -h exits 0 with the usage.
+func TestDemoHelpExitsZero(t *testing.T) {
+	if os.Getenv("EXTAUTH_DEMO_MAIN") == "1" {
+		os.Args = []string{"demo", "-h"}
+		main()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoHelpExitsZero$")
+	cmd.Env = append(os.Environ(), "EXTAUTH_DEMO_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Usage: go run ./examples/demo") {
+		t.Fatalf("demo -h: %v\n%s", err, out)
 	}
 }
 

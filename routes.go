@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -185,20 +186,33 @@ func (a *Auth) Mount(mux *http.ServeMux) {
 // from their own site: the SAML callback (Assertion Consumer Service) and
 // its single-logout route. CrossOriginProtection would refuse these
 // cross-origin POSTs with 403; extauth checks them itself (signatures, the
-// transaction cookie, single use). Call it once per p, after New.
+// transaction cookie, single use). With tenants, SAML's routes are let
+// through for every tenant. Call it once per p, after New.
 func (a *Auth) AllowCrossSiteCallbacks(p *http.CrossOriginProtection) {
 	st := a.site
+	paths := map[string]bool{}
 	for _, name := range st.order {
 		s := st.strategies[name]
 		if !crossSite(s) {
 			continue
 		}
-		p.AddInsecureBypassPattern("POST " + st.callbackPath(name))
+		paths[st.callbackPath(name)] = true
 		if er, ok := s.(extraRouter); ok {
 			for purpose := range er.ExtraRoutes() {
-				p.AddInsecureBypassPattern("POST " + st.extraPath(name, purpose))
+				paths[st.extraPath(name, purpose)] = true
 			}
 		}
+	}
+	if a.tenants != nil {
+		// Tenants are built later, and any of them may have SAML.
+		name := a.slug(string(SAML))
+		paths[st.callbackPath(name)] = true
+		for _, purpose := range builtinExtraRoutes(SAML) {
+			paths[st.extraPath(name, purpose)] = true
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		p.AddInsecureBypassPattern("POST " + path)
 	}
 }
 

@@ -2,9 +2,7 @@ package extauth_test
 
 import (
 	"bytes"
-	"context"
 	"crypto"
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -17,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/oidcop"
 	"github.com/extauth/extauth/internal/harness"
-	"golang.org/x/oauth2"
 )
 
 const (
@@ -752,89 +748,4 @@ func TestOIDC10000SignInsOneDiscoveryOneKeyFetch(t *testing.T) {
 	if n := p.op.Hits(oidcop.Token); n != total {
 		t.Errorf("%d token requests, want %d", n, total)
 	}
-}
-
-// BenchmarkCallback/oidc measures the oidc callback route (cookie, state,
-// token exchange with the in-process fake OP, ID token verification,
-// identity) beside a baseline: the bare x/oauth2 Exchange and go-oidc Verify
-// (with the nonce compared) a hand-written client would run for the same
-// response. Authorization requests are prepared before the timer starts.
-func BenchmarkCallback(b *testing.B) {
-	b.Run("oidc", func(b *testing.B) {
-		p := newInprocApp(b)
-		if c, err := p.begin(); err != nil || p.finish(c) != nil {
-			b.Fatal("warm-up sign-in failed")
-		}
-		pending := make([]pendingCallback, b.N)
-		for i := range pending {
-			c, err := p.begin()
-			if err != nil {
-				b.Fatal(err)
-			}
-			pending[i] = c
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if err := p.finish(pending[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("oidc-baseline", func(b *testing.B) {
-		p := newInprocApp(b)
-		ctx := oidc.ClientContext(context.Background(), &http.Client{Transport: handlerTransport{p.op}})
-		provider, err := oidc.NewProvider(ctx, p.op.Issuer())
-		if err != nil {
-			b.Fatal(err)
-		}
-		conf := oauth2.Config{
-			ClientID: oidcClientID, ClientSecret: oidcSecret, Endpoint: provider.Endpoint(),
-			RedirectURL: inprocBase + "/users/auth/oidc/callback", Scopes: []string{"openid", "email", "profile"},
-		}
-		conf.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
-		verifier := provider.Verifier(&oidc.Config{ClientID: oidcClientID})
-		type prepared struct{ code, verifier, nonce string }
-		prepare := func() prepared {
-			v, nonce := oauth2.GenerateVerifier(), oauth2.GenerateVerifier()
-			rec := httptest.NewRecorder()
-			p.op.ServeHTTP(rec, httptest.NewRequest(http.MethodGet,
-				conf.AuthCodeURL("state", oauth2.S256ChallengeOption(v), oidc.Nonce(nonce)), nil))
-			u, err := url.Parse(rec.Header().Get("Location"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return prepared{u.Query().Get("code"), v, nonce}
-		}
-		run := func(c prepared) error {
-			tok, err := conf.Exchange(ctx, c.code, oauth2.VerifierOption(c.verifier))
-			if err != nil {
-				return err
-			}
-			raw, _ := tok.Extra("id_token").(string)
-			idt, err := verifier.Verify(ctx, raw)
-			if err != nil {
-				return err
-			}
-			if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(c.nonce)) != 1 {
-				return errors.New("nonce")
-			}
-			var claims map[string]any
-			return idt.Claims(&claims)
-		}
-		if err := run(prepare()); err != nil {
-			b.Fatal(err)
-		}
-		pending := make([]prepared, b.N)
-		for i := range pending {
-			pending[i] = prepare()
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if err := run(pending[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

@@ -705,6 +705,23 @@ func (s *OIDC) verify(ctx context.Context, d *discovered, rawID, accessToken, no
 	return &c, nil
 }
 
+// VerifyIDToken verifies rawIDToken as a sign-in does (signature with the
+// provider's keys and the algorithm allow-list, iss, aud, azp, exp, iat,
+// sub, nonce, and at_hash against accessToken when the token carries one)
+// and returns its claims. It serves hosts that receive an ID token another
+// way, such as from a native app that signed in itself.
+func (s *OIDC) VerifyIDToken(ctx context.Context, rawIDToken, accessToken, nonce string) (map[string]any, error) {
+	d, err := s.provider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.verify(ctx, d, rawIDToken, accessToken, nonce)
+	if err != nil {
+		return nil, err
+	}
+	return c.raw, nil
+}
+
 // userInfo reads the UserInfo endpoint (JSON, or a JWT signed with the
 // provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
 // otherwise its claims could describe someone else.

@@ -146,7 +146,6 @@ type discovered struct {
 	issuer      string
 	oauth       oauth2.Config
 	keys        *keySet
-	verifier    *oidc.IDTokenVerifier
 	userInfoURL string
 	// issRequired: the provider advertises RFC 9207's iss parameter, so an
 	// authorization response without it is refused.
@@ -423,14 +422,6 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		return nil, err
 	}
 	keys := newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
-	skew := s.opts.ClockSkew
-	verifier := oidc.NewVerifier(s.issuer, keys, &oidc.Config{
-		ClientID:             s.clientID,
-		SupportedSigningAlgs: algs,
-		// go-oidc compares exp with no leeway; reading the clock skew
-		// seconds early grants it.
-		Now: func() time.Time { return s.now().Add(-skew) },
-	})
 	return &discovered{
 		issuer: s.issuer,
 		oauth: oauth2.Config{
@@ -445,7 +436,6 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 			Scopes:      s.scopes,
 		},
 		keys:        keys,
-		verifier:    verifier,
 		userInfoURL: doc.UserInfoEndpoint,
 		issRequired: doc.IssParameterSupported,
 	}, nil
@@ -613,96 +603,94 @@ func (s *OIDC) needUserInfo(c *idClaims) bool {
 		(c.Name == "" && slices.Contains(s.scopes, oidc.ScopeProfile))
 }
 
-// idClaims are the ID token claims we check and map.
+// idClaims are the claims of a verified ID token that the identity maps,
+// read from the one decoding of its payload.
 type idClaims struct {
-	Subject           string       `json:"sub"`
-	AuthorizedParty   string       `json:"azp"`
-	Email             string       `json:"email"`
-	EmailVerified     flexibleBool `json:"email_verified"`
-	Name              string       `json:"name"`
-	GivenName         string       `json:"given_name"`
-	FamilyName        string       `json:"family_name"`
-	PreferredUsername string       `json:"preferred_username"`
-	Nickname          string       `json:"nickname"`
-	Picture           string       `json:"picture"`
-	HostedDomain      string       `json:"hd"`
+	Subject           string
+	SessionID         string
+	Email             string
+	EmailVerified     bool
+	Name              string
+	GivenName         string
+	FamilyName        string
+	PreferredUsername string
+	Nickname          string
+	Picture           string
+	HostedDomain      string
 
 	raw map[string]any
 }
 
-// flexibleBool reads true or "true" as true, anything else as false: some
-// providers send email_verified as a string, and an address is only ever
-// trusted when the provider plainly says so.
-type flexibleBool bool
-
-// UnmarshalJSON never fails, so an odd email_verified reads as false rather
-// than rejecting the sign-in.
-func (b *flexibleBool) UnmarshalJSON(data []byte) error {
-	s := string(data)
-	*b = flexibleBool(s == "true" || s == `"true"`)
-	return nil
+func newIDClaims(t *tokenClaims) *idClaims {
+	m := t.raw
+	return &idClaims{
+		Subject:   t.subject,
+		SessionID: t.sid,
+		Email:     str(m, "email"),
+		// Some providers send email_verified as a string; an address is
+		// only ever trusted when the provider plainly says so, and an odd
+		// value reads as false rather than refusing the sign-in.
+		EmailVerified:     isTrue(m["email_verified"]),
+		Name:              str(m, "name"),
+		GivenName:         str(m, "given_name"),
+		FamilyName:        str(m, "family_name"),
+		PreferredUsername: str(m, "preferred_username"),
+		Nickname:          str(m, "nickname"),
+		Picture:           str(m, "picture"),
+		HostedDomain:      str(m, "hd"),
+		raw:               m,
+	}
 }
 
 func idError(format string, args ...any) *Error {
 	return NewError(CodeInvalidResponse, "the provider's ID token is not valid", fmt.Errorf("id token: "+format, args...))
 }
 
-// verify runs go-oidc's checks (signature with the allow-list, iss, aud,
-// exp, nbf) and then the ones it leaves to us (OIDC Core 3.1.3.7): sub, iat,
-// every audience trusted, azp, nonce and at_hash.
+// verify checks an ID token from a sign-in: what verifyJWT checks, then
+// sub, the nonce and at_hash (OIDC Core 3.1.3.7 and 3.1.3.8).
 func (s *OIDC) verify(ctx context.Context, d *discovered, rawID, accessToken, nonce string) (*idClaims, error) {
+	if nonce == "" {
+		return nil, idError("the sign-in has no nonce")
+	}
+	return s.verifyID(ctx, d, rawID, accessToken, func(c *tokenClaims) error {
+		if subtle.ConstantTimeCompare([]byte(c.nonce), []byte(nonce)) != 1 {
+			return errors.New("nonce does not match the sign-in's")
+		}
+		return nil
+	})
+}
+
+// verifyID checks an ID token: verifyJWT's checks, a subject, at_hash when
+// the token carries one, extra (the nonce of a sign-in, the subject of a
+// refresh) and the strategy's own check.
+func (s *OIDC) verifyID(ctx context.Context, d *discovered, rawID, accessToken string, extra func(*tokenClaims) error) (*idClaims, error) {
+	// Loading the keys first tells a provider that cannot be reached (its
+	// time-out or transport cause) from a token that does not verify.
 	if err := d.keys.ensure(ctx); err != nil {
 		return nil, AsError(err, s.name, CodeProviderUnavailable)
 	}
-	t, err := d.verifier.Verify(ctx, rawID)
+	t, err := s.verifyJWT(ctx, d, rawID)
 	if err != nil {
 		return nil, idError("%w", err)
 	}
-	var c idClaims
-	if err := t.Claims(&c); err != nil {
-		return nil, idError("claims: %w", err)
-	}
-	var payload json.RawMessage
-	if err := t.Claims(&payload); err != nil {
-		return nil, idError("claims: %w", err)
-	}
-	if c.raw, err = decodeObject(payload); err != nil {
-		return nil, idError("claims: %w", err)
-	}
-	if c.Subject == "" || c.Subject != t.Subject {
+	if t.subject == "" {
 		return nil, idError("no subject (sub)")
 	}
-	if t.IssuedAt.IsZero() {
-		return nil, idError("no issue time (iat)")
+	if err := extra(t); err != nil {
+		return nil, idError("%w", err)
 	}
-	if t.IssuedAt.After(s.now().Add(s.opts.ClockSkew)) {
-		return nil, idError("issued in the future (iat %s)", t.IssuedAt.UTC().Format(time.RFC3339))
-	}
-	for _, aud := range t.Audience {
-		if !s.audiences[aud] {
-			return nil, idError("audience %.200q is not trusted", aud)
-		}
-	}
-	if len(t.Audience) > 1 && c.AuthorizedParty == "" {
-		return nil, idError("several audiences but no authorized party (azp)")
-	}
-	if c.AuthorizedParty != "" && c.AuthorizedParty != s.clientID {
-		return nil, idError("authorized party (azp) %.200q is not this client", c.AuthorizedParty)
-	}
-	if nonce == "" || subtle.ConstantTimeCompare([]byte(t.Nonce), []byte(nonce)) != 1 {
-		return nil, idError("nonce does not match the sign-in's")
-	}
-	if t.AccessTokenHash != "" {
-		if err := t.VerifyAccessToken(accessToken); err != nil {
+	if t.atHash != "" {
+		if err := checkAtHash(t.alg, t.atHash, accessToken); err != nil {
 			return nil, idError("at_hash: %w", err)
 		}
 	}
+	c := newIDClaims(t)
 	if s.check != nil {
-		if err := s.check(&c); err != nil {
+		if err := s.check(c); err != nil {
 			return nil, err
 		}
 	}
-	return &c, nil
+	return c, nil
 }
 
 // VerifyIDToken verifies rawIDToken as a sign-in does (signature with the
@@ -771,13 +759,14 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, raw
 		Provider:      s.name,
 		UID:           c.Subject,
 		Email:         c.Email,
-		EmailVerified: bool(c.EmailVerified) && c.Email != "",
+		EmailVerified: c.EmailVerified && c.Email != "",
 		Name:          c.Name,
 		FirstName:     c.GivenName,
 		LastName:      c.FamilyName,
 		NickName:      c.PreferredUsername,
 		Image:         c.Picture,
 		Raw:           raw,
+		SessionID:     c.SessionID,
 		Tokens: Tokens{
 			AccessToken:  tok.AccessToken,
 			RefreshToken: tok.RefreshToken,

@@ -51,9 +51,28 @@ type oidcApp struct {
 	Auth   *extauth.Auth
 	OP     *oidcop.OP
 	Google *oidcop.OP
-	Logs   *bytes.Buffer
+	Logs   *lockedLog
 	clock  *clock
 	signIns
+}
+
+// lockedLog collects log records that background work (discovery
+// refreshes) writes while the test reads them.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type oidcSetup struct {
@@ -74,7 +93,7 @@ func opServer(t *testing.T) (*httptest.Server, *atomic.Pointer[oidcop.OP]) {
 
 func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 	t.Helper()
-	a := &oidcApp{t: t, Logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
+	a := &oidcApp{t: t, Logs: &lockedLog{}, clock: &clock{t: time.Now()}}
 	opSrv, opPtr := opServer(t)
 	gSrv, gPtr := opServer(t)
 	srv := harness.Serve(t, func(base string) http.Handler {
@@ -114,7 +133,7 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 		o := extauth.Options{
 			BaseURL:   base,
 			CookieKey: testKey,
-			Logger:    debugLogger(a.Logs),
+			Logger:    slog.New(slog.NewTextHandler(a.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Now:       a.clock.Now,
 			OnSuccess: a.onSuccess,
 		}
@@ -126,6 +145,7 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 			t.Fatal(err)
 		}
 		a.Auth = auth
+		t.Cleanup(func() { auth.Close() })
 		mux := http.NewServeMux()
 		auth.Mount(mux)
 		return mux
@@ -292,7 +312,8 @@ func TestOIDCUnknownKidRefetchesOnce(t *testing.T) {
 	if _, err := a.OP.AddKey(opKeys()["RS256"][1]); err != nil {
 		t.Fatal(err)
 	}
-	a.clock.Add(time.Hour)
+	// Past the key refresh interval, within the discovery's lifetime.
+	a.clock.Add(time.Minute)
 	for range 10 {
 		if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("after rotation: %d %s", resp.StatusCode, resp.Body)
@@ -303,6 +324,85 @@ func TestOIDCUnknownKidRefetchesOnce(t *testing.T) {
 	}
 	if n := a.OP.Hits(oidcop.Discovery); n != 1 {
 		t.Errorf("%d discovery fetches", n)
+	}
+}
+
+// eventually retries f until it reports true, for what happens in the
+// background, and fails the test after a few seconds.
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+	}
+}
+
+// TestOIDCDiscoveryRefreshFollowsRotation moves the provider's token
+// endpoint and key set, and signs with a key published only at the new
+// one: sign-ins fail while the held discovery copy is fresh, and follow
+// once its lifetime (the OP's max-age=3600) has passed.
+func TestOIDCDiscoveryRefreshFollowsRotation(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t)
+	if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	a.OP.RotateEndpoints()
+	if _, err := a.OP.AddKey(opKeys()["RS256"][1]); err != nil {
+		t.Fatal(err)
+	}
+	a.clock.Add(59 * time.Minute)
+	wantCode(t, b.Get(a.URL+"/users/auth/oidc"), http.StatusBadRequest, "invalid_response")
+	a.clock.Add(time.Minute)
+	// The first sign-in past the lifetime starts the refresh and is
+	// served the held copy meanwhile.
+	eventually(t, "a sign-in through the moved endpoints", func() bool {
+		return b.Get(a.URL+"/users/auth/oidc").StatusCode == http.StatusOK
+	})
+	if n := a.OP.Hits(oidcop.Discovery); n != 2 {
+		t.Errorf("%d discovery fetches, want 2", n)
+	}
+	if n := a.OP.Hits(oidcop.JWKS); n != 2 {
+		t.Errorf("%d key set fetches, want one at each jwks_uri", n)
+	}
+	if !strings.Contains(a.Logs.String(), "endpoints changed") {
+		t.Errorf("the log does not say the endpoints moved:\n%s", a.Logs)
+	}
+}
+
+// TestOIDCDiscoveryRefreshKeepsLastGoodCopy: a refresh that fails leaves
+// sign-ins on the last good copy, is retried after the back-off, not on
+// every sign-in, and a later one succeeds.
+func TestOIDCDiscoveryRefreshKeepsLastGoodCopy(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t)
+	signIn := func() {
+		t.Helper()
+		if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in: %d %s\n%s", resp.StatusCode, resp.Body, a.Logs)
+		}
+	}
+	signIn()
+	a.OP.SetFaults(oidcop.DiscoveryDown)
+	a.clock.Add(2 * time.Hour)
+	signIn()
+	eventually(t, "a failed refresh", func() bool { return strings.Contains(a.Logs.String(), "keeping the last good copy") })
+	for range 5 {
+		signIn()
+	}
+	if n := a.OP.Hits(oidcop.Discovery); n != 2 {
+		t.Errorf("%d discovery fetches within the back-off, want 2", n)
+	}
+	a.OP.SetFaults()
+	a.clock.Add(2 * time.Second)
+	signIn()
+	eventually(t, "a refresh after the back-off", func() bool {
+		return strings.Contains(a.Logs.String(), "OpenID Connect discovery refreshed")
+	})
+	signIn()
+	if n := a.OP.Hits(oidcop.Discovery); n != 3 {
+		t.Errorf("%d discovery fetches once fresh again, want 3", n)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,15 @@ const (
 	DefaultOIDCDiscoveryRetryMin  = time.Second
 	DefaultOIDCDiscoveryRetryMax  = time.Minute
 	DefaultOIDCKeyRefreshInterval = 10 * time.Second
+)
+
+// Bounds of the discovery document's lifetime: the provider's Cache-Control
+// max-age (or Expires) within them, MaxOIDCDiscoveryRefresh when it names
+// none. A provider that forbids caching is still read at most hourly: each
+// sign-in refetching discovery would be a request per sign-in.
+const (
+	MinOIDCDiscoveryRefresh = time.Hour
+	MaxOIDCDiscoveryRefresh = 24 * time.Hour
 )
 
 // asymmetricAlgs is the algorithm allow-list ID tokens may be signed with.
@@ -85,8 +95,9 @@ type OIDCOptions struct {
 	// ClockSkew is tolerated on exp and iat; default 60 s.
 	ClockSkew time.Duration
 	// DiscoveryRetryMin and DiscoveryRetryMax bound the back-off between
-	// discovery attempts while the provider cannot be reached: the wait
-	// doubles from the first to the second. Defaults 1 s and 1 min.
+	// discovery attempts while the provider cannot be reached (or, once a
+	// copy is held, while refreshing it fails): the wait doubles from the
+	// first to the second. Defaults 1 s and 1 min.
 	DiscoveryRetryMin time.Duration
 	DiscoveryRetryMax time.Duration
 	// KeyRefreshInterval is the least time between two fetches of the key
@@ -114,7 +125,12 @@ type OIDCConfig struct {
 // Discovery and the provider's keys are fetched on first use and cached, so
 // the application starts while the provider is down; until discovery
 // succeeds Begin and Complete fail with CodeProviderUnavailable, and attempts
-// are spaced by a back-off rather than made on every request.
+// are spaced by a back-off rather than made on every request. Once held,
+// the discovery document is refreshed in the background when its lifetime
+// (Cache-Control, between MinOIDCDiscoveryRefresh and
+// MaxOIDCDiscoveryRefresh) ends, so endpoints and a jwks_uri the provider
+// moves are followed; a refresh that fails keeps the last good copy. Close
+// stops the refresh timer.
 type OIDC struct {
 	name         string
 	clientID     string
@@ -139,6 +155,10 @@ type OIDC struct {
 	failures    int
 	nextAttempt time.Time
 	lastErr     *Error
+	// timer refreshes a held copy when it is due, even with no sign-in to
+	// notice; closed stops it for good.
+	timer  *time.Timer
+	closed bool
 }
 
 // discovered is what discovery yields, immutable once built.
@@ -150,6 +170,10 @@ type discovered struct {
 	// issRequired: the provider advertises RFC 9207's iss parameter, so an
 	// authorization response without it is refused.
 	issRequired bool
+	// endSession is the end_session_endpoint, "" when there is none.
+	endSession string
+	// refreshAt is when the copy is due for a refresh.
+	refreshAt time.Time
 }
 
 // NewOIDC returns the oidc strategy. It makes no request: discovery happens
@@ -292,11 +316,28 @@ func (s *OIDC) Discover(ctx context.Context) error {
 	return err
 }
 
+// Close stops the background refresh of the discovery document. The
+// strategy keeps working on the copy it holds.
+func (s *OIDC) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	return nil
+}
+
 // provider returns the discovered provider, fetching discovery if it is not
 // cached yet. At most one attempt is in flight; after a failure the next one
 // waits for a doubling back-off, and callers in between get the last error.
+// A copy past its lifetime is returned at once while a refresh starts in
+// the background.
 func (s *OIDC) provider(ctx context.Context) (*discovered, error) {
 	if d := s.disc.Load(); d != nil {
+		if !s.now().Before(d.refreshAt) {
+			s.refresh()
+		}
 		return d, nil
 	}
 	s.mu.Lock()
@@ -332,27 +373,68 @@ func (s *OIDC) provider(ctx context.Context) (*discovered, error) {
 	return nil, err
 }
 
-func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
-	d, err := s.fetchDiscovery(ctx)
+// refresh starts a background refresh of the held copy unless one is under
+// way, the strategy is closed, or the last one failed too recently.
+func (s *OIDC) refresh() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight != nil || s.closed || s.now().Before(s.nextAttempt) {
+		return
+	}
+	s.inflight = make(chan struct{})
+	go s.discover(context.Background(), s.inflight)
+}
+
+func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
+	old := s.disc.Load()
+	d, err := s.fetchDiscovery(ctx, old)
+	s.mu.Lock()
+	var wait time.Duration
 	if err == nil {
 		s.disc.Store(d)
-		s.lastErr, s.failures = nil, 0
-		s.log.Info("extauth: OpenID Connect discovery done", "provider", s.name, "issuer", s.issuer)
+		s.lastErr, s.failures, s.nextAttempt = nil, 0, time.Time{}
+		wait = d.refreshAt.Sub(s.now())
+		switch {
+		case old == nil:
+			s.log.Info("extauth: OpenID Connect discovery done", "provider", s.name, "issuer", s.issuer, "next_refresh", wait.Round(time.Second).String())
+		case d.changedFrom(old):
+			s.log.Info("extauth: OpenID Connect discovery refreshed: the provider's endpoints changed", "provider", s.name, "issuer", s.issuer, "next_refresh", wait.Round(time.Second).String())
+		default:
+			s.log.Debug("extauth: OpenID Connect discovery refreshed", "provider", s.name, "next_refresh", wait.Round(time.Second).String())
+		}
 	} else {
 		s.lastErr = s.providerError(err)
 		s.failures++
-		wait := s.opts.DiscoveryRetryMin << min(s.failures-1, 30)
+		wait = s.opts.DiscoveryRetryMin << min(s.failures-1, 30)
 		if wait <= 0 || wait > s.opts.DiscoveryRetryMax {
 			wait = s.opts.DiscoveryRetryMax
 		}
 		s.nextAttempt = s.now().Add(wait)
-		s.log.Warn("extauth: OpenID Connect discovery failed", "provider", s.name, "issuer", s.issuer,
-			"err", s.lastErr, "failures", s.failures, "retry_in", wait)
+		if old == nil {
+			s.log.Warn("extauth: OpenID Connect discovery failed", "provider", s.name, "issuer", s.issuer,
+				"err", s.lastErr, "failures", s.failures, "retry_in", wait)
+		} else {
+			s.log.Warn("extauth: OpenID Connect discovery refresh failed; keeping the last good copy", "provider", s.name,
+				"issuer", s.issuer, "err", s.lastErr, "failures", s.failures, "retry_in", wait)
+		}
+	}
+	// Only a held copy is refreshed by the timer: a provider never reached
+	// is retried when a sign-in asks, as before.
+	if s.disc.Load() != nil && !s.closed {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		s.timer = time.AfterFunc(max(wait, time.Second), s.refresh)
 	}
 	s.inflight = nil
 	s.mu.Unlock()
 	close(done)
+}
+
+// changedFrom reports whether a refreshed copy moved an endpoint.
+func (d *discovered) changedFrom(old *discovered) bool {
+	return d.oauth.Endpoint != old.oauth.Endpoint || d.keys != old.keys || d.userInfoURL != old.userInfoURL ||
+		d.endSession != old.endSession || d.issRequired != old.issRequired
 }
 
 // providerError makes every discovery failure but a misconfiguration read
@@ -378,14 +460,22 @@ type OIDCDiscovery struct {
 	SigningAlgs           []string `json:"id_token_signing_alg_values_supported"`
 	TokenAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
 	IssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+	// EndSessionEndpoint is where RP-initiated logout sends the browser
+	// (OpenID Connect RP-Initiated Logout 1.0); empty when the provider
+	// has none.
+	EndSessionEndpoint string `json:"end_session_endpoint"`
 }
 
-func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
+// fetchDiscovery reads the discovery document and builds a copy from it.
+// The key set of old carries over when the jwks_uri and algorithms are the
+// same, so a refresh does not refetch the keys.
+func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered, error) {
 	wellKnown := strings.TrimSuffix(s.issuer, "/") + "/.well-known/openid-configuration"
-	body, err := fetchDocument(ctx, s.client, wellKnown, "discovery")
+	resp, body, err := fetchDocument(ctx, s.client, wellKnown, "discovery")
 	if err != nil {
 		return nil, err
 	}
+	lifetime := OIDCDiscoveryLifetime(resp.Header, s.now())
 	var doc OIDCDiscovery
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, NewError(CodeProviderUnavailable, "the provider's discovery document is malformed", fmt.Errorf("discovery: %w", err))
@@ -403,8 +493,9 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		{"token_endpoint", doc.TokenEndpoint},
 		{"jwks_uri", doc.JWKSURI},
 		{"userinfo_endpoint", doc.UserInfoEndpoint},
+		{"end_session_endpoint", doc.EndSessionEndpoint},
 	} {
-		if ep.url == "" && ep.name == "userinfo_endpoint" {
+		if ep.url == "" && (ep.name == "userinfo_endpoint" || ep.name == "end_session_endpoint") {
 			continue
 		}
 		if err := CheckOIDCEndpoint(ep.url, s.issuer); err != nil {
@@ -422,6 +513,9 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		return nil, err
 	}
 	keys := newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
+	if old != nil && old.keys.url == keys.url && slices.Equal(old.keys.algs, keys.algs) {
+		keys = old.keys
+	}
 	return &discovered{
 		issuer: s.issuer,
 		oauth: oauth2.Config{
@@ -438,7 +532,46 @@ func (s *OIDC) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		keys:        keys,
 		userInfoURL: doc.UserInfoEndpoint,
 		issRequired: doc.IssParameterSupported,
+		endSession:  doc.EndSessionEndpoint,
+		refreshAt:   s.now().Add(lifetime),
 	}, nil
+}
+
+// OIDCDiscoveryLifetime returns how long a discovery document fetched at now
+// with header h stays fresh: Cache-Control's max-age less Age, else
+// Expires less Date, bounded by MinOIDCDiscoveryRefresh and
+// MaxOIDCDiscoveryRefresh; no-store and no-cache give the minimum, no
+// information the maximum.
+func OIDCDiscoveryLifetime(h http.Header, now time.Time) time.Duration {
+	life, known := time.Duration(0), false
+	for _, v := range h.Values("Cache-Control") {
+		for _, d := range strings.Split(v, ",") {
+			name, arg, _ := strings.Cut(strings.TrimSpace(d), "=")
+			switch strings.ToLower(name) {
+			case "no-store", "no-cache":
+				return MinOIDCDiscoveryRefresh
+			case "max-age":
+				if n, err := strconv.ParseInt(strings.Trim(arg, `"`), 10, 64); err == nil && n >= 0 {
+					life, known = time.Duration(min(n, int64(MaxOIDCDiscoveryRefresh/time.Second)))*time.Second, true
+				}
+			}
+		}
+	}
+	if known {
+		if age, err := strconv.ParseInt(h.Get("Age"), 10, 64); err == nil && age > 0 {
+			life -= time.Duration(min(age, int64(MaxOIDCDiscoveryRefresh/time.Second))) * time.Second
+		}
+	} else if exp, err := http.ParseTime(h.Get("Expires")); err == nil {
+		date, err := http.ParseTime(h.Get("Date"))
+		if err != nil {
+			date = now
+		}
+		life, known = exp.Sub(date), true
+	}
+	if !known {
+		return MaxOIDCDiscoveryRefresh
+	}
+	return min(max(life, MinOIDCDiscoveryRefresh), MaxOIDCDiscoveryRefresh)
 }
 
 // CheckOIDCEndpoint applies the OIDC strategy's rule to an endpoint from

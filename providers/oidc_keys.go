@@ -118,7 +118,7 @@ func (k *keySet) fetch(ctx context.Context, f *keyFetch) {
 }
 
 func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
-	body, err := fetchDocument(ctx, k.client, k.url, "key set")
+	_, body, err := fetchDocument(ctx, k.client, k.url, "key set")
 	if err != nil {
 		return nil, err
 	}
@@ -232,18 +232,19 @@ func (k *keySet) verifyCached(jws *jose.JSONWebSignature, hdr jose.Header) ([]by
 }
 
 // fetchDocument GETs a provider document (discovery, key set) through the
-// bounded client and returns its body, classifying every failure.
-func fetchDocument(ctx context.Context, client *http.Client, url, what string) ([]byte, error) {
+// bounded client and returns the answer and its body, classifying every
+// failure.
+func fetchDocument(ctx context.Context, client *http.Client, url, what string) (*http.Response, []byte, error) {
 	resp, body, err := get(ctx, client, url, "", "application/json", what)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		code := CodeInvalidResponse
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			code = CodeProviderUnavailable
 		}
-		return nil, NewError(code, what+": the provider answered with an error", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
+		return nil, nil, NewError(code, what+": the provider answered with an error", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
 	}
-	return body, nil
+	return resp, body, nil
 }

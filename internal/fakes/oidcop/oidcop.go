@@ -146,6 +146,9 @@ type Config struct {
 	SparseIDToken bool
 	// Users are the accounts; DemoUsers when empty.
 	Users []User
+	// DiscoveryCacheControl is the discovery document's Cache-Control;
+	// "public, max-age=3600" (as Google sends) when empty.
+	DiscoveryCacheControl string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -177,6 +180,10 @@ type OP struct {
 	codes    map[string]*grant
 	tokens   map[string]*grant
 	lastAuth url.Values
+	// tokenPath and jwksPath are where the token endpoint and key set are
+	// served (under the issuer's path); RotateEndpoints moves them.
+	tokenPath, jwksPath string
+	rotations           int
 }
 
 type signingKey struct {
@@ -232,6 +239,9 @@ func New(cfg Config) (*OP, error) {
 	if len(cfg.Users) == 0 {
 		cfg.Users = DemoUsers()
 	}
+	if cfg.DiscoveryCacheControl == "" {
+		cfg.DiscoveryCacheControl = "public, max-age=3600"
+	}
 	op := &OP{
 		cfg:     cfg,
 		prefix:  strings.TrimSuffix(u.Path, "/"),
@@ -241,6 +251,9 @@ func New(cfg Config) (*OP, error) {
 		pending: map[string]*authRequest{},
 		codes:   map[string]*grant{},
 		tokens:  map[string]*grant{},
+
+		tokenPath: "/token",
+		jwksPath:  "/jwks",
 	}
 	if op.now == nil {
 		op.now = time.Now
@@ -329,6 +342,24 @@ func (op *OP) ActiveKid() string {
 	return op.keys[op.active].kid
 }
 
+// RotateEndpoints moves the token endpoint and the key set to new paths,
+// which discovery lists from now on; the old paths answer 404, as after a
+// provider's migration. It returns the new token endpoint's URL.
+func (op *OP) RotateEndpoints() string {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.rotations++
+	v := fmt.Sprintf("/v%d", op.rotations+1)
+	op.tokenPath, op.jwksPath = v+"/token", v+"/jwks"
+	return strings.TrimSuffix(op.cfg.Issuer, "/") + op.tokenPath
+}
+
+func (op *OP) paths() (token, jwks string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.tokenPath, op.jwksPath
+}
+
 // SetFaults replaces the active faults; no argument clears them.
 func (op *OP) SetFaults(faults ...Fault) {
 	op.mu.Lock()
@@ -366,11 +397,12 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	tokenPath, jwksPath := op.paths()
 	switch path {
 	case "/.well-known/openid-configuration":
 		op.hits[Discovery].Add(1)
 		op.discovery(w, r)
-	case "/jwks":
+	case jwksPath:
 		op.hits[JWKS].Add(1)
 		op.jwks(w, r)
 	case "/authorize":
@@ -378,7 +410,7 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		op.authorize(w, r)
 	case "/authorize/decision":
 		op.decision(w, r)
-	case "/token":
+	case tokenPath:
 		op.hits[Token].Add(1)
 		op.token(w, r)
 	case "/userinfo":
@@ -403,12 +435,13 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	}
 	iss := op.cfg.Issuer
 	base := strings.TrimSuffix(iss, "/")
+	tokenPath, jwksPath := op.paths()
 	doc := map[string]any{
 		"issuer":                                iss,
 		"authorization_endpoint":                base + "/authorize",
-		"token_endpoint":                        base + "/token",
+		"token_endpoint":                        base + tokenPath,
 		"userinfo_endpoint":                     base + "/userinfo",
-		"jwks_uri":                              base + "/jwks",
+		"jwks_uri":                              base + jwksPath,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
@@ -423,7 +456,9 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	if !op.cfg.NoIssParameter {
 		doc["authorization_response_iss_parameter_supported"] = true
 	}
-	writeJSON(w, http.StatusOK, doc)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+	_ = json.NewEncoder(w).Encode(doc)
 }
 
 func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,28 @@
 // Every sign-in is a transaction sealed into a short-lived cookie, so any
 // instance holding the same CookieKey can finish a sign-in another began.
 // Values that must be used once across instances go through a Store.
+//
+// # Guides
+//
+// The secrets file that LoadConfig reads, its environments and variables, and
+// every field of Options are in [Configuration]. Registering the application
+// with each provider, and what each puts in the Identity: [OAuth providers]
+// (microblog, socialnet, blog_oauth2, any goth provider through
+// Options.Extra), [OpenID Connect] (oidc, search_oauth2) and [SAML]. Several
+// instances behind a load balancer share a Store, such as the Redis one of
+// package redisstore: [Several instances]. The extauth command, the failure
+// codes an Error carries and what is logged: [Operating]. Testing a host's
+// own hooks through the routes: [Testing your app]. What extauth guarantees
+// about a sign-in and the tests that prove it: [Security model].
+//
+// [Configuration]: https://github.com/extauth/extauth/blob/main/docs/configuration.md
+// [OAuth providers]: https://github.com/extauth/extauth/blob/main/docs/oauth.md
+// [OpenID Connect]: https://github.com/extauth/extauth/blob/main/docs/oidc.md
+// [SAML]: https://github.com/extauth/extauth/blob/main/docs/saml.md
+// [Several instances]: https://github.com/extauth/extauth/blob/main/docs/several-instances.md
+// [Operating]: https://github.com/extauth/extauth/blob/main/docs/operating.md
+// [Testing your app]: https://github.com/extauth/extauth/blob/main/docs/testing-your-app.md
+// [Security model]: https://github.com/extauth/extauth/blob/main/docs/security.md
 package extauth
 
 import (
@@ -72,9 +94,9 @@ type Options struct {
 
 	// CookieKey seals transaction cookies with AES-256-GCM: 32 random bytes,
 	// the same on every instance.
-	CookieKey []byte
+	CookieKey []byte `redact:"secret"`
 	// OldCookieKeys still open cookies sealed before a key rotation.
-	OldCookieKeys [][]byte
+	OldCookieKeys [][]byte `redact:"secret"`
 
 	// Callbacks holds the hook of each provider.
 	Callbacks map[Provider]CallbackFunc
@@ -87,7 +109,7 @@ type Options struct {
 	// HTTPClient supplies the transport for outbound requests to providers
 	// (a proxy, custom roots, or a test server). Its Timeout, when shorter,
 	// wins over Timeout.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
 	// Timeout bounds each outbound request (default 10s). A whole callback,
 	// which may make several requests, is bounded by three times Timeout.
 	Timeout time.Duration
@@ -96,13 +118,18 @@ type Options struct {
 
 	// Logger receives diagnostics (default slog.Default()). Nothing secret
 	// is ever logged: no code, state, token, secret or assertion.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// Store keeps single-use values (default: in memory, one instance only).
-	Store Store
+	Store Store `json:"-"`
 
 	// StrictPOST accepts only POST on the authorize routes, so that no link
 	// or image can start a sign-in.
 	StrictPOST bool
+	// TrustedOrigins are other origins ("https://www.example.org") whose
+	// pages may start a sign-in: a login button on a sibling subdomain or
+	// another site of yours. A start from any other site, sibling
+	// subdomains included, is refused as csrf_detected.
+	TrustedOrigins []string
 	// TransactionTTL is how long a sign-in may take (default and maximum 10
 	// minutes).
 	TransactionTTL time.Duration
@@ -117,7 +144,7 @@ type Options struct {
 	// provider adapted with providers.Goth. Their names must not clash.
 	// Those that implement providers.EnvSetter receive the same environment
 	// as the built-in ones (the bounded HTTP client, their callback URL).
-	Extra []Strategy
+	Extra []Strategy `json:"-"`
 
 	// Socialnet tunes the socialnet provider (Graph API version, scopes,
 	// PKCE).
@@ -137,6 +164,8 @@ const MaxTransactionTTL = 10 * time.Minute
 // Auth holds everything the routes need. It is safe for concurrent use.
 type Auth struct {
 	base       *url.URL
+	origin     string
+	trusted    map[string]bool
 	secure     bool
 	sealer     *seal.Sealer
 	strategies map[string]providers.Strategy
@@ -168,8 +197,14 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauth: CookieKey: %w", err)
 	}
+	trusted, err := parseTrustedOrigins(o.TrustedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	a := &Auth{
 		base:       base,
+		origin:     base.Scheme + "://" + base.Host,
+		trusted:    trusted,
 		secure:     base.Scheme == "https",
 		sealer:     sealer,
 		strategies: make(map[string]providers.Strategy),

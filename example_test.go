@@ -1,11 +1,22 @@
 package extauth_test
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"log"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/markbates/goth/providers/gitlab"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/providers"
 )
 
 func ExampleParseConfig() {
@@ -70,4 +81,152 @@ blog_oauth2_site: https://blog.example.org
 	// Output:
 	// authorize https://app.example.org/users/auth/blog_oauth2
 	// callback https://app.example.org/users/auth/blog_oauth2/callback
+}
+
+// The README's quick start: a host loads its secrets file, builds an Auth
+// with its hook, and mounts the routes. It is compiled, not run: it reads
+// config/secrets.yml.
+func ExampleNew_quickStart() {
+	key := make([]byte, 32) // in production: 32 random bytes from your secret store
+	mux := http.NewServeMux()
+	startSession := func(w http.ResponseWriter, id *extauth.Identity) { /* the host's own session */ }
+
+	cfg, err := extauth.LoadConfig("config/secrets.yml", extauth.Env("production"))
+	if err != nil {
+		log.Fatal(err) // names every bad or missing key, never a value
+	}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://app.example.org", // callback URLs derive from it
+		CookieKey: key,                       // 32 random bytes, the same on every instance
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			// id.Provider + id.UID identify the account; trust id.Email only if id.EmailVerified.
+			startSession(w, id)
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+		// Callbacks: map[extauth.Provider]extauth.CallbackFunc{extauth.SAML: ...} for per-provider hooks,
+		// OnFailure: func(w, r, err *extauth.Error) {...} to render failures yourself.
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	a.Mount(mux)
+}
+
+// OnFailure receives every failed sign-in as an *Error; errors.Is matches it
+// by Code (and by Provider when the target names one).
+func ExampleError() {
+	onFailure := func(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+		if errors.Is(err, &extauth.Error{Code: extauth.CodeTimeout}) {
+			http.Error(w, "The provider is slow to answer; please try again.", err.Code.HTTPStatus())
+			return
+		}
+		http.Error(w, err.Message, err.Code.HTTPStatus()) // Message is safe to show; err.Err is for logs
+	}
+
+	for _, err := range []*extauth.Error{
+		{Code: extauth.CodeTimeout, Provider: "oidc", Message: "the provider did not answer in time"},
+		{Code: extauth.CodeAccessDenied, Provider: "oidc", Message: "sign-in was refused"},
+	} {
+		rec := httptest.NewRecorder()
+		onFailure(rec, httptest.NewRequest(http.MethodGet, "/users/auth/oidc/callback", nil), err)
+		fmt.Print(rec.Code, " ", rec.Body.String())
+	}
+	// Output:
+	// 504 The provider is slow to answer; please try again.
+	// 403 sign-in was refused
+}
+
+// Any of goth's providers mounts beside the built-in ones through
+// Options.Extra, at /users/auth/<its name>.
+func ExampleOptions_goth() {
+	cfg := &extauth.Config{} // the built-in providers the secrets file configures, none here
+	key := make([]byte, 32)
+
+	gl := gitlab.New(os.Getenv("GITLAB_KEY"), os.Getenv("GITLAB_SECRET"),
+		"https://app.example.org/users/auth/gitlab/callback", "read_user")
+
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://app.example.org",
+		CookieKey: key,
+		Extra:     []extauth.Strategy{providers.Goth(gl)},
+		Callbacks: map[extauth.Provider]extauth.CallbackFunc{
+			"gitlab": func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) { /* … */ },
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close()
+	for _, r := range a.Routes() {
+		fmt.Println(r.Purpose, r.URL)
+	}
+	// Output:
+	// authorize https://app.example.org/users/auth/gitlab
+	// callback https://app.example.org/users/auth/gitlab/callback
+}
+
+// signInAs is a provider for a host's own tests: it signs in whoever starts a
+// sign-in as id, at once, so that the host's hooks run through the real
+// routes, cookie and checks without a real provider.
+type signInAs struct {
+	id       providers.Identity
+	callback string
+}
+
+func (s *signInAs) Name() string { return "test" }
+
+// SetEnv receives the callback URL extauth.New derives from BaseURL.
+func (s *signInAs) SetEnv(env providers.Env) { s.callback = env.CallbackURL }
+
+// Begin sends the browser straight back to the callback with the state, as
+// a provider does once the user has approved.
+func (s *signInAs) Begin(_ context.Context, tx *providers.Transaction) (string, error) {
+	return s.callback + "?state=" + url.QueryEscape(tx.State), nil
+}
+
+func (s *signInAs) Binding(r *http.Request) string { return r.FormValue("state") }
+
+func (s *signInAs) Complete(context.Context, *http.Request, *providers.Transaction) (*providers.Identity, error) {
+	id := s.id
+	return &id, nil
+}
+
+// A host tests its own hook through the real routes with a provider of its
+// own in Options.Extra (docs/testing-your-app.md).
+func Example_testYourHook() {
+	var signedIn []string
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{
+		BaseURL:   srv.URL,
+		CookieKey: make([]byte, 32), // a test key
+		Extra:     []extauth.Strategy{&signInAs{id: providers.Identity{UID: "ada", Email: "ada@example.org"}}},
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			signedIn = append(signedIn, id.Provider+" "+id.UID) // your hook goes here
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	a.Mount(mux)
+	mux.HandleFunc("/settings", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "settings") })
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	// A browser marks a form post from a page of the site with its Origin.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/users/auth/test", strings.NewReader("return_to=/settings"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	resp, err := browser.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(signedIn, resp.Request.URL.Path)
+	// Output: [test ada] /settings
 }

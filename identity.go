@@ -90,6 +90,9 @@ func (t Tokens) LogValue() slog.Value { return slog.StringValue(t.String()) }
 // MarshalJSON writes the tokens with every value redacted.
 func (t Tokens) MarshalJSON() ([]byte, error) { return providers.Tokens(t).MarshalJSON() }
 
+// MarshalYAML writes the tokens with every value redacted.
+func (t Tokens) MarshalYAML() (any, error) { return providers.Tokens(t).MarshalYAML() }
+
 // GothUser converts the identity to a goth.User, for hosts moving from goth.
 func (id *Identity) GothUser() goth.User { return id.strategyIdentity().GothUser() }
 

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -232,17 +233,25 @@ func parsePath(p string) (name string, callback bool, format string, ok bool) {
 
 func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
 	name := s.Name()
-	if !a.sameOrigin(r) {
-		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
-			Message: "sign-in must start from this site", Err: errors.New("cross-site authorize request")})
-		return
-	}
 	// ParseForm reads a bounded body (10 MB by net/http); the authorize
 	// form is tiny, so bound it much harder.
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
 		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed request", Err: err})
+		return
+	}
+	switch verdict, why := a.startVerdict(r); {
+	case verdict == startRefuse:
+		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
+		return
+	case verdict == startConfirm && format == "json":
+		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
+		return
+	case verdict == startConfirm:
+		a.confirmStart(w, r, s, SafeReturnTo(r.Form.Get("return_to")))
 		return
 	}
 	now := a.now()
@@ -253,7 +262,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 		Verifier: randomString(32),
 		Nonce:    randomString(32),
 		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
-		Format:   format,
+		Suffix:   format,
 		Expires:  now.Add(a.ttl),
 	}
 	var target string
@@ -271,13 +280,8 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 	if tx.Binding == "" {
 		tx.Binding = tx.State
 	}
-	payload, err := json.Marshal(tx)
-	if err != nil {
-		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name, Message: "cannot seal sign-in", Err: err})
-		return
-	}
 	cookieName := a.cookieName(s, tx.Binding)
-	value := a.sealer.Seal(cookieName, payload)
+	value := a.sealer.Seal(cookieName, encodeTransaction(tx))
 	if len(cookieName)+len(value) > maxCookieBytes {
 		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
 			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
@@ -332,8 +336,8 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		a.fail(w, r, format, storeErr)
 		return
 	}
-	if tx.Format != "" {
-		format = tx.Format
+	if tx.Suffix != "" {
+		format = tx.Suffix
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.callbackBudget)
 	defer cancel()
@@ -374,9 +378,9 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	if err != nil {
 		return nil, errors.New("transaction cookie does not open")
 	}
-	var tx providers.Transaction
-	if err := json.Unmarshal(raw, &tx); err != nil {
-		return nil, errors.New("transaction cookie is malformed")
+	tx, err := decodeTransaction(raw)
+	if err != nil {
+		return nil, err
 	}
 	if tx.Provider != s.Name() {
 		return nil, errors.New("transaction belongs to another provider")
@@ -396,7 +400,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	if !fresh {
 		return nil, errors.New("transaction already used")
 	}
-	return &tx, nil
+	return tx, nil
 }
 
 func acceptsUnsolicited(s providers.Strategy) bool {
@@ -477,10 +481,10 @@ func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s provi
 		if !strings.HasPrefix(c.Name, prefix) {
 			continue
 		}
-		var tx providers.Transaction
 		raw, err := a.sealer.Open(c.Name, c.Value)
+		var tx *providers.Transaction
 		if err == nil {
-			err = json.Unmarshal(raw, &tx)
+			tx, err = decodeTransaction(raw)
 		}
 		if err != nil || !now.Before(tx.Expires) {
 			http.SetCookie(w, a.txCookie(s, c.Name, "", -1))
@@ -497,42 +501,16 @@ func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s provi
 	}
 }
 
-// sameOrigin refuses authorize requests a browser marks as cross-site, and
-// those whose Origin is another origin (login CSRF, CVE-2015-9284).
-func (a *Auth) sameOrigin(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	return origin == a.base.Scheme+"://"+a.base.Host
-}
-
 // SafeReturnTo returns s when it is a path on this application, and "/"
-// otherwise: it refuses absolute URLs, scheme-relative and backslash tricks
-// (//evil, /\evil, /%2F%2Fevil), control characters and other schemes.
+// otherwise: it refuses absolute and scheme-relative URLs, backslashes and
+// control characters, and any path that would become one of these once
+// decoded, however many times, and with tabs, newlines and spaces removed
+// (/%2F%2Fevil, /%09/evil.com, /%2509/evil.com all become "/").
 func SafeReturnTo(s string) string {
-	if s == "" || len(s) > 2048 || s[0] != '/' {
-		return "/"
+	if p, ok := safepath.Path(s); ok {
+		return p
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\' {
-			return "/"
-		}
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return "/"
-	}
-	// Decoded, the path must not turn into a scheme-relative URL either:
-	// some proxies and frameworks decode before redirecting.
-	dec, err := url.PathUnescape(u.EscapedPath())
-	if err != nil || strings.HasPrefix(dec, "//") || strings.Contains(dec, "\\") {
-		return "/"
-	}
-	return s
+	return "/"
 }
 
 func randomString(n int) string {

@@ -110,7 +110,7 @@ func (a *samlApp) waitReady() {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rec := httptest.NewRecorder()
-		a.Auth.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, a.URL+"/users/auth/saml.json", nil))
+		a.Auth.ServeHTTP(rec, newRequest(http.MethodPost, a.URL+"/users/auth/saml.json", nil))
 		if rec.Code == http.StatusOK {
 			return
 		}
@@ -299,7 +299,7 @@ func TestSAMLCallbackCookieIsCrossSite(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rec = httptest.NewRecorder()
-		a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml", nil))
+		a.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml", nil))
 		if rec.Code != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
@@ -332,12 +332,12 @@ func TestSAMLRoutesWhileIdPIsDown(t *testing.T) {
 	}
 	defer a.Close()
 	rec := httptest.NewRecorder()
-	a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
+	a.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "provider_unavailable") {
 		t.Fatalf("authorize: %d %s", rec.Code, rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://app.example/users/auth/saml/metadata", nil))
+	a.ServeHTTP(rec, newRequest(http.MethodGet, "https://app.example/users/auth/saml/metadata", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), samlEntityID) {
 		t.Fatalf("metadata: %d", rec.Code)
 	}
@@ -378,6 +378,14 @@ func TestSAMLCallbackBindingAndRedirects(t *testing.T) {
 		if strings.Contains(redirect, "evil") {
 			t.Fatal("return_to travels to the IdP")
 		}
+		resp := a.callback(b, idpForm(t, b, redirect))
+		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/" {
+			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
+		}
+	})
+	t.Run("return_to with an encoded tab ends at /", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, url.Values{"return_to": {"/%09/evil.example"}})
 		resp := a.callback(b, idpForm(t, b, redirect))
 		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/" {
 			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)

@@ -15,7 +15,7 @@ import (
 // Server (blog_oauth2_key, blog_oauth2_secret, blog_oauth2_site).
 type BlogOAuth2Config struct {
 	ClientID     string
-	ClientSecret string
+	ClientSecret string `redact:"secret"`
 	// Site is the WordPress base URL; the endpoints are Site+/oauth/authorize,
 	// /oauth/token and /oauth/me.
 	Site string

@@ -2,8 +2,11 @@ package redisstore_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"log"
 	"net/http"
+	"os"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/redisstore"
@@ -49,4 +52,39 @@ func Example() {
 	// redisstore redis.internal:6379 db 2 prefix "extauth:" tls false password [REDACTED]
 	// [blog_oauth2]
 	// redisstore: address "redis.internal": address redis.internal: missing port in address
+}
+
+// docs/several-instances.md: each instance builds its store, checks Redis at
+// start-up, and hands the store to extauth.New. Compiled, not run: it needs a
+// Redis at redis.internal.
+func ExampleStore_Ping() {
+	ctx := context.Background()
+	cfg := &extauth.Config{BlogOAuth2: extauth.OAuthProvider{
+		Key: "client-id", Secret: extauth.NewSecret("client-secret"), Site: "https://blog.example.org",
+	}}
+	key := bytes.Repeat([]byte{7}, 32)
+	onSuccess := func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+		http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+	}
+
+	store, err := redisstore.New("redis.internal:6379", redisstore.Options{
+		Password: extauth.NewSecret(os.Getenv("REDIS_PASSWORD")),
+	})
+	if err != nil {
+		log.Fatal(err) // bad options only: New does not connect
+	}
+	defer store.Close()
+	if err := store.Ping(ctx); err != nil { // optional: fail at start-up, not at the first sign-in
+		log.Fatal(err)
+	}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://app.example.org",
+		CookieKey: key, // the same on every instance
+		Store:     store,
+		OnSuccess: onSuccess,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
 }

@@ -137,8 +137,16 @@ type Options struct {
 	Now func() time.Time
 
 	// SAML holds the SAML service provider's tunables (clock skew, NameID
-	// format, unsolicited responses, single-logout hooks, ...).
+	// format, unsolicited responses, ...). Its single-logout hooks, when
+	// set, win over Logout's for SAML.
 	SAML samlsp.Options
+
+	// Logout connects signing out to the host's sessions for every
+	// protocol: ending the provider's session (SAML single logout, OpenID
+	// Connect RP-initiated logout) and hearing that the provider ended one
+	// (a SAML IdP's LogoutRequest, OpenID Connect back- and front-channel
+	// logout).
+	Logout LogoutOptions `json:"-"`
 
 	// Extra mounts more providers beside the built-in ones, such as a goth
 	// provider adapted with providers.Goth. Their names must not clash.
@@ -180,6 +188,8 @@ type Auth struct {
 	// callbackBudget bounds everything one callback does, so several slow
 	// provider calls cannot add up past it.
 	callbackBudget time.Duration
+	logout         LogoutOptions
+	logoutReturnTo string
 }
 
 // New validates cfg and o and builds one strategy per configured provider.
@@ -215,6 +225,9 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		ttl:        o.TransactionTTL,
 		strictPOST: o.StrictPOST,
 		now:        o.Now,
+
+		logout:         o.Logout,
+		logoutReturnTo: logoutReturnTo(o.Logout),
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -356,7 +369,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
 			Custom:               custom,
-		}, env, o.SAML)
+		}, env, samlOptions(o))
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)
 }

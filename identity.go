@@ -44,10 +44,10 @@ type Identity struct {
 	// normalized ones do not cover.
 	Raw map[string]any `json:"extra,omitempty"`
 	// SessionID names the provider's session of the sign-in, when the
-	// provider names it: the OpenID Connect sid claim. A provider's logout
-	// (LogoutEvent.Session) names the same session, so hosts that honour
-	// back- or front-channel logout index their sessions by (Provider,
-	// SessionID).
+	// provider names it: the OpenID Connect sid claim, the SAML
+	// SessionIndex. A provider's logout (LogoutEvent.Session) names the
+	// same session, so hosts that honour the provider's logouts index
+	// their sessions by (Provider, SessionID).
 	SessionID string `json:"sid,omitempty"`
 	// SAML is set for SAML sign-ins: what single logout and attribute
 	// mapping need.

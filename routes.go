@@ -37,7 +37,9 @@ const (
 // Route is one route mounted by Mount.
 type Route struct {
 	Provider Provider
-	// Purpose is "authorize" or "callback" (SAML adds "metadata" and "logout").
+	// Purpose is "authorize" or "callback"; SAML adds "metadata" and
+	// "logout", OpenID Connect "logout", "post_logout",
+	// "backchannel_logout" and "frontchannel_logout".
 	Purpose string
 	// Path is the route's path; each also answers with a ".json" suffix.
 	Path    string
@@ -74,18 +76,19 @@ func (a *Auth) extraRoute(p string) (http.Handler, bool) {
 }
 
 // Routes lists the mounted routes: two per provider, plus the extra routes
-// of strategies that have them (Methods nil: the handler decides).
+// of strategies that have them, their own and the logout routes (Methods
+// nil: the handler decides).
 func (a *Auth) Routes() []Route {
 	var out, extra []Route
 	for _, name := range a.order {
 		out = append(out, providerRoutes(a.base, name)...)
+		purposes := logoutPurposes(a.strategies[name])
 		if er, ok := a.strategies[name].(extraRouter); ok {
-			var purposes []string
 			for p := range er.ExtraRoutes() {
 				purposes = append(purposes, p)
 			}
-			extra = append(extra, extraRoutes(a.base, name, purposes)...)
 		}
+		extra = append(extra, extraRoutes(a.base, name, purposes)...)
 	}
 	return append(out, extra...)
 }
@@ -116,8 +119,11 @@ func RoutesFor(baseURL string, ps ...Provider) ([]Route, error) {
 // strategy. TestRoutesForMatchesBuiltStrategies holds it to what the
 // strategies serve.
 func builtinExtraRoutes(p Provider) []string {
-	if p == SAML {
+	switch p {
+	case SAML:
 		return []string{"metadata", "logout"}
+	case OIDC, SearchOAuth2:
+		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel}
 	}
 	return nil
 }
@@ -171,6 +177,10 @@ func (a *Auth) Mount(mux *http.ServeMux) {
 // path under /users/auth/ that is not one of them is answered 404.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h, ok := a.extraRoute(r.URL.Path); ok {
+		h.ServeHTTP(w, r)
+		return
+	}
+	if h, ok := a.logoutRoute(r.URL.Path); ok {
 		h.ServeHTTP(w, r)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -79,6 +80,8 @@ type oidcSetup struct {
 	op     func(*oidcop.Config)
 	google func(*oidcop.Config) // non-nil configures search_oauth2 too
 	opts   func(*extauth.Options)
+	// mux adds the host's own routes beside extauth's.
+	mux func(*http.ServeMux, *extauth.Auth)
 }
 
 // opServer serves an OP that is built once the app's URL is known.
@@ -101,6 +104,10 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 			Issuer: opSrv.URL + "/op", ClientID: oidcClientID, ClientSecret: oidcSecret,
 			RedirectURIs: []string{base + "/users/auth/oidc/callback"},
 			AutoApprove:  true, Keys: opKeys()["RS256"][:1], Now: a.clock.Now,
+			// The registration values extauth routes prints.
+			PostLogoutRedirectURIs: []string{base + "/users/auth/oidc/post_logout"},
+			BackchannelLogoutURI:   base + "/users/auth/oidc/backchannel_logout",
+			FrontchannelLogoutURI:  base + "/users/auth/oidc/frontchannel_logout",
 		}
 		if s.op != nil {
 			s.op(&oc)
@@ -148,6 +155,10 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 		t.Cleanup(func() { auth.Close() })
 		mux := http.NewServeMux()
 		auth.Mount(mux)
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "home") })
+		if s.mux != nil {
+			s.mux(mux, auth)
+		}
 		return mux
 	})
 	a.URL = srv.URL

@@ -33,7 +33,8 @@ type Identity struct {
 	// normalized ones do not cover.
 	Raw map[string]any `json:"extra,omitempty"`
 	// SessionID names the provider's session of the sign-in: the OpenID
-	// Connect sid claim. LogoutEvent.Session carries the same value.
+	// Connect sid claim, the SAML SessionIndex. LogoutEvent.Session
+	// carries the same value.
 	SessionID string `json:"sid,omitempty"`
 	// SAML is set for SAML sign-ins.
 	SAML *SAMLInfo `json:"saml,omitempty"`

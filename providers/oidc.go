@@ -36,6 +36,7 @@ const (
 	DefaultOIDCDiscoveryRetryMin  = time.Second
 	DefaultOIDCDiscoveryRetryMax  = time.Minute
 	DefaultOIDCKeyRefreshInterval = 10 * time.Second
+	DefaultOIDCLogoutTokenMaxAge  = 5 * time.Minute
 )
 
 // Bounds of the discovery document's lifetime: the provider's Cache-Control
@@ -104,6 +105,10 @@ type OIDCOptions struct {
 	// set, which happen when a token names a key we do not hold; default
 	// 10 s.
 	KeyRefreshInterval time.Duration
+	// LogoutTokenMaxAge is how old (by its iat) a back-channel logout
+	// token may be, beyond ClockSkew; default 5 min. Its jti is remembered
+	// for that long, so a replay inside the window is refused too.
+	LogoutTokenMaxAge time.Duration
 }
 
 // OIDCConfig registers extauth as a client of an OpenID Connect provider
@@ -140,9 +145,11 @@ type OIDC struct {
 	client       *http.Client
 	now          func() time.Time
 	log          *slog.Logger
-	opts         OIDCOptions
-	scopes       []string
-	audiences    map[string]bool
+	// store makes logout tokens single use.
+	store     Store
+	opts      OIDCOptions
+	scopes    []string
+	audiences map[string]bool
 	// authParams are added to every authorization request.
 	authParams []oauth2.AuthCodeOption
 	// check runs after the standard ID token checks (search_oauth2's hd).
@@ -227,6 +234,9 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if o.KeyRefreshInterval <= 0 {
 		o.KeyRefreshInterval = DefaultOIDCKeyRefreshInterval
 	}
+	if o.LogoutTokenMaxAge <= 0 {
+		o.LogoutTokenMaxAge = DefaultOIDCLogoutTokenMaxAge
+	}
 	scopes := o.Scopes
 	if len(scopes) == 0 {
 		scopes = []string{oidc.ScopeOpenID, oidc.ScopeEmail, oidc.ScopeProfile}
@@ -240,6 +250,7 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		issuer:       c.Issuer,
 		callbackURL:  env.CallbackURL,
 		client:       env.HTTPClient,
+		store:        env.Store,
 		now:          env.Now,
 		log:          env.Logger,
 		opts:         o,

@@ -50,7 +50,9 @@ func (s *OIDC) EndSessionURL(ctx context.Context, ls LogoutSession, state, postL
 	}
 	q := u.Query()
 	if ls.IDToken != "" {
-		if iss := unverifiedIssuer(ls.IDToken); iss != d.issuer {
+		// The hint is our own sign-in's token; this only stops it being
+		// sent to another provider.
+		if iss := unverifiedClaim(ls.IDToken, "iss"); iss != d.issuer {
 			return "", NewError(CodeMisconfigured, "the ID token to log out with is not this provider's",
 				fmt.Errorf("id_token_hint issued by %.200q, not %q", iss, d.issuer))
 		}
@@ -63,10 +65,10 @@ func (s *OIDC) EndSessionURL(ctx context.Context, ls LogoutSession, state, postL
 	return u.String(), nil
 }
 
-// unverifiedIssuer reads the iss claim of a JWT without verifying it: the
-// hint is our own sign-in's token, kept by the host; this only stops it
-// being sent to another provider.
-func unverifiedIssuer(jwt string) string {
+// unverifiedClaim reads a string claim of a JWT without verifying it: for
+// tokens of our own sign-ins, kept by the host, to check which provider and
+// user they are about.
+func unverifiedClaim(jwt, name string) string {
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 {
 		return ""
@@ -75,13 +77,12 @@ func unverifiedIssuer(jwt string) string {
 	if err != nil {
 		return ""
 	}
-	var c struct {
-		Issuer string `json:"iss"`
-	}
+	var c map[string]any
 	if json.Unmarshal(payload, &c) != nil {
 		return ""
 	}
-	return c.Issuer
+	v, _ := c[name].(string)
+	return v
 }
 
 func logoutTokenError(format string, args ...any) *Error {

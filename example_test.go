@@ -13,6 +13,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/gorilla/mux"
+	"github.com/markbates/goth/providers/github"
 	"github.com/markbates/goth/providers/gitlab"
 
 	"github.com/extauth/extauth"
@@ -229,4 +232,84 @@ func Example_testYourHook() {
 	resp.Body.Close()
 	fmt.Println(signedIn, resp.Request.URL.Path)
 	// Output: [test ada] /settings
+}
+
+// ExampleAuth_Mount serves the routes on a net/http ServeMux at the default
+// /users/auth/.
+func ExampleAuth_Mount() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	a.Mount(mux)
+	log.Fatal(http.ListenAndServe(":8080", mux))
+}
+
+// The routes under chi's Mount: PathPrefix says where they are, so that
+// callback URLs carry it too.
+func Example_chi() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32),
+		PathPrefix: "/auth/", Extra: []extauth.Strategy{providers.Goth(github.New("id", "secret", ""))},
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := chi.NewRouter()
+	r.Mount("/auth", a)
+	cb, _ := extauth.CallbackURL("https://app.example.org", "github")
+	fmt.Println(a.Routes()[1].URL, "not", cb)
+	// Output: https://app.example.org/auth/github/callback not https://app.example.org/users/auth/github/callback
+}
+
+// The routes under gorilla/mux.
+func Example_gorillaMux() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32),
+		PathPrefix: "/auth/"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := mux.NewRouter()
+	r.PathPrefix("/auth/").Handler(a)
+	log.Fatal(http.ListenAndServe(":8080", r))
+}
+
+// The routes under http.StripPrefix: PathPrefix is still where the browser
+// sees them.
+func Example_stripPrefix() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32),
+		PathPrefix: "/auth/"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/auth/", http.StripPrefix("/auth", a))
+	log.Fatal(http.ListenAndServe(":8080", mux))
+}
+
+// ExampleAuth_AllowCrossSiteCallbacks keeps Go's cross-origin protection
+// around the whole application and lets the IdP's cross-site POSTs through
+// to extauth's own checks.
+func ExampleAuth_AllowCrossSiteCallbacks() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	a.Mount(mux)
+	cop := http.NewCrossOriginProtection()
+	a.AllowCrossSiteCallbacks(cop)
+	log.Fatal(http.ListenAndServe(":8080", cop.Handler(mux)))
+}
+
+// ExampleOptions_Slugs keeps the callback URL an operator registered with
+// Twitter for OmniAuth's twitter strategy.
+func ExampleOptions_Slugs() {
+	routes, err := extauth.Options{BaseURL: "https://app.example.org",
+		Slugs: map[extauth.Provider]string{extauth.Microblog: "twitter"}}.Routes(extauth.Microblog)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(routes[1].URL)
+	// Output: https://app.example.org/users/auth/twitter/callback
 }

@@ -100,6 +100,9 @@ const (
 // application must end: every session of Subject, or the one session
 // Session names, or that session of that subject.
 type LogoutEvent struct {
+	// Tenant is the tenant whose provider sent the logout, "" for the
+	// application's own providers.
+	Tenant   string
 	Provider Provider
 	// Subject is the user at the provider: the OpenID Connect sub (the
 	// Identity's UID) or the SAML NameID (Identity.SAML.NameID). Empty
@@ -137,109 +140,108 @@ func logoutPurposes(s providers.Strategy) []string {
 	return out
 }
 
-// logoutRoute returns the handler of /users/auth/<provider>/<purpose> when
-// it is one of the logout routes of the provider's strategy.
-func (a *Auth) logoutRoute(path string) (http.Handler, bool) {
-	rest, ok := strings.CutPrefix(path, pathPrefix)
+// logoutRoute returns the handler of <prefix><name>/<purpose> on st when it
+// is one of the logout routes of the strategy mounted there.
+func (a *Auth) logoutRoute(st *site, name, purpose string) (http.Handler, bool) {
+	s, ok := st.strategies[name]
 	if !ok {
 		return nil, false
 	}
-	name, purpose, ok := strings.Cut(rest, "/")
-	if !ok {
-		return nil, false
-	}
-	s, ok := a.strategies[name]
-	if !ok {
-		return nil, false
-	}
+	m := mount{site: st, name: name, s: s}
 	_, isEnder := s.(providers.SessionEnder)
 	recv, isRecv := s.(providers.LogoutReceiver)
 	switch {
 	case purpose == purposeLogout && isEnder:
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveLogout(w, r, s) }), true
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveLogout(w, r, m) }), true
 	case purpose == purposePostLogout && isEnder:
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.servePostLogout(w, r, s) }), true
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.servePostLogout(w, r, m) }), true
 	case purpose == purposeBackchannel && isRecv:
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveBackchannel(w, r, s, recv) }), true
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveBackchannel(w, r, m, recv) }), true
 	case purpose == purposeFrontchannel && isRecv:
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveFrontchannel(w, r, s, recv) }), true
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveFrontchannel(w, r, m, recv) }), true
 	}
 	return nil, false
 }
-
-func logoutPath(name, purpose string) string { return pathPrefix + name + "/" + purpose }
 
 // LogoutURL returns where to send the browser to end the provider's
 // session s of provider p, for hosts that redirect themselves after ending
 // their own session: the provider's end_session_endpoint (OpenID Connect,
 // with id_token_hint and a state that w now binds to the browser in a
 // cookie, checked when the provider sends the browser back to
-// /users/auth/<p>/post_logout) or the IdP's single logout service (SAML).
-// When the provider cannot end its session (no such endpoint, or a
-// protocol without logout) it returns LogoutOptions.ReturnTo: a path on
-// this application, the sign-out then being local only, as a log line
-// says. The error wraps ErrNotConfigured for a provider that is not
-// mounted.
+// <prefix><p>/post_logout) or the IdP's single logout service (SAML). The
+// provider is that of r's tenant. When the provider cannot end its session
+// (no such endpoint, or a protocol without logout) it returns
+// LogoutOptions.ReturnTo: a path on this application, the sign-out then
+// being local only, as a log line says. The error wraps ErrNotConfigured
+// for a provider that is not mounted.
 func (a *Auth) LogoutURL(w http.ResponseWriter, r *http.Request, p Provider, s LogoutSession) (string, error) {
-	st, ok := a.strategies[string(p)]
+	st, err := a.siteFor(r)
+	if err != nil {
+		return "", fmt.Errorf("extauth: %s: %w", p, err)
+	}
+	name := a.slug(string(p))
+	strat, ok := st.strategies[name]
 	if !ok {
 		return "", fmt.Errorf("extauth: %s is %w", p, ErrNotConfigured)
 	}
-	u, _, err := a.providerLogoutURL(w, r, st, s, a.logoutReturnTo)
+	u, _, err := a.providerLogoutURL(w, r, mount{site: st, name: name, s: strat}, s, a.logoutReturnTo)
 	if err != nil {
 		return "", err
 	}
 	return u, nil
 }
 
-// providerLogoutURL is LogoutURL for a strategy; local reports that the
-// provider cannot end its session and u is returnTo.
-func (a *Auth) providerLogoutURL(w http.ResponseWriter, r *http.Request, st providers.Strategy, s LogoutSession, returnTo string) (u string, local bool, err error) {
-	name := st.Name()
-	switch st := st.(type) {
+// providerLogoutURL is LogoutURL for a mounted strategy; local reports that
+// the provider cannot end its session and u is returnTo.
+func (a *Auth) providerLogoutURL(w http.ResponseWriter, r *http.Request, m mount, s LogoutSession, returnTo string) (u string, local bool, err error) {
+	switch st := m.s.(type) {
 	case *samlsp.SP:
 		u, err = st.LogoutURL(r.Context(), samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex})
 	case providers.SessionEnder:
 		state := randomString(32)
-		u, err = st.EndSessionURL(r.Context(), providers.LogoutSession(s), state, a.base.String()+logoutPath(name, purposePostLogout))
+		u, err = st.EndSessionURL(r.Context(), providers.LogoutSession(s), state, m.url(m.extraPath(m.name, purposePostLogout)))
 		if err == nil {
-			a.setLogoutCookie(w, name, state, returnTo)
+			a.setLogoutCookie(w, m, state, returnTo)
 		}
 	default:
 		err = providers.ErrNoProviderLogout
 	}
 	if errors.Is(err, providers.ErrNoProviderLogout) {
-		a.log.Info("extauth: the provider offers no logout endpoint; signed out locally only", "provider", name)
+		m.log.Info("extauth: the provider offers no logout endpoint; signed out locally only", "provider", m.name)
 		return returnTo, true, nil
 	}
 	if err != nil {
-		return "", false, asError(err, name, CodeProviderUnavailable)
+		return "", false, asError(err, m.name, CodeProviderUnavailable)
 	}
 	return u, false, nil
 }
 
 // logoutCookieName names the cookie that binds a sign-out's state to the
-// browser. "extauth-logout_" never prefixes a transaction cookie, which
-// are "extauth_<provider>_...".
-func (a *Auth) logoutCookieName(name string) string {
-	prefix := "extauth-logout_"
-	if a.secure {
-		prefix = "__Host-" + prefix
+// browser. "extauth-logout_" never starts a transaction cookie's name,
+// which is "extauth_<provider>_...".
+func (m mount) logoutCookieName() string {
+	name := "extauth-logout_" + m.name
+	if m.tenant != "" {
+		name = "extauth-logout_" + m.tenant + "." + m.name
 	}
-	return prefix + name
+	if m.secure {
+		return "__Host-" + name
+	}
+	return name
 }
 
-func (a *Auth) logoutCookie(name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: a.logoutCookieName(name), Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteLaxMode}
+func (m mount) logoutCookie(value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: m.logoutCookieName(), Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode}
 }
 
 // setLogoutCookie seals the sign-out's state and return path into a
 // short-lived cookie, as a sign-in's transaction is sealed: the provider
 // returns the browser with a top-level GET, which brings a Lax cookie.
-func (a *Auth) setLogoutCookie(w http.ResponseWriter, name, state, returnTo string) {
-	tx := &providers.Transaction{ID: randomString(16), Provider: name, State: state, ReturnTo: returnTo, Expires: a.now().Add(a.ttl)}
-	c := a.logoutCookie(name, "", int(a.ttl.Seconds()))
+func (a *Auth) setLogoutCookie(w http.ResponseWriter, m mount, state, returnTo string) {
+	tx := &providers.Transaction{ID: randomString(16), Provider: m.name, Tenant: m.tenant, State: state,
+		ReturnTo: returnTo, Expires: a.now().Add(a.ttl)}
+	c := m.logoutCookie("", int(a.ttl.Seconds()))
 	c.Value = a.sealer.Seal(c.Name, encodeTransaction(tx))
 	http.SetCookie(w, c)
 }
@@ -265,7 +267,7 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 // serveLogout starts a sign-out at the provider for the session
 // LogoutOptions.Session reports. Like a sign-in, it must start from this
 // site: signing users out from another one is a nuisance attack.
-func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, s providers.Strategy) {
+func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, m mount) {
 	setNoStore(w)
 	if !allowMethods(w, r, http.MethodGet, http.MethodPost) {
 		return
@@ -275,8 +277,8 @@ func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, s providers.S
 		http.Error(w, "malformed request", http.StatusBadRequest)
 		return
 	}
-	if verdict, why := a.startVerdict(r); verdict == startRefuse {
-		a.log.Warn("extauth: sign-out refused", "provider", s.Name(), "why", why)
+	if verdict, why := a.startVerdict(r, m); verdict == startRefuse {
+		m.log.Warn("extauth: sign-out refused", "provider", m.name, "why", why)
 		http.Error(w, "sign-out must start from this site", http.StatusForbidden)
 		return
 	}
@@ -287,16 +289,16 @@ func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, s providers.S
 	var sess LogoutSession
 	ok := false
 	if a.logout.Session != nil {
-		sess, ok = a.logout.Session(r, Provider(s.Name()))
+		sess, ok = a.logout.Session(r.WithContext(withTx(r.Context(), returnTo, "", m.tenant)), Provider(m.name))
 	}
 	if !ok {
-		a.log.Info("extauth: no provider session to end; signed out locally only", "provider", s.Name())
-		a.logoutDone(w, r, returnTo, nil)
+		m.log.Info("extauth: no provider session to end; signed out locally only", "provider", m.name)
+		a.logoutDone(w, r, m, returnTo, nil)
 		return
 	}
-	u, local, err := a.providerLogoutURL(w, r, s, sess, returnTo)
+	u, local, err := a.providerLogoutURL(w, r, m, sess, returnTo)
 	if err != nil || local {
-		a.logoutDone(w, r, returnTo, asErrorOrNil(err, s.Name()))
+		a.logoutDone(w, r, m, returnTo, asErrorOrNil(err, m.name))
 		return
 	}
 	http.Redirect(w, r, u, http.StatusSeeOther)
@@ -311,31 +313,30 @@ func asErrorOrNil(err error, provider string) *Error {
 
 // servePostLogout is the post_logout_redirect_uri: the provider sends the
 // browser back here with the state of a sign-out this browser started.
-func (a *Auth) servePostLogout(w http.ResponseWriter, r *http.Request, s providers.Strategy) {
+func (a *Auth) servePostLogout(w http.ResponseWriter, r *http.Request, m mount) {
 	setNoStore(w)
 	if !allowMethods(w, r, http.MethodGet) {
 		return
 	}
-	name := s.Name()
-	returnTo, err := a.openLogoutCookie(w, r, name)
+	returnTo, err := a.openLogoutCookie(w, r, m)
 	if err != nil {
-		a.logoutDone(w, r, a.logoutReturnTo, &Error{Code: CodeInvalidState, Provider: name,
+		a.logoutDone(w, r, m, a.logoutReturnTo, &Error{Code: CodeInvalidState, Provider: m.name,
 			Message: "this sign-out cannot be confirmed", Err: err})
 		return
 	}
-	a.log.Info("extauth: signed out at the provider", "provider", name)
-	a.logoutDone(w, r, returnTo, nil)
+	m.log.Info("extauth: signed out at the provider", "provider", m.name)
+	a.logoutDone(w, r, m, returnTo, nil)
 }
 
 // openLogoutCookie checks the returning state against the sealed cookie,
 // spends both, and returns where the sign-out lands.
-func (a *Auth) openLogoutCookie(w http.ResponseWriter, r *http.Request, name string) (string, error) {
+func (a *Auth) openLogoutCookie(w http.ResponseWriter, r *http.Request, m mount) (string, error) {
 	state := r.URL.Query().Get("state")
-	c, err := r.Cookie(a.logoutCookieName(name))
+	c, err := r.Cookie(m.logoutCookieName())
 	if err != nil {
 		return "", errors.New("no sign-out of this browser's is under way")
 	}
-	http.SetCookie(w, a.logoutCookie(name, "", -1))
+	http.SetCookie(w, m.logoutCookie("", -1))
 	raw, err := a.sealer.Open(c.Name, c.Value)
 	if err != nil {
 		return "", errors.New("sign-out cookie does not open")
@@ -344,14 +345,14 @@ func (a *Auth) openLogoutCookie(w http.ResponseWriter, r *http.Request, name str
 	switch {
 	case err != nil:
 		return "", err
-	case tx.Provider != name:
+	case tx.Provider != m.name || tx.Tenant != m.tenant:
 		return "", errors.New("sign-out belongs to another provider")
 	case !a.now().Before(tx.Expires):
 		return "", errors.New("sign-out expired")
 	case state == "" || subtle.ConstantTimeCompare([]byte(tx.State), []byte(state)) != 1:
 		return "", errors.New("state does not match the sign-out")
 	}
-	fresh, err := a.store.Consume(r.Context(), "logout:"+tx.ID, tx.Expires)
+	fresh, err := m.store.Consume(r.Context(), "logout:"+tx.ID, tx.Expires)
 	if err != nil {
 		return "", fmt.Errorf("single-use store: %w", err)
 	}
@@ -363,15 +364,15 @@ func (a *Auth) openLogoutCookie(w http.ResponseWriter, r *http.Request, name str
 
 // logoutDone answers the end of a sign-out with the host's Done, or the
 // default: a redirect to returnTo, or a short error page.
-func (a *Auth) logoutDone(w http.ResponseWriter, r *http.Request, returnTo string, err *Error) {
+func (a *Auth) logoutDone(w http.ResponseWriter, r *http.Request, m mount, returnTo string, err *Error) {
 	if err != nil {
-		a.log.Warn("extauth: sign-out failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
+		m.log.Warn("extauth: sign-out failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
 	}
-	logoutDone(a.logout.Done, w, r, returnTo, err)
+	logoutDone(a.logout.Done, w, r, m.tenant, returnTo, err)
 }
 
-func logoutDone(done func(http.ResponseWriter, *http.Request, *Error), w http.ResponseWriter, r *http.Request, returnTo string, err *Error) {
-	r = r.WithContext(withTx(r.Context(), returnTo, ""))
+func logoutDone(done func(http.ResponseWriter, *http.Request, *Error), w http.ResponseWriter, r *http.Request, tenant, returnTo string, err *Error) {
+	r = r.WithContext(withTx(r.Context(), returnTo, "", tenant))
 	switch {
 	case done != nil:
 		done(w, r, err)
@@ -386,38 +387,37 @@ func logoutDone(done func(http.ResponseWriter, *http.Request, *Error), w http.Re
 // provider posts a logout token, answered 200 once the host has ended the
 // sessions it names and 400 otherwise (Back-Channel Logout 1.0, 2.8), never
 // cached.
-func (a *Auth) serveBackchannel(w http.ResponseWriter, r *http.Request, s providers.Strategy, recv providers.LogoutReceiver) {
+func (a *Auth) serveBackchannel(w http.ResponseWriter, r *http.Request, m mount, recv providers.LogoutReceiver) {
 	w.Header().Set("Cache-Control", "no-store")
 	if !allowMethods(w, r, http.MethodPost) {
 		return
 	}
-	name := s.Name()
 	refuse := func(err *Error) {
-		a.log.Warn("extauth: back-channel logout refused", "provider", name, "code", string(err.Code), "err", err.Err)
+		m.log.Warn("extauth: back-channel logout refused", "provider", m.name, "code", string(err.Code), "err", err.Err)
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": err.Message})
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		refuse(&Error{Code: CodeInvalidResponse, Provider: name, Message: "malformed request", Err: err})
+		refuse(&Error{Code: CodeInvalidResponse, Provider: m.name, Message: "malformed request", Err: err})
 		return
 	}
 	tokens := r.PostForm["logout_token"]
 	if len(tokens) != 1 {
-		refuse(&Error{Code: CodeInvalidResponse, Provider: name, Message: "the request must carry one logout_token",
+		refuse(&Error{Code: CodeInvalidResponse, Provider: m.name, Message: "the request must carry one logout_token",
 			Err: fmt.Errorf("%d logout_token parameters in the body", len(tokens))})
 		return
 	}
 	if a.logout.OnProviderLogout == nil {
-		refuse(&Error{Code: CodeMisconfigured, Provider: name, Message: "this application does not end sessions on the provider's word",
+		refuse(&Error{Code: CodeMisconfigured, Provider: m.name, Message: "this application does not end sessions on the provider's word",
 			Err: errors.New("Options.Logout.OnProviderLogout is not set")})
 		return
 	}
 	ev, err := recv.BackchannelLogout(r.Context(), tokens[0])
 	if err != nil {
-		refuse(asError(err, name, CodeInvalidResponse))
+		refuse(asError(err, m.name, CodeInvalidResponse))
 		return
 	}
-	if err := a.providerLogout(r.Context(), name, ev, LogoutBackChannel); err != nil {
+	if err := a.providerLogout(r.Context(), m, ev, LogoutBackChannel); err != nil {
 		refuse(err)
 		return
 	}
@@ -426,30 +426,29 @@ func (a *Auth) serveBackchannel(w http.ResponseWriter, r *http.Request, s provid
 
 // serveFrontchannel receives an OpenID Connect front-channel logout: the
 // provider has the browser load this URL (in a frame) with iss and sid.
-func (a *Auth) serveFrontchannel(w http.ResponseWriter, r *http.Request, s providers.Strategy, recv providers.LogoutReceiver) {
+func (a *Auth) serveFrontchannel(w http.ResponseWriter, r *http.Request, m mount, recv providers.LogoutReceiver) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-store")
 	h.Set("Pragma", "no-cache")
 	if !allowMethods(w, r, http.MethodGet) {
 		return
 	}
-	name := s.Name()
 	refuse := func(err *Error) {
-		a.log.Warn("extauth: front-channel logout refused", "provider", name, "code", string(err.Code), "err", err.Err)
+		m.log.Warn("extauth: front-channel logout refused", "provider", m.name, "code", string(err.Code), "err", err.Err)
 		http.Error(w, err.Message, http.StatusBadRequest)
 	}
 	if a.logout.OnProviderLogout == nil {
-		refuse(&Error{Code: CodeMisconfigured, Provider: name, Message: "this application does not end sessions on the provider's word",
+		refuse(&Error{Code: CodeMisconfigured, Provider: m.name, Message: "this application does not end sessions on the provider's word",
 			Err: errors.New("Options.Logout.OnProviderLogout is not set")})
 		return
 	}
 	q := r.URL.Query()
 	ev, err := recv.FrontchannelLogout(r.Context(), q.Get("iss"), q.Get("sid"))
 	if err != nil {
-		refuse(asError(err, name, CodeInvalidResponse))
+		refuse(asError(err, m.name, CodeInvalidResponse))
 		return
 	}
-	if err := a.providerLogout(r.Context(), name, ev, LogoutFrontChannel); err != nil {
+	if err := a.providerLogout(r.Context(), m, ev, LogoutFrontChannel); err != nil {
 		refuse(err)
 		return
 	}
@@ -458,19 +457,28 @@ func (a *Auth) serveFrontchannel(w http.ResponseWriter, r *http.Request, s provi
 }
 
 // providerLogout hands a verified logout to the host.
-func (a *Auth) providerLogout(ctx context.Context, name string, ev providers.LogoutEvent, ch LogoutChannel) *Error {
-	err := a.logout.OnProviderLogout(ctx, LogoutEvent{Provider: Provider(name), Subject: ev.Subject, Session: ev.Session,
-		NameIDFormat: ev.NameIDFormat, Channel: ch})
+func (a *Auth) providerLogout(ctx context.Context, m mount, ev providers.LogoutEvent, ch LogoutChannel) *Error {
+	err := a.logout.OnProviderLogout(ctx, LogoutEvent{Tenant: m.tenant, Provider: Provider(m.name), Subject: ev.Subject,
+		Session: ev.Session, NameIDFormat: ev.NameIDFormat, Channel: ch})
 	if err != nil {
-		return &Error{Code: CodeProviderUnavailable, Provider: name, Message: "the application could not end the sessions", Err: err}
+		return &Error{Code: CodeProviderUnavailable, Provider: m.name, Message: "the application could not end the sessions", Err: err}
 	}
-	a.log.Info("extauth: signed out on the provider's word", "provider", name, "channel", string(ch))
+	m.log.Info("extauth: signed out on the provider's word", "provider", m.name, "channel", string(ch))
 	return nil
 }
 
-// samlOptions adapts Options.Logout into the SAML strategy's own hooks,
-// leaving any hook set directly in Options.SAML.Logout in place.
-func samlOptions(o *Options) samlsp.Options {
+// withLogout is o with Options.Logout adapted into the SAML strategy's hooks
+// for tenant's site.
+func withLogout(o *Options, tenant string) *Options {
+	so := *o
+	so.SAML = samlOptions(o, tenant)
+	return &so
+}
+
+// samlOptions adapts Options.Logout into the SAML strategy's own hooks for
+// tenant's site, leaving any hook set directly in Options.SAML.Logout in
+// place.
+func samlOptions(o *Options, tenant string) samlsp.Options {
 	so, lo := o.SAML, o.Logout
 	if so.Logout.Session == nil && lo.Session != nil {
 		so.Logout.Session = func(r *http.Request) (samlsp.LogoutSession, bool) {
@@ -480,7 +488,7 @@ func samlOptions(o *Options) samlsp.Options {
 	}
 	if so.Logout.OnIdPLogout == nil && lo.OnProviderLogout != nil {
 		so.Logout.OnIdPLogout = func(ctx context.Context, s samlsp.LogoutSession) error {
-			return lo.OnProviderLogout(ctx, LogoutEvent{Provider: SAML, Subject: s.NameID, Session: s.SessionIndex,
+			return lo.OnProviderLogout(ctx, LogoutEvent{Tenant: tenant, Provider: SAML, Subject: s.NameID, Session: s.SessionIndex,
 				NameIDFormat: s.NameIDFormat, Channel: LogoutSAMLRequest})
 		}
 	}
@@ -491,7 +499,7 @@ func samlOptions(o *Options) samlsp.Options {
 			if err != nil {
 				e = asError(err, string(SAML), CodeInvalidResponse)
 			}
-			logoutDone(lo.Done, w, r, returnTo, e)
+			logoutDone(lo.Done, w, r, tenant, returnTo, e)
 		}
 	}
 	return so

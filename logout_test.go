@@ -543,3 +543,44 @@ func TestIdentityLogoutSession(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 }
+
+// TestTenantBackchannelLogout: a tenant's provider logs its users out
+// through that tenant's route, and the host learns which tenant.
+func TestTenantBackchannelLogout(t *testing.T) {
+	var mu sync.Mutex
+	var events []extauth.LogoutEvent
+	ta := newTenantApp(t, []string{"acme", "beta"}, func(_ *tenantApp, o *extauth.Options) {
+		o.Logout.OnProviderLogout = func(_ context.Context, e extauth.LogoutEvent) error {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+			return nil
+		}
+	})
+	b := ta.browser()
+	if resp := b.Get(ta.url("acme", "/users/auth/oidc")); resp.Body != "signed in at acme" {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	sub := oidcop.DemoUsers()[0].Sub
+	sids := ta.OP.Sessions(sub)
+	if len(sids) != 1 {
+		t.Fatalf("OP sessions %v", sids)
+	}
+	tok, err := ta.OP.LogoutToken(sub, sids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := b.PostForm(ta.url("acme", "/users/auth/oidc/backchannel_logout"), url.Values{"logout_token": {tok}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s\n%s", resp.StatusCode, resp.Body, ta.Logs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := extauth.LogoutEvent{Tenant: "acme", Provider: extauth.OIDC, Subject: sub, Session: sids[0], Channel: extauth.LogoutBackChannel}
+	if len(events) != 1 || events[0] != want {
+		t.Errorf("events %+v, want %+v", events, want)
+	}
+	if _, err := ta.Auth.TokenSource(context.Background(), &extauth.Identity{Tenant: "nobody", Provider: "oidc"}); !errors.Is(err, extauth.ErrUnknownTenant) {
+		t.Errorf("TokenSource at an unknown tenant: %v", err)
+	}
+}

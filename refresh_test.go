@@ -19,12 +19,12 @@ func offline(o *extauth.Options) {
 	o.OIDC.Scopes = []string{"openid", "email", "profile", "offline_access"}
 }
 
-// expired is the tokens of id as a host would hold them once the access
-// token has expired.
-func expired(id *extauth.Identity) extauth.Tokens {
-	t := id.Tokens
-	t.Expiry = time.Now().Add(-time.Minute)
-	return t
+// expired is id as a host would hold it once the access token has
+// expired.
+func expired(id *extauth.Identity) *extauth.Identity {
+	c := *id
+	c.Tokens.Expiry = time.Now().Add(-time.Minute)
+	return &c
 }
 
 // TestOIDCTokenSourceRefreshes: the token source renews an expired access
@@ -40,7 +40,7 @@ func TestOIDCTokenSourceRefreshes(t *testing.T) {
 		t.Fatal("no refresh token")
 	}
 	ctx := context.Background()
-	fresh, err := a.Auth.TokenSource(ctx, extauth.OIDC, id.Tokens)
+	fresh, err := a.Auth.TokenSource(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestOIDCTokenSourceRefreshes(t *testing.T) {
 		t.Fatalf("a live token was renewed: %v", err)
 	}
 
-	ts, err := a.Auth.TokenSource(ctx, extauth.OIDC, expired(id))
+	ts, err := a.Auth.TokenSource(ctx, expired(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestOIDCTokenSourceRefreshes(t *testing.T) {
 	if _, err := ts.Token(); err != nil {
 		t.Errorf("the renewed token is not reused: %v", err)
 	}
-	again, _ := a.Auth.TokenSource(ctx, extauth.OIDC, expired(id))
+	again, _ := a.Auth.TokenSource(ctx, expired(id))
 	_, err = again.Token()
 	var e *extauth.Error
 	if !errors.As(err, &e) || e.Code != extauth.CodeInvalidResponse || !strings.Contains(e.Message, "refresh token") {
@@ -86,7 +86,7 @@ func TestOIDCTokenSourceRefusals(t *testing.T) {
 		a := newOIDCApp(t, oidcSetup{opts: offline})
 		harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
 		a.OP.SetFaults(oidcop.RefreshWrongSub)
-		ts, err := a.Auth.TokenSource(ctx, extauth.OIDC, expired(a.identities()[0]))
+		ts, err := a.Auth.TokenSource(ctx, expired(a.identities()[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestOIDCTokenSourceRefusals(t *testing.T) {
 	t.Run("no refresh token", func(t *testing.T) {
 		a := newOIDCApp(t, oidcSetup{})
 		harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
-		ts, err := a.Auth.TokenSource(ctx, extauth.OIDC, expired(a.identities()[0]))
+		ts, err := a.Auth.TokenSource(ctx, expired(a.identities()[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestOIDCTokenSourceRefusals(t *testing.T) {
 		if resp := b.Get(a.OP.Issuer() + "/end_session?id_token_hint=" + url.QueryEscape(id.Tokens.IDToken)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("end_session: %d %s", resp.StatusCode, resp.Body)
 		}
-		ts, _ := a.Auth.TokenSource(ctx, extauth.OIDC, expired(id))
+		ts, _ := a.Auth.TokenSource(ctx, expired(id))
 		_, err := ts.Token()
 		if !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidResponse}) {
 			t.Errorf("got %v", err)
@@ -125,7 +125,7 @@ func TestOIDCTokenSourceRefusals(t *testing.T) {
 		a := newOIDCApp(t, oidcSetup{opts: func(o *extauth.Options) { offline(o); o.Timeout = 300 * time.Millisecond }})
 		harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
 		a.OP.SetFaults(oidcop.TokenHang)
-		ts, _ := a.Auth.TokenSource(ctx, extauth.OIDC, expired(a.identities()[0]))
+		ts, _ := a.Auth.TokenSource(ctx, expired(a.identities()[0]))
 		start := time.Now()
 		_, err := ts.Token()
 		if !errors.Is(err, &extauth.Error{Code: extauth.CodeTimeout}) || time.Since(start) > 5*time.Second {
@@ -135,11 +135,11 @@ func TestOIDCTokenSourceRefusals(t *testing.T) {
 	t.Run("providers without refresh", func(t *testing.T) {
 		a := allSix(t, false)
 		for _, p := range []extauth.Provider{extauth.Microblog, extauth.Socialnet} {
-			if _, err := a.TokenSource(ctx, p, extauth.Tokens{AccessToken: "x"}); !errors.Is(err, extauth.ErrNoRefresh) {
+			if _, err := a.TokenSource(ctx, &extauth.Identity{Provider: string(p), Tokens: extauth.Tokens{AccessToken: "x"}}); !errors.Is(err, extauth.ErrNoRefresh) {
 				t.Errorf("%s: %v", p, err)
 			}
 		}
-		if _, err := newOIDCApp(t, oidcSetup{}).Auth.TokenSource(ctx, extauth.SAML, extauth.Tokens{}); !errors.Is(err, extauth.ErrNotConfigured) {
+		if _, err := newOIDCApp(t, oidcSetup{}).Auth.TokenSource(ctx, &extauth.Identity{Provider: "saml"}); !errors.Is(err, extauth.ErrNotConfigured) {
 			t.Errorf("unmounted: %v", err)
 		}
 	})
@@ -153,7 +153,7 @@ func TestBlogOAuth2TokenSourceRefreshes(t *testing.T) {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
 	}
 	id := a.identities()[0]
-	ts, err := a.Auth.TokenSource(context.Background(), extauth.BlogOAuth2, expired(id))
+	ts, err := a.Auth.TokenSource(context.Background(), expired(id))
 	if err != nil {
 		t.Fatal(err)
 	}

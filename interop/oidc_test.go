@@ -321,9 +321,9 @@ func TestOIDCProviderLogoutAndRefresh(t *testing.T) {
 
 	// A refresh yields a new access token, and a new ID token verified as
 	// the sign-in's was.
-	stale := id.Tokens
-	stale.Expiry = time.Now().Add(-time.Minute)
-	ts, err := auth.TokenSource(context.Background(), extauth.OIDC, stale)
+	stale := *id
+	stale.Tokens.Expiry = time.Now().Add(-time.Minute)
+	ts, err := auth.TokenSource(context.Background(), &stale)
 	if err != nil {
 		t.Fatal(err)
 	}

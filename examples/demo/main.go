@@ -140,7 +140,11 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)
-	return mux, func() { a.Close() }, nil
+	// Go's protection against cross-origin POSTs, with a bypass for the
+	// routes identity providers POST to from their own site.
+	cop := http.NewCrossOriginProtection()
+	a.AllowCrossSiteCallbacks(cop)
+	return cop.Handler(mux), func() { a.Close() }, nil
 }
 
 func cfgWarnings(cfg *extauth.Config) []string {

@@ -48,8 +48,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/extauth/extauth/internal/mock"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/seal"
 	"github.com/extauth/extauth/internal/store"
@@ -131,6 +133,12 @@ type Options struct {
 	// "/auth/". Under http.StripPrefix the routes still find their path in
 	// the request line. Callback URLs are BaseURL + PathPrefix + ...
 	PathPrefix string
+	// UnsolicitedReturnTo is where sign-ins that no request of ours
+	// started (IdP-initiated SAML, with Options.SAML.AllowIDPInitiated)
+	// end: a path on this site. Default: the provider's configured landing
+	// page (saml_additional_settings' RelayState), else "/". Never the
+	// RelayState the IdP posts.
+	UnsolicitedReturnTo string
 	// Slugs renames providers in the routes, so that callback URLs an
 	// operator already registered keep working: {extauth.Microblog:
 	// "twitter"} serves /users/auth/twitter and
@@ -212,6 +220,8 @@ type Auth struct {
 	tenantBaseURL func(string) (string, error)
 	fileTenants   map[string]*Config
 	tenants       *tenantCache
+	// mocks is extauthtest's mock mode, nil outside a host's tests.
+	mocks atomic.Pointer[mock.Set]
 	// prefix is Options.PathPrefix, cleaned.
 	prefix string
 	// slugs maps a provider's own name to the slug it is mounted under.
@@ -254,6 +264,9 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	prefix, err := parsePathPrefix(o.PathPrefix)
 	if err != nil {
 		return nil, err
+	}
+	if o.UnsolicitedReturnTo != "" && SafeReturnTo(o.UnsolicitedReturnTo) != o.UnsolicitedReturnTo {
+		return nil, errors.New("extauth: Options.UnsolicitedReturnTo must be a path on this site")
 	}
 	slugs, err := parseSlugs(o.Slugs)
 	if err != nil {

@@ -313,3 +313,78 @@ func ExampleOptions_Slugs() {
 	fmt.Println(routes[1].URL)
 	// Output: https://app.example.org/users/auth/twitter/callback
 }
+
+// Tenants on subdomains, from the secrets file's tenants: section and from
+// the host's own database.
+func Example_tenants() {
+	cfg, err := extauth.LoadConfig("config/secrets.yml") // with a tenants: section
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://example.org", // tenants at https://<tenant>.example.org
+		CookieKey: key,
+		TenantOf:  extauth.SubdomainTenants("example.org"),
+		Tenants: extauth.TenantSourceFunc(func(ctx context.Context, tenant string) (*extauth.Config, error) {
+			return db.TenantConfig(ctx, tenant) // an error wrapping extauth.ErrUnknownTenant answers 404
+		}),
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			// The account is (id.Tenant, id.Provider, id.UID).
+			startSession(w, id)
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+}
+
+// ExampleAuth_Invalidate rereads a tenant's configuration after the host's
+// admin page changed it.
+func ExampleAuth_Invalidate() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://example.org", CookieKey: key,
+		TenantOf: extauth.SubdomainTenants("example.org"), Tenants: db})
+	if err != nil {
+		log.Fatal(err)
+	}
+	saveIdPMetadataURL := func(w http.ResponseWriter, r *http.Request) {
+		tenant := r.PathValue("tenant")
+		if err := db.SetSAMLMetadataURL(r.Context(), tenant, r.FormValue("url")); err != nil {
+			http.Error(w, "cannot save", http.StatusInternalServerError)
+			return
+		}
+		a.Invalidate(tenant) // its next sign-in reads the new configuration
+	}
+	http.HandleFunc("POST /admin/{tenant}/saml", saveIdPMetadataURL)
+}
+
+// tenantDB stands in for a host's own database of tenants.
+type tenantDB struct{ tenants map[string]*extauth.Config }
+
+func (d *tenantDB) TenantConfig(_ context.Context, tenant string) (*extauth.Config, error) {
+	if c, ok := d.tenants[tenant]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("tenant %q: %w", tenant, extauth.ErrUnknownTenant)
+}
+
+func (d *tenantDB) LookupTenant(ctx context.Context, tenant string) (*extauth.Config, error) {
+	return d.TenantConfig(ctx, tenant)
+}
+
+func (d *tenantDB) SetSAMLMetadataURL(_ context.Context, tenant, u string) error {
+	c, ok := d.tenants[tenant]
+	if !ok {
+		return extauth.ErrUnknownTenant
+	}
+	c.SAML.IdPMetadataURL = u
+	return nil
+}
+
+var (
+	db  = &tenantDB{tenants: map[string]*extauth.Config{}}
+	key = make([]byte, 32)
+)
+
+func startSession(http.ResponseWriter, *extauth.Identity) {}

@@ -250,10 +250,14 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	s, ok := st.strategies[name]
-	if !ok {
-		http.NotFound(w, r)
-		return
+	m, mocked := a.mockMount(r, st, name, callback)
+	if !mocked {
+		s, ok := st.strategies[name]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		m = mount{site: st, name: name, s: s}
 	}
 	allowed := "GET, POST"
 	if a.strictPOST && !callback {
@@ -268,7 +272,6 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
-	m := mount{site: st, name: name, s: s}
 	if callback {
 		a.callback(w, r, m, format)
 	} else {
@@ -409,9 +412,10 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 		return
 	}
 	tx, err := a.openTransaction(w, r, m)
+	unsolicited := false
 	if errors.Is(err, errNoTransaction) && acceptsUnsolicited(s) {
 		m.log.Info("extauth: unsolicited callback", "provider", name)
-		tx, err = a.unsolicitedTransaction(m), nil
+		tx, err, unsolicited = a.unsolicitedTransaction(m), nil, true
 	}
 	if err != nil {
 		// The store being down is ours to fix, not the user's doing.
@@ -439,7 +443,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	id.Provider = name
 	m.log.Debug("extauth: signed in", "provider", name)
 	host := identityFrom(id)
-	host.Tenant = m.tenant
+	host.Tenant, host.Unsolicited = m.tenant, unsolicited
 	m.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format, m.tenant)), host)
 }
 
@@ -503,15 +507,20 @@ func acceptsUnsolicited(s providers.Strategy) bool {
 // unsolicitedTransaction stands in for the transaction of a callback that no
 // sign-in of ours started. Nothing in it comes from the request: in
 // particular not the posted RelayState, which for IdP-initiated SAML is
-// whatever the IdP, or whoever made the browser post, chose; the sign-in
-// ends at "/". Complete sees no RequestID and checks the answer as
-// unsolicited; its own replay checks make it single-use.
+// whatever the IdP, or whoever made the browser post, chose. The sign-in
+// ends at Options.UnsolicitedReturnTo, else the provider's configured
+// landing page, else "/". Complete sees no RequestID and checks the answer
+// as unsolicited; its own replay checks make it single-use.
 func (a *Auth) unsolicitedTransaction(m mount) *providers.Transaction {
+	returnTo := a.opts.UnsolicitedReturnTo
+	if l, ok := m.s.(interface{ LandingPage() string }); ok && returnTo == "" {
+		returnTo = l.LandingPage()
+	}
 	return &providers.Transaction{
 		ID:       randomString(16),
 		Provider: m.name,
 		Tenant:   m.tenant,
-		ReturnTo: "/",
+		ReturnTo: SafeReturnTo(returnTo),
 		Expires:  a.now().Add(a.ttl),
 	}
 }

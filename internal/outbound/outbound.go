@@ -60,14 +60,64 @@ func NewClient(base *http.Client, timeout time.Duration, maxBody int64) *http.Cl
 		}
 	}
 	return &http.Client{
-		Transport: &limitTransport{base: rt, max: maxBody},
-		Jar:       jar,
-		Timeout:   timeout,
-		// Providers' token and profile endpoints have no business redirecting
-		// us; following would let a compromised endpoint point our
-		// credentials elsewhere.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport:     &limitTransport{base: rt, max: maxBody},
+		Jar:           jar,
+		Timeout:       timeout,
+		CheckRedirect: checkRedirect,
 	}
+}
+
+// MaxRedirects bounds the redirects a document fetch follows.
+const MaxRedirects = 3
+
+type documentKey struct{}
+
+// Document marks ctx as the fetch of a public document (SAML metadata,
+// OpenID Connect discovery, a key set), whose URL may move: the client then
+// follows up to MaxRedirects redirects of a GET that stay on https, or go
+// from http to https (http to http only between loopback hosts, for
+// development), never to another scheme, never carrying credentials. Every
+// other request (token, profile, logout) follows none: a provider's
+// endpoints have no business redirecting us, and following would let a
+// compromised one point our credentials elsewhere. Each hop is under the
+// client's time-out and size bound.
+func Document(ctx context.Context) context.Context {
+	return context.WithValue(ctx, documentKey{}, true)
+}
+
+// ErrRedirect is wrapped by the error of a document fetch whose redirect is
+// refused.
+var ErrRedirect = errors.New("redirect refused")
+
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	if first.Context().Value(documentKey{}) == nil || first.Method != http.MethodGet {
+		return http.ErrUseLastResponse
+	}
+	if len(via) > MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, MaxRedirects)
+	}
+	prev, next := via[len(via)-1].URL, req.URL
+	if next.User != nil {
+		return fmt.Errorf("%w: to a URL with credentials", ErrRedirect)
+	}
+	switch {
+	case next.Scheme == "https":
+	case next.Scheme == "http" && prev.Scheme == "http" && isLoopback(prev.Hostname()) && isLoopback(next.Hostname()):
+	default:
+		return fmt.Errorf("%w: from %s to %s", ErrRedirect, prev.Scheme, Redact(next))
+	}
+	req.Header.Del("Authorization")
+	req.Header.Del("Cookie")
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 type limitTransport struct {

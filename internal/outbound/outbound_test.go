@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -111,5 +112,87 @@ func TestIsTimeoutFlattened(t *testing.T) {
 	}
 	if IsTimeout(errors.New("connection refused")) || IsTimeout(nil) {
 		t.Error("not a time-out")
+	}
+}
+
+// Documents (metadata, discovery) follow up to three redirects that stay on
+// https or go from http to https; nothing else follows any.
+func TestDocumentRedirects(t *testing.T) {
+	var sawAuth []string
+	final := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawAuth = append(sawAuth, r.Header.Get("Authorization")+r.Header.Get("Cookie"))
+		io.WriteString(w, "document")
+	}))
+	defer final.Close()
+	var hops func(w http.ResponseWriter, r *http.Request)
+	tlsHop := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hops(w, r) }))
+	defer tlsHop.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hops(w, r) }))
+	defer plain.Close()
+	hops = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/doc" {
+			io.WriteString(w, "document")
+			return
+		}
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		to := r.URL.Query().Get("to")
+		if n > 1 {
+			to = tlsHop.URL + "/?n=" + strconv.Itoa(n-1) + "&to=" + url.QueryEscape(to)
+		}
+		http.Redirect(w, r, to, http.StatusFound)
+	}
+	c := NewClient(&http.Client{Transport: final.Client().Transport}, time.Second, 100)
+	get := func(ctx context.Context, method, u string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, method, u, nil)
+		req.Header.Set("Authorization", "Bearer LEAK")
+		req.AddCookie(&http.Cookie{Name: "c", Value: "LEAK"})
+		resp, err := c.Do(req)
+		if err == nil {
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	doc := Document(context.Background())
+	hop := func(base string, n int, to string) string {
+		return base + "/?n=" + strconv.Itoa(n) + "&to=" + url.QueryEscape(to)
+	}
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		verb string
+		u    string
+		ok   bool
+	}{
+		{"https to https, 3 hops", doc, "GET", hop(tlsHop.URL, 3, final.URL), true},
+		{"4 hops", doc, "GET", hop(tlsHop.URL, 4, final.URL), false},
+		{"http to https", doc, "GET", hop(plain.URL, 1, final.URL), true},
+		{"loopback http to http", doc, "GET", hop(plain.URL, 1, plain.URL+"/doc"), true},
+		{"https to http", doc, "GET", hop(tlsHop.URL, 1, plain.URL), false},
+		{"to another scheme", doc, "GET", hop(tlsHop.URL, 1, "ftp://example.org/x"), false},
+		{"to a URL with credentials", doc, "GET", hop(tlsHop.URL, 1, strings.Replace(final.URL, "https://", "https://u:p@", 1)), false},
+		{"not a document", context.Background(), "GET", hop(tlsHop.URL, 1, final.URL), false},
+		{"a POST", doc, "POST", hop(tlsHop.URL, 1, final.URL), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sawAuth = nil
+			resp, err := get(tt.ctx, tt.verb, tt.u)
+			followed := err == nil && resp.StatusCode == http.StatusOK
+			if tt.ok != followed {
+				status := 0
+				if resp != nil {
+					status = resp.StatusCode
+				}
+				t.Fatalf("followed=%v (status %d, err %v), want %v", followed, status, err, tt.ok)
+			}
+			if !tt.ok && err != nil && !errors.Is(err, ErrRedirect) {
+				t.Errorf("refusal %v does not wrap ErrRedirect", err)
+			}
+			for _, a := range sawAuth {
+				if a != "" {
+					t.Errorf("credentials carried over a redirect: %q", a)
+				}
+			}
+		})
 	}
 }

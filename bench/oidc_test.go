@@ -297,7 +297,10 @@ func oidcCallbacks(tb testing.TB, p *oidcPeer, h http.Handler, authorize string,
 	reqs := make([]*http.Request, n)
 	for i := range reqs {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oidcBase+authorize, nil))
+		start := httptest.NewRequest(http.MethodGet, oidcBase+authorize, nil)
+		// As a browser sends it from a page of the application.
+		start.Header.Set("Sec-Fetch-Site", "same-origin")
+		h.ServeHTTP(rec, start)
 		if rec.Code != http.StatusFound {
 			tb.Fatalf("authorize: %d %s", rec.Code, rec.Body)
 		}

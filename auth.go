@@ -28,7 +28,9 @@
 // package redisstore: [Several instances]. The extauth command, the failure
 // codes an Error carries and what is logged: [Operating]. Testing a host's
 // own hooks through the routes: [Testing your app]. What extauth guarantees
-// about a sign-in and the tests that prove it: [Security model].
+// about a sign-in and the tests that prove it: [Security model]. Sessions,
+// signing out at the provider (and hearing that it signed the user out) and
+// renewing tokens: [After sign-in].
 //
 // [Configuration]: https://github.com/extauth/extauth/blob/main/docs/configuration.md
 // [OAuth providers]: https://github.com/extauth/extauth/blob/main/docs/oauth.md
@@ -38,6 +40,7 @@
 // [Operating]: https://github.com/extauth/extauth/blob/main/docs/operating.md
 // [Testing your app]: https://github.com/extauth/extauth/blob/main/docs/testing-your-app.md
 // [Security model]: https://github.com/extauth/extauth/blob/main/docs/security.md
+// [After sign-in]: https://github.com/extauth/extauth/blob/main/docs/after-sign-in.md
 package extauth
 
 import (

@@ -24,8 +24,9 @@
 // with each provider, and what each puts in the Identity: [OAuth providers]
 // (microblog, socialnet, blog_oauth2, any goth provider through
 // Options.Extra), [OpenID Connect] (oidc, search_oauth2) and [SAML]. Several
-// instances behind a load balancer share a Store, such as the Redis one of
-// package redisstore: [Several instances]. The extauth command, the failure
+// instances behind a load balancer share a Store, in Redis (package
+// redisstore) or PostgreSQL (package pgstore): [Several instances]. The
+// extauth command, the failure
 // codes an Error carries and what is logged: [Operating]. Testing a host's
 // own hooks through the routes: [Testing your app]. What extauth guarantees
 // about a sign-in and the tests that prove it: [Security model]. Sessions,
@@ -75,7 +76,8 @@ type FailureFunc func(w http.ResponseWriter, r *http.Request, err *Error)
 // Store remembers single-use values across every instance of the
 // application: it is how a state, a SAML request ID or an assertion ID is
 // accepted once only, even behind a load balancer. NewMemoryStore serves one
-// instance; package redisstore shares one Redis among several.
+// instance; packages redisstore and pgstore share one Redis or PostgreSQL
+// among several.
 type Store interface {
 	// Consume records key until the given time and reports whether it was
 	// new: true the first time, false for every later call before until.
@@ -84,8 +86,34 @@ type Store interface {
 	Consume(ctx context.Context, key string, until time.Time) (bool, error)
 }
 
-// NewMemoryStore returns a Store for a single instance.
-func NewMemoryStore() Store { return store.NewMemory(nil) }
+// DefaultMemoryStoreMaxEntries is the bound of a memory store given none.
+// An entry costs about 100 bytes, so the store stays under about 10 MB. A
+// sign-in holds one entry (three for SAML) for at most TransactionTTL (10
+// minutes), so the bound allows a sustained 160 sign-ins a second (55 with
+// SAML), more than one instance that keeps its state in memory should
+// serve.
+const DefaultMemoryStoreMaxEntries = store.DefaultMaxEntries
+
+// MemoryStoreOptions configures NewMemoryStore.
+type MemoryStoreOptions struct {
+	// MaxEntries bounds how many single-use values the store holds at once
+	// (default DefaultMemoryStoreMaxEntries when zero or negative). Every
+	// callback holds one until its transaction would have expired, even a
+	// callback that then fails, so without a bound anyone could grow the
+	// store by starting sign-ins and sending junk callbacks. At the bound,
+	// expired values having been dropped first, a new value is refused: the
+	// sign-in fails with provider_unavailable (503) and the log line says
+	// the store is full. Values are never dropped before their expiry to
+	// make room, since that would let a used callback be accepted again.
+	MaxEntries int
+	// Now is the store's clock (default time.Now); give it the clock of
+	// Options.Now if that is set.
+	Now func() time.Time
+}
+
+// NewMemoryStore returns a Store for a single instance, held in its memory.
+// New uses one with the default options when Options.Store is nil.
+func NewMemoryStore(o MemoryStoreOptions) Store { return store.NewMemory(o.Now, o.MaxEntries) }
 
 // Options configures New. BaseURL, CookieKey and a hook for every configured
 // provider (Callbacks or OnSuccess) are required.
@@ -123,7 +151,9 @@ type Options struct {
 	// Logger receives diagnostics (default slog.Default()). Nothing secret
 	// is ever logged: no code, state, token, secret or assertion.
 	Logger *slog.Logger `json:"-"`
-	// Store keeps single-use values (default: in memory, one instance only).
+	// Store keeps single-use values (default: NewMemoryStore with the
+	// default bound and the clock Now, for one instance only; see
+	// MemoryStoreOptions for what happens at the bound).
 	Store Store `json:"-"`
 
 	// StrictPOST accepts only POST on the authorize routes, so that no link
@@ -297,7 +327,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.now = time.Now
 	}
 	if a.store == nil {
-		a.store = store.NewMemory(a.now)
+		a.store = NewMemoryStore(MemoryStoreOptions{Now: a.now})
 	}
 	if a.ttl <= 0 || a.ttl > MaxTransactionTTL {
 		a.ttl = MaxTransactionTTL
@@ -306,7 +336,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.onFailure = defaultFailure
 	}
 	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
-	a.callbackBudget = 3 * a.client.Timeout
+	a.callbackBudget = 3 * outbound.Timeout(a.client)
 	a.opts = o
 	st, problems := a.buildSite("", base, cfg, &o)
 	a.site = st

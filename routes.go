@@ -33,6 +33,14 @@ const (
 	maxLiveTransactions = 4
 )
 
+// Values of the headers every route sets. Shared, full slices: a handler
+// that adds a value gets a copy from append, never writes into these.
+var (
+	hdrNoStore    = []string{"no-store"}
+	hdrNoReferrer = []string{"no-referrer"}
+	hdrNoSniff    = []string{"nosniff"}
+)
+
 // Route is one route mounted by Mount.
 type Route struct {
 	Provider Provider
@@ -269,9 +277,9 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Cache-Control"] = hdrNoStore
+	h["Referrer-Policy"] = hdrNoReferrer
+	h["X-Content-Type-Options"] = hdrNoSniff
 	if callback {
 		a.callback(w, r, m, format)
 	} else {
@@ -344,13 +352,17 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		return
 	}
 	now := a.now()
+	// One read of crypto/rand for the four values: 16 + 3×32 bytes.
+	var rnd [112]byte
+	rand.Read(rnd[:])
+	enc := base64.RawURLEncoding
 	tx := &providers.Transaction{
-		ID:       randomString(16),
+		ID:       enc.EncodeToString(rnd[:16]),
 		Provider: name,
 		Tenant:   m.tenant,
-		State:    randomString(32),
-		Verifier: randomString(32),
-		Nonce:    randomString(32),
+		State:    enc.EncodeToString(rnd[16:48]),
+		Verifier: enc.EncodeToString(rnd[48:80]),
+		Nonce:    enc.EncodeToString(rnd[80:112]),
 		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
 		Suffix:   format,
 		Expires:  now.Add(a.ttl),
@@ -378,7 +390,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		return
 	}
 	a.pruneTransactions(w, r, m)
-	http.SetCookie(w, m.txCookie(cookieName, value, int(a.ttl.Seconds())))
+	m.setTxCookie(w, cookieName, value, int(a.ttl.Seconds()))
 	if form != nil {
 		if format == "json" {
 			writeJSON(w, http.StatusOK, map[string]any{"post_to": target, "form": form})
@@ -396,7 +408,11 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	if r.Method == http.MethodPost {
 		status = http.StatusSeeOther
 	}
-	http.Redirect(w, r, target, status)
+	// The target is the provider's absolute URL, built by the strategy: no
+	// resolving against the request and no HTML body, which http.Redirect
+	// would add for a GET and nobody reads.
+	w.Header()["Location"] = []string{target}
+	w.WriteHeader(status)
 }
 
 func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format string) {
@@ -560,6 +576,31 @@ func crossSite(s providers.Strategy) bool {
 	return ok && cs.CrossSiteCallback()
 }
 
+// setTxCookie adds the Set-Cookie header of txCookie without going through
+// http.Cookie's sanitising String: the name is ours and the value base64url.
+func (m mount) setTxCookie(w http.ResponseWriter, name, value string, maxAge int) {
+	path, sameSite := "/", "Lax"
+	if crossSite(m.s) && m.secure {
+		path, sameSite = m.base.Path+m.callbackPath(m.name), "None"
+	}
+	var b strings.Builder
+	b.Grow(len(name) + len(value) + len(path) + 64)
+	b.WriteString(name)
+	b.WriteByte('=')
+	b.WriteString(value)
+	b.WriteString("; Path=")
+	b.WriteString(path)
+	b.WriteString("; Max-Age=")
+	b.WriteString(strconv.Itoa(max(maxAge, 0)))
+	b.WriteString("; HttpOnly")
+	if m.secure {
+		b.WriteString("; Secure")
+	}
+	b.WriteString("; SameSite=")
+	b.WriteString(sameSite)
+	w.Header()["Set-Cookie"] = append(w.Header()["Set-Cookie"], b.String())
+}
+
 func (m mount) txCookie(name, value string, maxAge int) *http.Cookie {
 	c := &http.Cookie{
 		Name:     name,
@@ -583,6 +624,9 @@ func (m mount) txCookie(name, value string, maxAge int) *http.Cookie {
 // longer open or have expired, and the oldest past maxLiveTransactions.
 func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, m mount) {
 	prefix := m.cookieStem()
+	if !slices.ContainsFunc(r.Header["Cookie"], func(h string) bool { return strings.Contains(h, prefix) }) {
+		return
+	}
 	type live struct {
 		name    string
 		expires int64

@@ -59,7 +59,7 @@ func newSAMLIdP(t *testing.T) *samlidp.IdP {
 // app's SP metadata with the IdP and waits until the IdP metadata is in.
 func newSAMLApp(t *testing.T, idp *samlidp.IdP, edit func(*extauth.Config, *extauth.Options)) *samlApp {
 	t.Helper()
-	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore()}
+	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
 	srv := harness.Serve(t, func(base string) http.Handler {
 		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}}
 		o := extauth.Options{

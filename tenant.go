@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/extauth/extauth/internal/outbound"
 )
 
 // ErrUnknownTenant is what a TenantSource or Options.TenantOf returns, wrapped
@@ -143,7 +145,7 @@ func (a *Auth) buildTenant(ctx context.Context, tenant string) (*site, error) {
 	if c, ok := a.fileTenants[tenant]; ok {
 		cfg = c
 	} else if a.tenantSource != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.client.Timeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outbound.Timeout(a.client))
 		defer cancel()
 		c, err := a.tenantSource.LookupTenant(ctx, tenant)
 		if err != nil {

@@ -3,14 +3,16 @@ package bench
 // OpenID Connect, side by side with the libraries extauth is built on, in
 // one process with the same RSA-2048 key (RS256):
 //
-//	go test -run '^$' -bench OIDC -benchmem ./bench/
+//	go test -run '^$' -bench 'OIDC(Verify|Callback)$' -benchmem ./bench/ -rounds 8 | go run ./internal/benchratio
+//	go test -run '^$' -bench 'OIDC.*Ratio' ./bench/
 //
-// Each Benchmark has three parts: extauth and its anchor as plain
-// sub-benchmarks (ns/op, allocs), and "rounds", which alternates the two
-// sides -oidc.rounds times (the order flips every round, each side timed
-// over the same number of operations after a GC, in process CPU time) and
-// reports the median of the per-round ratios, so that machine noise hits
-// both sides alike.
+// BenchmarkOIDCVerify and BenchmarkOIDCCallback run extauth and its anchor
+// as sub-benchmarks, alternating -rounds times (alternate, rounds_test.go).
+// The ...Ratio benchmarks time the same two sides themselves, -oidc.rounds
+// times in rounds of a few hundred operations (the order flips every round,
+// each side timed after a GC, in process CPU time) and report the median of
+// the per-round ratios: on a machine shared with other work, CPU time is
+// what other processes do not inflate.
 
 import (
 	"context"
@@ -176,14 +178,11 @@ type oidcSide struct {
 	prepare func(tb testing.TB, n int) func(i int) error
 }
 
-// sideBySide runs the sides as plain sub-benchmarks, then in alternating
-// rounds of n operations each, and reports the median per-round ratio of
-// the first side's time to the second's. Rounds are timed in process CPU
-// time (oidcCPUTime), so that other processes on a shared machine do not
-// land in one side's round.
-func sideBySide(b *testing.B, n int, ours, anchor oidcSide) {
+// sideBySide runs the sides as sub-benchmarks, alternating -rounds times.
+func sideBySide(b *testing.B, ours, anchor oidcSide) {
+	var sides []side
 	for _, s := range []oidcSide{ours, anchor} {
-		b.Run(s.name, func(b *testing.B) {
+		sides = append(sides, side{s.name, func(b *testing.B) {
 			run := s.prepare(b, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -192,10 +191,18 @@ func sideBySide(b *testing.B, n int, ours, anchor oidcSide) {
 					b.Fatal(err)
 				}
 			}
-		})
+		}})
 	}
+	alternate(b, sides...)
+}
+
+// cpuRatio times the sides in alternating rounds of n operations each and
+// reports the median per-round ratio of the first side's time to the
+// second's. Rounds are timed in process CPU time (oidcCPUTime), so that
+// other processes on a shared machine do not land in one side's round.
+func cpuRatio(b *testing.B, n int, ours, anchor oidcSide) {
 	// The rounds run once, however often the framework calls the
-	// sub-benchmark to size b.N: their count is -oidc.rounds.
+	// benchmark to size b.N: their count is -oidc.rounds.
 	var once sync.Once
 	var ratios, oursNs, anchorNs []float64
 	b.Run("rounds", func(b *testing.B) {
@@ -223,6 +230,9 @@ func sideBySide(b *testing.B, n int, ours, anchor oidcSide) {
 			b.Logf("per-round ratios %s/%s: %s", ours.name, anchor.name, formatAll(ratios))
 		})
 		b.ReportMetric(median(ratios), "ratio")
+		// The rounds run once, so the framework's own ns/op means nothing:
+		// report the first side's median instead.
+		b.ReportMetric(median(oursNs), "ns/op")
 		b.ReportMetric(median(oursNs), ours.name+"-ns/op")
 		b.ReportMetric(median(anchorNs), anchor.name+"-ns/op")
 	})
@@ -249,6 +259,17 @@ func formatAll(v []float64) string {
 // and the claims decoded for the identity) beside go-oidc's Verify, the
 // nonce compared and the claims decoded into a map, on the same token.
 func BenchmarkOIDCVerify(b *testing.B) {
+	ours, anchor := verifySides(b)
+	sideBySide(b, ours, anchor)
+}
+
+// BenchmarkOIDCVerifyRatio is BenchmarkOIDCVerify in CPU-time rounds.
+func BenchmarkOIDCVerifyRatio(b *testing.B) {
+	ours, anchor := verifySides(b)
+	cpuRatio(b, 500, ours, anchor)
+}
+
+func verifySides(b *testing.B) (ours, anchor oidcSide) {
 	p := newOIDCPeer(b)
 	ctx := context.Background()
 	client := outbound.NewClient(p.client, 0, 0)
@@ -268,8 +289,7 @@ func BenchmarkOIDCVerify(b *testing.B) {
 	if _, err := s.VerifyIDToken(ctx, raw, access, nonce); err != nil {
 		b.Fatal(err)
 	}
-	sideBySide(b, 500,
-		oidcSide{"extauth", func(testing.TB, int) func(int) error {
+	return oidcSide{"extauth", func(testing.TB, int) func(int) error {
 			return func(int) error {
 				_, err := s.VerifyIDToken(ctx, raw, access, nonce)
 				return err
@@ -287,7 +307,7 @@ func BenchmarkOIDCVerify(b *testing.B) {
 				var claims map[string]any
 				return t.Claims(&claims)
 			}
-		}})
+		}}
 }
 
 // oidcCallbacks prepares n callback requests of one side: each runs the
@@ -387,6 +407,17 @@ func oidcClientContext(ctx context.Context, h http.Handler) http.Handler {
 // identity, hook) beside the hand-written handler above, both answering
 // the same token endpoint.
 func BenchmarkOIDCCallback(b *testing.B) {
+	ours, anchor := callbackSides(b)
+	sideBySide(b, ours, anchor)
+}
+
+// BenchmarkOIDCCallbackRatio is BenchmarkOIDCCallback in CPU-time rounds.
+func BenchmarkOIDCCallbackRatio(b *testing.B) {
+	ours, anchor := callbackSides(b)
+	cpuRatio(b, 300, ours, anchor)
+}
+
+func callbackSides(b *testing.B) (ours, anchor oidcSide) {
 	p := newOIDCPeer(b)
 	a, err := extauth.New(&extauth.Config{OIDC: extauth.OIDCConfig{
 		ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oidcIssuer,
@@ -400,9 +431,9 @@ func BenchmarkOIDCCallback(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer a.Close()
+	b.Cleanup(func() { a.Close() })
 	hand := handByHand(b, p)
-	side := func(name string, h http.Handler, authorize string) oidcSide {
+	through := func(name string, h http.Handler, authorize string) oidcSide {
 		return oidcSide{name, func(tb testing.TB, n int) func(int) error {
 			reqs := oidcCallbacks(tb, p, h, authorize, n)
 			return func(i int) error {
@@ -415,12 +446,12 @@ func BenchmarkOIDCCallback(b *testing.B) {
 			}
 		}}
 	}
-	ours, anchor := side("extauth", a, "/users/auth/oidc"), side("by-hand", hand, "/hand")
+	ours, anchor = through("extauth", a, "/users/auth/oidc"), through("by-hand", hand, "/hand")
 	// Warm both up: discovery and keys are fetched once, outside the timing.
 	for _, s := range []oidcSide{ours, anchor} {
 		if err := s.prepare(b, 1)(0); err != nil {
 			b.Fatal(err)
 		}
 	}
-	sideBySide(b, 300, ours, anchor)
+	return ours, anchor
 }

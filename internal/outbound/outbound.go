@@ -59,12 +59,24 @@ func NewClient(base *http.Client, timeout time.Duration, maxBody int64) *http.Cl
 			ForceAttemptHTTP2:     true,
 		}
 	}
+	// The time-out is a deadline on each request's context, set by the
+	// transport, rather than http.Client.Timeout, which starts a goroutine
+	// and a timer per request to enforce it.
 	return &http.Client{
-		Transport:     &limitTransport{base: rt, max: maxBody},
+		Transport:     &limitTransport{base: rt, max: maxBody, timeout: timeout},
 		Jar:           jar,
-		Timeout:       timeout,
 		CheckRedirect: checkRedirect,
 	}
+}
+
+// Timeout returns the time-out of a client NewClient made: each request,
+// its body read included, and each redirect hop is bounded by it. Zero for
+// other clients.
+func Timeout(c *http.Client) time.Duration {
+	if t, ok := c.Transport.(*limitTransport); ok {
+		return t.timeout
+	}
+	return 0
 }
 
 // MaxRedirects bounds the redirects a document fetch follows.
@@ -121,26 +133,32 @@ func isLoopback(host string) bool {
 }
 
 type limitTransport struct {
-	base http.RoundTripper
-	max  int64
+	base    http.RoundTripper
+	max     int64
+	timeout time.Duration
 }
 
 func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
+	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	if resp.ContentLength > t.max {
 		resp.Body.Close()
+		cancel()
 		return nil, fmt.Errorf("%s %s: %w", r.Method, Redact(r.URL), ErrBodyTooLarge)
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.max}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.max, cancel: cancel}
 	return resp, nil
 }
 
+// limitedBody bounds a body and ends its request's deadline when closed.
 type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc     io.ReadCloser
+	left   int64
+	cancel context.CancelFunc
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -161,7 +179,11 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.rc.Close() }
+func (b *limitedBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}
 
 // Redact returns u without its query, fragment and user information, for
 // error messages: a provider URL may carry a token or a code.

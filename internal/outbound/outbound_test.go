@@ -100,8 +100,42 @@ func TestRedact(t *testing.T) {
 
 func TestBaseClientTimeoutWins(t *testing.T) {
 	c := NewClient(&http.Client{Timeout: time.Second}, time.Minute, 0)
-	if c.Timeout != time.Second {
-		t.Errorf("Timeout = %v", c.Timeout)
+	if Timeout(c) != time.Second || c.Timeout != 0 {
+		t.Errorf("Timeout = %v, http.Client.Timeout = %v", Timeout(c), c.Timeout)
+	}
+}
+
+// The deadline bounds the headers and the body, and ends with the body.
+func TestTimeoutCoversTheBody(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("partial"))
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/hang" {
+			<-release
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := NewClient(nil, 200*time.Millisecond, 0)
+	start := time.Now()
+	resp, err := c.Get(srv.URL + "/hang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !IsTimeout(err) || time.Since(start) > 2*time.Second {
+		t.Errorf("a hanging body: %v after %v", err, time.Since(start))
+	}
+	resp, err = c.Get(srv.URL + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "partial" {
+		t.Errorf("a quick body: %q %v", b, err)
 	}
 }
 

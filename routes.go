@@ -45,7 +45,9 @@ var (
 // Route is one route mounted by Mount.
 type Route struct {
 	Provider Provider
-	// Purpose is "authorize" or "callback" (SAML adds "metadata" and "logout").
+	// Purpose is "authorize" or "callback"; SAML adds "metadata" and
+	// "logout", OpenID Connect "logout", "post_logout",
+	// "backchannel_logout" and "frontchannel_logout".
 	Purpose string
 	// Path is the route's path; each also answers with a ".json" suffix.
 	Path    string
@@ -71,19 +73,20 @@ type mount struct {
 }
 
 // Routes lists the mounted routes: two per provider, plus the extra routes
-// of strategies that have them (Methods nil: the handler decides).
+// of strategies that have them, their own and the logout routes (Methods
+// nil: the handler decides).
 func (a *Auth) Routes() []Route {
 	st := a.site
 	var out, extra []Route
 	for _, name := range st.order {
 		out = append(out, st.providerRoutes(name)...)
+		purposes := logoutPurposes(st.strategies[name])
 		if er, ok := st.strategies[name].(extraRouter); ok {
-			var purposes []string
 			for p := range er.ExtraRoutes() {
 				purposes = append(purposes, p)
 			}
-			extra = append(extra, st.extraRoutes(name, purposes)...)
 		}
+		extra = append(extra, st.extraRoutes(name, purposes)...)
 	}
 	return append(out, extra...)
 }
@@ -135,8 +138,11 @@ func (o Options) Routes(ps ...Provider) ([]Route, error) {
 // strategy. TestRoutesForMatchesBuiltStrategies holds it to what the
 // strategies serve.
 func builtinExtraRoutes(p Provider) []string {
-	if p == SAML {
+	switch p {
+	case SAML:
 		return []string{"metadata", "logout"}
+	case OIDC, SearchOAuth2:
+		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel}
 	}
 	return nil
 }
@@ -255,6 +261,10 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.ServeHTTP(w, r)
 				return
 			}
+		}
+		if h, ok := a.logoutRoute(st, name, purpose); ok {
+			h.ServeHTTP(w, r)
+			return
 		}
 	}
 	name, callback, format, ok := parseRoute(rest)

@@ -707,3 +707,28 @@ func BenchmarkTenantThroughput(b *testing.B) {
 // rounds is how many times BenchmarkTenantThroughput runs its two sides,
 // alternating: go test -count would repeat each side in a row.
 var rounds = flag.Int("rounds", 1, "rounds of the side-by-side benchmarks")
+
+// Behind http.CrossOriginProtection, a tenant's IdP posts to its SAML
+// callback cross-site, though the application's own site has no SAML.
+func TestTenantsBehindCrossOriginProtection(t *testing.T) {
+	ta := newTenantApp(t, []string{"a"}, nil)
+	cop := http.NewCrossOriginProtection()
+	ta.Auth.AllowCrossSiteCallbacks(cop)
+	mux := http.NewServeMux()
+	ta.Auth.Mount(mux)
+	mux.HandleFunc("POST /other", func(http.ResponseWriter, *http.Request) {})
+	h := cop.Handler(mux)
+	for path, refused := range map[string]bool{"/users/auth/saml/callback": false, "/users/auth/saml/logout": false, "/other": true} {
+		req := httptest.NewRequest(http.MethodPost, ta.url("a", path), strings.NewReader("SAMLResponse=x"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Origin", "https://idp.example.org")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		// Let through, extauth answers (a 400 or 503 of its own); refused,
+		// CrossOriginProtection's 403.
+		if (rec.Code == http.StatusForbidden) != refused {
+			t.Errorf("cross-site POST %s: %d %s, refused by CrossOriginProtection: want %v", path, rec.Code, rec.Body, refused)
+		}
+	}
+}

@@ -21,7 +21,12 @@ func registerWhere(p extauth.Provider, spEntityID string, routes []extauth.Route
 	case extauth.Socialnet:
 		return "under Valid OAuth Redirect URIs (host plus path)"
 	case extauth.SearchOAuth2:
-		return "as an Authorized redirect URI of the OAuth client"
+		lines := []string{"as an Authorized redirect URI of the OAuth client"}
+		if logout := oidcLogoutLines(p, routes); len(logout) > 0 {
+			lines = append(lines, "Google has no logout endpoints; an issuer set with search_oauth2_site may take these:")
+			lines = append(lines, logout...)
+		}
+		return strings.Join(lines, "\n")
 	case extauth.BlogOAuth2:
 		return "as the client's Redirect URI in WP OAuth Server (OAuth Server > Clients)"
 	case extauth.SAML:
@@ -41,9 +46,62 @@ func registerWhere(p extauth.Provider, spEntityID string, routes []extauth.Route
 		}
 		return strings.Join(lines, "\n")
 	case extauth.OIDC:
-		return "as a redirect URI of the client"
+		lines := []string{"as a redirect URI of the client"}
+		if logout := oidcLogoutLines(p, routes); len(logout) > 0 {
+			lines = append(lines, "and in the client's logout settings:")
+			lines = append(lines, logout...)
+		}
+		return strings.Join(lines, "\n")
 	}
 	return "as the provider's redirect URI"
+}
+
+// logoutRegistration holds the OpenID Connect client metadata of p's logout
+// routes (RP-Initiated, Back-Channel and Front-Channel Logout 1.0). Both
+// session_required values are true: the provider then names the session
+// (sid), which the Identity carries, so one logout ends one session.
+type logoutRegistration struct {
+	PostLogoutRedirectURI             string `json:"post_logout_redirect_uri,omitempty"`
+	BackchannelLogoutURI              string `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired  bool   `json:"backchannel_logout_session_required,omitempty"`
+	FrontchannelLogoutURI             string `json:"frontchannel_logout_uri,omitempty"`
+	FrontchannelLogoutSessionRequired bool   `json:"frontchannel_logout_session_required,omitempty"`
+}
+
+func oidcLogout(p extauth.Provider, routes []extauth.Route) *logoutRegistration {
+	var reg logoutRegistration
+	for _, rt := range routes {
+		if rt.Provider != p {
+			continue
+		}
+		switch rt.Purpose {
+		case "post_logout":
+			reg.PostLogoutRedirectURI = rt.URL
+		case "backchannel_logout":
+			reg.BackchannelLogoutURI, reg.BackchannelLogoutSessionRequired = rt.URL, true
+		case "frontchannel_logout":
+			reg.FrontchannelLogoutURI, reg.FrontchannelLogoutSessionRequired = rt.URL, true
+		}
+	}
+	if reg == (logoutRegistration{}) {
+		return nil
+	}
+	return &reg
+}
+
+// oidcLogoutLines prints oidcLogout's values, one a line.
+func oidcLogoutLines(p extauth.Provider, routes []extauth.Route) []string {
+	reg := oidcLogout(p, routes)
+	if reg == nil {
+		return nil
+	}
+	return []string{
+		"  post_logout_redirect_uri              " + reg.PostLogoutRedirectURI,
+		"  backchannel_logout_uri                " + reg.BackchannelLogoutURI,
+		"  backchannel_logout_session_required   true",
+		"  frontchannel_logout_uri               " + reg.FrontchannelLogoutURI,
+		"  frontchannel_logout_session_required  true",
+	}
 }
 
 func (c *cli) routes(_ context.Context, args []string) int {
@@ -56,6 +114,10 @@ derived from a request.
 -all lists the six providers whether configured or not: the callback URL is
 needed to register the application, before the provider hands out the key
 and secret the file will hold.
+
+For OpenID Connect it also prints the client's logout settings:
+post_logout_redirect_uri, backchannel_logout_uri and frontchannel_logout_uri,
+each with session_required true.
 `)
 	configPath := f.String("config", "", "the secrets file")
 	env := f.String("env", "", "environment section of a Rails-style file (default: $EXTAUTH_ENV, else development)")
@@ -133,9 +195,10 @@ type routeJSON struct {
 }
 
 type registration struct {
-	Provider    string `json:"provider"`
-	CallbackURL string `json:"callback_url"`
-	Where       string `json:"where"`
+	Provider    string              `json:"provider"`
+	CallbackURL string              `json:"callback_url"`
+	Where       string              `json:"where"`
+	Logout      *logoutRegistration `json:"logout,omitempty"`
 }
 
 func (c *cli) routesJSON(baseURL string, routes []extauth.Route, entityID string) int {
@@ -148,7 +211,7 @@ func (c *cli) routesJSON(baseURL string, routes []extauth.Route, entityID string
 		out.Routes = append(out.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
 		if rt.Purpose == "callback" {
 			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "; ")
-			out.Register = append(out.Register, registration{string(rt.Provider), rt.URL, where})
+			out.Register = append(out.Register, registration{string(rt.Provider), rt.URL, where, oidcLogout(rt.Provider, routes)})
 		}
 	}
 	return writeJSON(c.stdout, out)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,22 +26,30 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/samlsp"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h asked for the usage, which was printed: not a failure.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
-	configPath := fs.String("config", "", "secrets file with real providers (default: built-in development providers)")
-	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, else development)")
+	configPath := fs.String("config", "", "secrets file with real providers (default: built-in development providers);\nneeds EXTAUTH_COOKIE_KEY, 32 bytes in base64 or hex")
+	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, $RAILS_ENV, $APP_ENV, else development)")
 	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./examples/demo [flags]\n\nThe extauth demo: sign in with six providers. Without -config it runs offline\non built-in development providers.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,7 +110,7 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	var cfg *extauth.Config
 	var err error
 	if o.configPath == "" {
-		cfg, err = mountDevProviders(mux, base, o.samlIdPMetadataURL)
+		cfg, err = mountDevProviders(mux, base, o.samlIdPMetadataURL, o.httpClient)
 	} else {
 		var opts []extauth.ConfigOption
 		if o.env != "" {
@@ -125,8 +134,14 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 		CookieKey:  key,
 		Logger:     logger,
 		HTTPClient: o.httpClient,
-		// Sign-out of a SAML session goes through single logout (pages.go).
-		SAML: samlsp.Options{Logout: samlsp.LogoutHooks{Session: sessions.logoutSession, Done: sessions.logoutDone}},
+		// Signing out goes through the provider where it can end its own
+		// session (SAML single logout, OpenID Connect RP-initiated logout),
+		// and the providers' own logouts end the demo's sessions (pages.go).
+		Logout: extauth.LogoutOptions{
+			Session:          sessions.logoutSession,
+			OnProviderLogout: sessions.endProviderSessions,
+			Done:             sessions.logoutDone,
+		},
 		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 			sessions.signIn(w, id)
 			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
@@ -136,7 +151,7 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 		return nil, nil, err
 	}
 	a.Mount(mux)
-	pages := &pages{auth: a, sessions: sessions, samlLogout: samlLogoutPath(a)}
+	pages := &pages{auth: a, sessions: sessions, logoutRoutes: logoutRoutes(a)}
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)

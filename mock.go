@@ -111,6 +111,9 @@ func (s *mockStrategy) Complete(_ context.Context, _ *http.Request, tx *provider
 		f := *res.Failure
 		return nil, &f
 	}
+	if h, ok := res.HostIdentity.(*Identity); ok {
+		return h.strategyIdentity(), nil
+	}
 	id := *res.Identity
 	return &id, nil
 }

@@ -17,15 +17,41 @@ const readyPoll = 20 * time.Millisecond
 // ctx is done. It returns nil when all are ready, or an error naming each
 // provider that is not, and why. Tests call it instead of polling through
 // 503s; ReadyHandler serves it to health checks. It covers the application's
-// own providers, not its tenants'.
+// own providers; TenantReady covers a tenant's.
 func (a *Auth) Ready(ctx context.Context) error {
+	return siteReady(ctx, a.site)
+}
+
+// TenantReady is Ready for the providers of tenant, building the tenant
+// first as its first request would (Options.TenantOf): a test that starts
+// a tenant's own providers waits with it before signing in there. The
+// error wraps ErrUnknownTenant for a tenant that does not exist, and is the
+// tenant's configuration problem for one that cannot be built.
+func (a *Auth) TenantReady(ctx context.Context, tenant string) error {
+	if tenant == "" {
+		return a.Ready(ctx)
+	}
+	if a.tenants == nil || !validSlug(tenant) {
+		return fmt.Errorf("extauth: tenant %q: %w", tenant, ErrUnknownTenant)
+	}
+	st, err := a.tenants.get(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("extauth: tenant %q: %w", tenant, err)
+	}
+	return siteReady(ctx, st)
+}
+
+func siteReady(ctx context.Context, st *site) error {
 	var errs []error
-	for _, name := range a.site.order {
-		if err := waitReady(ctx, a.site.strategies[name]); err != nil {
+	for _, name := range st.order {
+		if err := waitReady(ctx, st.strategies[name]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	if len(errs) > 0 {
+		if st.tenant != "" {
+			return fmt.Errorf("extauth: tenant %s not ready: %w", st.tenant, errors.Join(errs...))
+		}
 		return fmt.Errorf("extauth: not ready: %w", errors.Join(errs...))
 	}
 	return nil

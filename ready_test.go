@@ -2,6 +2,7 @@ package extauth_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,5 +50,49 @@ func TestReady(t *testing.T) {
 	a.ReadyHandler().ServeHTTP(rec, req.WithContext(short))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "oidc") {
 		t.Errorf("ReadyHandler: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TenantReady builds a tenant and waits for its providers; an unknown
+// tenant, or an application without tenants, is ErrUnknownTenant.
+func TestTenantReady(t *testing.T) {
+	ta := newTenantApp(t, []string{"city-a"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ta.Auth.TenantReady(ctx, "city-a"); err != nil {
+		t.Fatalf("city-a: %v", err)
+	}
+	for _, tn := range []string{"city-z", "Not A Slug"} {
+		if err := ta.Auth.TenantReady(ctx, tn); !errors.Is(err, extauth.ErrUnknownTenant) {
+			t.Errorf("%q: %v", tn, err)
+		}
+	}
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example", CookieKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.TenantReady(ctx, "city-a"); !errors.Is(err, extauth.ErrUnknownTenant) {
+		t.Errorf("without tenants: %v", err)
+	}
+	if err := a.TenantReady(ctx, ""); err != nil {
+		t.Errorf("the application's own site: %v", err)
+	}
+
+	// A tenant whose IdP is down is named, with the provider.
+	down, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example", CookieKey: testKey,
+		TenantOf:  extauth.SubdomainTenants("app.example"),
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		Tenants: extauth.TenantSourceFunc(func(context.Context, string) (*extauth.Config, error) {
+			return &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: "https://city-c.app.example/saml", IdPMetadataURL: "http://127.0.0.1:1/md"}}, nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := down.TenantReady(short, "city-c"); err == nil || !strings.Contains(err.Error(), "tenant city-c not ready") || !strings.Contains(err.Error(), "saml:") {
+		t.Errorf("a tenant whose IdP is down: %v", err)
 	}
 }

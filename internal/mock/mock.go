@@ -12,7 +12,11 @@ import (
 // Result is what one mocked sign-in yields: an identity, or a failure.
 type Result struct {
 	Identity *providers.Identity
-	Failure  *providers.Error
+	// HostIdentity, when set, is an *extauth.Identity: package extauth,
+	// which this package cannot import, converts it, so that the one
+	// conversion between the two identity types stays in extauth.
+	HostIdentity any
+	Failure      *providers.Error
 }
 
 // Set queues results per provider, and holds each between the authorize

@@ -33,6 +33,9 @@ const (
 	// Malformed answers 200 with a body that is not what the endpoint
 	// should send.
 	Malformed
+	// Deny, on an endpoint where a user decides, answers as when the user
+	// refuses: Enter lets the handler go on, and the handler asks Get.
+	Deny
 )
 
 // HugeBodySize is the filler in a HugeBody answer: past any sane bound.
@@ -65,6 +68,13 @@ func (fs *Faults[E]) Set(e E, f Fault) {
 		fs.faults = map[E]Fault{}
 	}
 	fs.faults[e] = f
+}
+
+// Get returns the fault set on e.
+func (fs *Faults[E]) Get(e E) Fault {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.faults[e]
 }
 
 // Calls reports how many requests reached e, failed ones included.

@@ -101,6 +101,9 @@ const (
 	FaultHugeBody = endpoint.HugeBody
 	// FaultMalformed answers 200 with a body that is not JSON.
 	FaultMalformed = endpoint.Malformed
+	// FaultDeny, on Dialog, sends the browser back as a person who
+	// cancels the dialog does: with error=access_denied.
+	FaultDeny = endpoint.Deny
 )
 
 // HugeBodySize is the size of a FaultHugeBody answer.
@@ -277,6 +280,10 @@ func (s *Server) dialog(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		dr.challenge = ch
+	}
+	if s.faults.Get(Dialog) == FaultDeny {
+		s.decide(w, r, dr, nil)
+		return
 	}
 	if s.o.AutoApprove {
 		s.decide(w, r, dr, &s.o.Users[0])

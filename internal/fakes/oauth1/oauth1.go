@@ -110,6 +110,9 @@ const (
 	// FaultMalformed answers 200 with a body that is not what the endpoint
 	// should send.
 	FaultMalformed = endpoint.Malformed
+	// FaultDeny, on Authenticate, sends the browser back as a user who
+	// clicks Cancel does: with denied=<token>.
+	FaultDeny = endpoint.Deny
 )
 
 // HugeBodySize is the size of a FaultHugeBody answer: past any sane bound.
@@ -277,6 +280,10 @@ func (s *Server) authenticatePage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("oauth_token")
 	if s.lookupRequest(token) == nil {
 		http.Error(w, "This page is no longer valid: the request token is unknown, used or expired.", http.StatusBadRequest)
+		return
+	}
+	if s.faults.Get(Authenticate) == FaultDeny {
+		s.decide(w, r, token, nil)
 		return
 	}
 	if s.o.AutoApprove {

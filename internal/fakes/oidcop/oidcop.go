@@ -83,6 +83,10 @@ const (
 	// discovery still advertises it.
 	IssParamMissing Fault = "iss_param_missing"
 
+	// Deny answers every authorization request as a user who clicks Deny
+	// on the consent page does: error=access_denied.
+	Deny Fault = "deny"
+
 	// DiscoveryDown answers 503 to discovery.
 	DiscoveryDown Fault = "discovery_down"
 	// JWKSDown answers 503 to the key set.
@@ -156,6 +160,9 @@ type Config struct {
 	// NoEndSession leaves end_session_endpoint out of discovery, as
 	// providers without RP-initiated logout (Google) do.
 	NoEndSession bool
+	// GoogleClaims shapes ID tokens as Google's: azp (the client ID)
+	// always, sid never.
+	GoogleClaims bool
 	// PostLogoutRedirectURIs are the registered post_logout_redirect_uri
 	// values, matched exactly.
 	PostLogoutRedirectURIs []string
@@ -596,6 +603,10 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 		accessType:  q.Get("access_type"),
 		expires:     op.now().Add(10 * time.Minute),
 	}
+	if op.fault(Deny) {
+		op.authorizeError(w, r, redirectURI, state, "access_denied")
+		return
+	}
 	if op.cfg.AutoApprove {
 		op.approve(w, r, req, op.cfg.Users[0])
 		return
@@ -921,8 +932,11 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 	if g.req.nonce != "" {
 		claims["nonce"] = g.req.nonce
 	}
-	if g.sid != "" {
+	if g.sid != "" && !op.cfg.GoogleClaims {
 		claims["sid"] = g.sid
+	}
+	if op.cfg.GoogleClaims {
+		claims["azp"] = op.cfg.ClientID
 	}
 	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
 		for k, v := range profileClaims(g.user, g.req.scope) {

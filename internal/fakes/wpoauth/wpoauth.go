@@ -38,6 +38,8 @@ type Server struct {
 	User        User
 	// AutoApprove skips the consent page.
 	AutoApprove bool
+	// Deny answers every authorization as a user who clicks Deny does.
+	Deny bool
 	// Prefix is the path the server is mounted under (e.g. "/dev/blog").
 	Prefix string
 
@@ -145,6 +147,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	decision := r.PostForm.Get("decision")
+	if s.Deny {
+		decision = "deny"
+	}
 	if !s.AutoApprove && decision == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		consent.Execute(w, map[string]any{"Client": s.ClientID, "User": s.User.Login})

@@ -1,0 +1,441 @@
+package extauthtest
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/internal/fakes/graph"
+	"github.com/extauth/extauth/internal/fakes/oauth1"
+	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/internal/fakes/wpoauth"
+)
+
+// Providers is a set of fake providers that speak the real protocols, one
+// per built-in provider, each on its own server on 127.0.0.1, registered
+// for one application's callback URLs. Config gives the application's
+// configuration for them: with it, the application signs in against them
+// exactly as against the real ones, offline, through every step of each
+// protocol (signatures, PKCE, ID tokens, signed and encrypted SAML
+// assertions).
+//
+// The fields are the fakes themselves, for their own knobs and counters
+// (nil for a provider that ProvidersOptions.Only leaves out); SetFault
+// plays the common failures on any of them.
+type Providers struct {
+	// Microblog is a Twitter-style OAuth 1.0a provider.
+	Microblog *oauth1.Server
+	// Socialnet is a Graph-API-style OAuth 2 provider.
+	Socialnet *graph.Server
+	// SearchOAuth2 is an OpenID provider standing in for Google: client
+	// secret in the body, no RP-initiated logout.
+	SearchOAuth2 *oidcop.OP
+	// BlogOAuth2 is a WordPress site running WP OAuth Server.
+	BlogOAuth2 *wpoauth.Server
+	// SAML is a SAML 2.0 identity provider. It reads the application's
+	// SP metadata from its metadata route the first time it is asked to
+	// sign someone in.
+	SAML *samlidp.IdP
+	// OIDC is an OpenID provider, with RP-initiated, back-channel and
+	// front-channel logout registered for the application's logout routes.
+	OIDC *oidcop.OP
+
+	servers map[extauth.Provider]*httptest.Server
+	cfg     *extauth.Config
+}
+
+// ProvidersOptions configure StartProviders.
+type ProvidersOptions struct {
+	// PathPrefix and Slugs are those of the application's extauth.Options:
+	// they say where its callback URLs are.
+	PathPrefix string
+	Slugs      map[extauth.Provider]string
+	// Only lists the providers to start; all six when empty.
+	Only []extauth.Provider
+	// Interactive shows each provider's login or consent page, with a
+	// choice of users, for a person at a browser (an application run in
+	// development). Without it each provider signs its first user in at
+	// once, as a test wants.
+	Interactive bool
+	// The users of each provider, the first signed in unless Interactive;
+	// each fake's demo users when empty.
+	MicroblogUsers    []oauth1.User
+	SocialnetUsers    []graph.User
+	SearchOAuth2Users []oidcop.User
+	BlogOAuth2User    *wpoauth.User
+	SAMLUser          *samlidp.User
+	OIDCUsers         []oidcop.User
+	// HTTPClient is how the fakes call the application: the SAML IdP reads
+	// its SP metadata, the OpenID provider posts back-channel logouts. A
+	// test serving the application over HTTPS passes a client that trusts
+	// its certificate. Default: a client with a 5 s time-out that, like
+	// Browser, reaches every name under .localhost at 127.0.0.1.
+	HTTPClient *http.Client
+}
+
+// StartProviders starts a fake of each built-in provider (or of those
+// o.Only lists) for the application served at baseURL, each on its own
+// 127.0.0.1 server, registered for the application's routes: its callback
+// URLs, its SAML metadata and logout routes, its OpenID Connect logout
+// routes. Close stops them.
+//
+// For a tenant (Options.TenantOf), pass the tenant's base URL: the
+// providers are the tenant's own, and Config is the tenant's configuration.
+func StartProviders(baseURL string, o ProvidersOptions) (*Providers, error) {
+	ops := extauth.Options{BaseURL: baseURL, PathPrefix: o.PathPrefix, Slugs: o.Slugs}
+	which := o.Only
+	if len(which) == 0 {
+		which = extauth.BuiltinProviders()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: localhostTransport()}
+	}
+	p := &Providers{servers: map[extauth.Provider]*httptest.Server{}, cfg: &extauth.Config{}}
+	for _, prov := range which {
+		if !slices.Contains(extauth.BuiltinProviders(), prov) {
+			p.Close()
+			return nil, fmt.Errorf("extauthtest: %q is not a built-in provider", prov)
+		}
+		if _, dup := p.servers[prov]; dup {
+			continue
+		}
+		routes, err := ops.Routes(prov)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		urls := map[string]string{}
+		for _, rt := range routes {
+			urls[rt.Purpose] = rt.URL
+		}
+		// The listener exists before the fake, which needs its own URL;
+		// the handler is set before the server starts.
+		srv := httptest.NewUnstartedServer(nil)
+		p.servers[prov] = srv
+		site := "http://" + srv.Listener.Addr().String()
+		h, err := p.start(prov, site, urls, o)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("extauthtest: %s: %w", prov, err)
+		}
+		srv.Config.Handler = h
+		srv.Start()
+	}
+	return p, nil
+}
+
+// NewProviders is StartProviders for a test: it fails t on an error and
+// closes the providers when the test ends.
+func NewProviders(t testing.TB, baseURL string, o ProvidersOptions) *Providers {
+	t.Helper()
+	p, err := StartProviders(baseURL, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Client credentials the fakes register the application with.
+const clientID = "extauthtest-client"
+
+// start builds the fake of prov served at site for the application whose
+// routes are urls (by purpose), and records its configuration.
+func (p *Providers) start(prov extauth.Provider, site string, urls map[string]string, o ProvidersOptions) (http.Handler, error) {
+	secret := extauth.NewSecret(endpoint.Random(24))
+	auto := !o.Interactive
+	switch prov {
+	case extauth.Microblog:
+		p.Microblog = oauth1.New(oauth1.Options{ConsumerKey: clientID, ConsumerSecret: secret.Value(),
+			CallbackURLs: []string{urls["callback"]}, Users: o.MicroblogUsers, AutoApprove: auto})
+		p.cfg.Microblog = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: site}
+		return p.Microblog, nil
+	case extauth.Socialnet:
+		p.Socialnet = graph.New(graph.Options{AppID: clientID, AppSecret: secret.Value(),
+			RedirectURIs: []string{urls["callback"]}, Users: o.SocialnetUsers, AutoApprove: auto})
+		p.cfg.Socialnet = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: site}
+		return p.Socialnet, nil
+	case extauth.BlogOAuth2:
+		p.BlogOAuth2 = wpoauth.New(clientID, secret.Value(), urls["callback"])
+		p.BlogOAuth2.AutoApprove = auto
+		if o.BlogOAuth2User != nil {
+			p.BlogOAuth2.User = *o.BlogOAuth2User
+		}
+		p.cfg.BlogOAuth2 = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: site}
+		return p.BlogOAuth2, nil
+	case extauth.SearchOAuth2:
+		op, err := oidcop.New(oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(),
+			RedirectURIs: []string{urls["callback"]}, Alg: "ES256", AuthMethod: "client_secret_post",
+			NoEndSession: true, GoogleClaims: true, AutoApprove: auto, Users: o.SearchOAuth2Users, HTTPClient: o.HTTPClient})
+		if err != nil {
+			return nil, err
+		}
+		p.SearchOAuth2 = op
+		p.cfg.SearchOAuth2 = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: op.Issuer()}
+		return op, nil
+	case extauth.OIDC:
+		op, err := oidcop.New(oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(),
+			RedirectURIs: []string{urls["callback"]}, Alg: "ES256", AutoApprove: auto, Users: o.OIDCUsers,
+			PostLogoutRedirectURIs: []string{urls["post_logout"]},
+			BackchannelLogoutURI:   urls["backchannel_logout"],
+			FrontchannelLogoutURI:  urls["frontchannel_logout"],
+			HTTPClient:             o.HTTPClient})
+		if err != nil {
+			return nil, err
+		}
+		p.OIDC = op
+		p.cfg.OIDC = extauth.OIDCConfig{ClientID: clientID, ClientSecret: secret, Issuer: op.Issuer()}
+		return op, nil
+	case extauth.SAML:
+		so := samlidp.Options{BaseURL: site, AutoApprove: auto, SPMetadataURL: urls["metadata"], HTTPClient: o.HTTPClient}
+		if o.SAMLUser != nil {
+			so.User = *o.SAMLUser
+		}
+		idp, err := samlidp.New(so)
+		if err != nil {
+			return nil, err
+		}
+		p.SAML = idp
+		// The SP's entity ID is its metadata URL, as is usual.
+		p.cfg.SAML = extauth.SAMLConfig{SPEntityID: urls["metadata"], IdPMetadataURL: idp.MetadataURL()}
+		return idp, nil
+	}
+	return nil, errors.New("not a built-in provider")
+}
+
+// Config returns the application's configuration for the providers: the
+// keys, secrets and sites of the OAuth ones (with the *_site extensions
+// pointing at the fakes), the SAML entity ID and IdP metadata URL, the
+// OpenID Connect client and issuer. Each call returns a new copy.
+func (p *Providers) Config() *extauth.Config {
+	c := *p.cfg
+	return &c
+}
+
+// URL returns the base URL of prov's fake, "" when it was not started.
+func (p *Providers) URL(prov extauth.Provider) string {
+	if srv, ok := p.servers[prov]; ok {
+		return "http://" + srv.Listener.Addr().String()
+	}
+	return ""
+}
+
+// Close stops every fake, ending the requests they still hold (a Hang).
+func (p *Providers) Close() {
+	if p.Microblog != nil {
+		p.Microblog.Close()
+	}
+	if p.Socialnet != nil {
+		p.Socialnet.Close()
+	}
+	for _, srv := range p.servers {
+		if srv.URL == "" {
+			// Never started: Close would wait for nothing, but the
+			// listener is open.
+			srv.Listener.Close()
+			continue
+		}
+		srv.CloseClientConnections()
+		srv.Close()
+	}
+}
+
+// SecretsYAML returns the configuration as a secrets file (the flat form
+// LoadConfig and ParseConfig read, with the *_site extensions), for an
+// application that reads its configuration from a file: write it where
+// the application looks in development. It holds the fakes' client
+// secrets in clear.
+func (p *Providers) SecretsYAML() []byte {
+	c := p.cfg
+	var b strings.Builder
+	b.WriteString("# Fake providers started by extauthtest.StartProviders: for development only.\n")
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%s: %q\n", k, v)
+		}
+	}
+	oauth := func(name string, op extauth.OAuthProvider) {
+		if op.Configured() {
+			kv(name+"_key", op.Key)
+			kv(name+"_secret", op.Secret.Value())
+			kv(name+"_site", op.Site)
+		}
+	}
+	oauth("microblog", c.Microblog)
+	oauth("socialnet", c.Socialnet)
+	oauth("search_oauth2", c.SearchOAuth2)
+	oauth("blog_oauth2", c.BlogOAuth2)
+	if c.SAML.Configured() {
+		kv("saml_sp_entity_id", c.SAML.SPEntityID)
+		kv("saml_idp_metadata_url", c.SAML.IdPMetadataURL)
+	}
+	if c.OIDC.Configured() {
+		kv("oidc_client_id", c.OIDC.ClientID)
+		kv("oidc_client_secret", c.OIDC.ClientSecret.Value())
+		kv("oidc_issuer", c.OIDC.Issuer)
+	}
+	return []byte(b.String())
+}
+
+// Fault is a way a fake provider misbehaves, for tests of the
+// application's failure page: the code each yields in an *extauth.Error is
+// in the table of SetFault.
+type Fault string
+
+// The faults SetFault plays.
+const (
+	// NoFault: the provider behaves.
+	NoFault Fault = ""
+	// Deny: the user refuses to sign in, at the consent page or the IdP.
+	Deny Fault = "deny"
+	// ServerError: the provider's token endpoint answers 500.
+	ServerError Fault = "server_error"
+	// Hang: the provider's token endpoint never answers.
+	Hang Fault = "hang"
+	// HugeBody: the provider's token endpoint answers a body of several
+	// megabytes.
+	HugeBody Fault = "huge_body"
+	// BadSignature: the ID token or SAML assertion does not verify.
+	BadSignature Fault = "bad_signature"
+	// WrongIssuer: the ID token or SAML assertion names another issuer.
+	WrongIssuer Fault = "wrong_issuer"
+	// Expired: the ID token or SAML assertion has expired.
+	Expired Fault = "expired"
+)
+
+// SetFault makes prov's fake misbehave with f from its next sign-in on,
+// until SetFault(prov, NoFault); a provider plays one fault at a time.
+// The application's OnFailure then receives these codes:
+//
+//	fault         microblog  socialnet  search_oauth2/oidc  blog_oauth2  saml
+//	Deny          access_denied in every provider
+//	ServerError   provider_unavailable  provider_unavailable        -
+//	Hang          timeout (after the application's Options.Timeout)  -
+//	HugeBody      invalid_response                                   -
+//	BadSignature  -          -          invalid_response    -            invalid_response
+//	WrongIssuer   -          -          invalid_response    -            invalid_response
+//	Expired       -          -          invalid_response    -            invalid_response
+//
+// It returns an error for a fault the provider cannot play (a "-"): a SAML
+// IdP is not called back during a sign-in, and an OAuth provider signs
+// nothing; or for a provider that was not started.
+func (p *Providers) SetFault(prov extauth.Provider, f Fault) error {
+	unsupported := fmt.Errorf("extauthtest: %s cannot play the fault %q", prov, f)
+	switch {
+	case prov == extauth.Microblog && p.Microblog != nil:
+		s := p.Microblog
+		s.SetFault(oauth1.Authenticate, oauth1.FaultNone)
+		s.SetFault(oauth1.AccessToken, oauth1.FaultNone)
+		switch f {
+		case NoFault:
+		case Deny:
+			s.SetFault(oauth1.Authenticate, oauth1.FaultDeny)
+		case ServerError:
+			s.SetFault(oauth1.AccessToken, oauth1.FaultServerError)
+		case Hang:
+			s.SetFault(oauth1.AccessToken, oauth1.FaultHang)
+		case HugeBody:
+			s.SetFault(oauth1.AccessToken, oauth1.FaultHugeBody)
+		default:
+			return unsupported
+		}
+	case prov == extauth.Socialnet && p.Socialnet != nil:
+		s := p.Socialnet
+		s.SetFault(graph.Dialog, graph.FaultNone)
+		s.SetFault(graph.AccessToken, graph.FaultNone)
+		switch f {
+		case NoFault:
+		case Deny:
+			s.SetFault(graph.Dialog, graph.FaultDeny)
+		case ServerError:
+			s.SetFault(graph.AccessToken, graph.FaultServerError)
+		case Hang:
+			s.SetFault(graph.AccessToken, graph.FaultHang)
+		case HugeBody:
+			s.SetFault(graph.AccessToken, graph.FaultHugeBody)
+		default:
+			return unsupported
+		}
+	case prov == extauth.BlogOAuth2 && p.BlogOAuth2 != nil:
+		s := p.BlogOAuth2
+		s.Lock()
+		defer s.Unlock()
+		s.Deny, s.TokenStatus, s.Hang, s.HugeToken = false, 0, false, 0
+		switch f {
+		case NoFault:
+		case Deny:
+			s.Deny = true
+		case ServerError:
+			s.TokenStatus = http.StatusInternalServerError
+		case Hang:
+			s.Hang = true
+		case HugeBody:
+			s.HugeToken = endpoint.HugeBodySize
+		default:
+			return unsupported
+		}
+	case prov == extauth.OIDC && p.OIDC != nil:
+		return setOPFault(p.OIDC, f, unsupported)
+	case prov == extauth.SearchOAuth2 && p.SearchOAuth2 != nil:
+		return setOPFault(p.SearchOAuth2, f, unsupported)
+	case prov == extauth.SAML && p.SAML != nil:
+		return setIdPFault(p.SAML, f, unsupported)
+	default:
+		return fmt.Errorf("extauthtest: %s was not started", prov)
+	}
+	return nil
+}
+
+func setOPFault(op *oidcop.OP, f Fault, unsupported error) error {
+	faults := map[Fault]oidcop.Fault{
+		Deny: oidcop.Deny, ServerError: oidcop.TokenServerError, Hang: oidcop.TokenHang, HugeBody: oidcop.TokenHugeBody,
+		BadSignature: oidcop.BadSignature, WrongIssuer: oidcop.WrongIssuer, Expired: oidcop.Expired,
+	}
+	if f == NoFault {
+		op.SetFaults()
+		return nil
+	}
+	of, ok := faults[f]
+	if !ok {
+		return unsupported
+	}
+	op.SetFaults(of)
+	return nil
+}
+
+func setIdPFault(idp *samlidp.IdP, f Fault, unsupported error) error {
+	var mutate func(*saml.Assertion)
+	switch f {
+	case NoFault:
+	case WrongIssuer:
+		mutate = func(a *saml.Assertion) { a.Issuer.Value = "https://evil.example/metadata" }
+	case Expired:
+		mutate = func(a *saml.Assertion) {
+			past := a.IssueInstant.Add(-time.Hour)
+			if a.Conditions != nil {
+				a.Conditions.NotOnOrAfter = past
+			}
+			if a.Subject != nil {
+				for _, sc := range a.Subject.SubjectConfirmations {
+					if sc.SubjectConfirmationData != nil {
+						sc.SubjectConfirmationData.NotOnOrAfter = past
+					}
+				}
+			}
+		}
+	default:
+		return unsupported
+	}
+	idp.Set(func(k *samlidp.Knobs) { k.Mutate = mutate })
+	return nil
+}

@@ -1,0 +1,220 @@
+package extauthtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest"
+)
+
+// newAppWithProviders serves an application configured for a fresh set of
+// fake providers, and waits until it is ready.
+func newAppWithProviders(t *testing.T, o extauthtest.ProvidersOptions, edit func(*extauth.Options)) (*app, *extauthtest.Providers) {
+	t.Helper()
+	var fakes *extauthtest.Providers
+	a := newApp(t, func(base string) *extauth.Config {
+		fakes = extauthtest.NewProviders(t, base, o)
+		return fakes.Config()
+	}, edit)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return a, fakes
+}
+
+// Each fake signs its default user in through the real protocol, and the
+// hook receives what a mocked sign-in gives it: the same account and
+// normalized fields, raw data of the same shape, the same kinds of tokens.
+// So DefaultIdentity is what the real provider sends, and a host test can
+// move between the two without its assertions changing.
+func TestProvidersSignInAsDefaultIdentity(t *testing.T) {
+	a, _ := newAppWithProviders(t, extauthtest.ProvidersOptions{}, nil)
+	for i, p := range extauth.BuiltinProviders() {
+		page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/"+string(p), url.Values{"return_to": {"/after"}})
+		if page.URL.Path != "/after" {
+			t.Fatalf("%s: ended at %s (%d): %s, failure %v", p, page.URL, page.StatusCode, page.Body, a.lastFailure())
+		}
+		ids := a.identities()
+		if len(ids) != i+1 {
+			t.Fatalf("%s: hook called %d times", p, len(ids))
+		}
+		compareIdentity(t, p, ids[i], extauthtest.DefaultIdentity(p))
+	}
+}
+
+func compareIdentity(t *testing.T, p extauth.Provider, got *extauth.Identity, want extauth.Identity) {
+	t.Helper()
+	norm := func(id *extauth.Identity) []any {
+		return []any{id.UID, id.Email, id.EmailVerified, id.Name, id.FirstName, id.LastName, id.NickName,
+			id.Description, id.Location, id.Image, id.SessionID != "", id.SAML != nil}
+	}
+	if g, w := norm(got), norm(&want); !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: normalized fields\n got %v\nwant %v", p, g, w)
+	}
+	tokens := func(tk extauth.Tokens) []bool {
+		return []bool{tk.AccessToken != "", tk.RefreshToken != "", tk.TokenType != "", tk.Secret != "", !tk.Expiry.IsZero(), tk.IDToken != ""}
+	}
+	if g, w := tokens(got.Tokens), tokens(want.Tokens); !slices.Equal(g, w) {
+		t.Errorf("%s: tokens set (access, refresh, type, secret, expiry, id token): got %v, want %v", p, g, w)
+	}
+	if g, w := shape(got.Raw), shape(want.Raw); !slices.Equal(g, w) {
+		t.Errorf("%s: raw data\n got %v\nwant %v", p, g, w)
+	}
+	if got.SAML != nil && want.SAML != nil {
+		if got.SAML.NameID != want.SAML.NameID || got.SAML.NameIDFormat != want.SAML.NameIDFormat ||
+			!reflect.DeepEqual(got.SAML.Attributes, want.SAML.Attributes) {
+			t.Errorf("%s: SAML info\n got %+v\nwant %+v", p, got.SAML, want.SAML)
+		}
+	}
+}
+
+// shape lists the paths of a decoded JSON value with the Go type of each
+// leaf, sorted.
+func shape(v any) []string {
+	var out []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(path+"."+k, e)
+			}
+		case map[string][]string:
+			for k, e := range v {
+				walk(path+"."+k, e)
+			}
+		default:
+			out = append(out, fmt.Sprintf("%s:%T", path, v))
+		}
+	}
+	walk("", v)
+	sort.Strings(out)
+	return out
+}
+
+// Each fault of SetFault's table reaches OnFailure with its code, and
+// NoFault restores the provider.
+func TestProvidersFaults(t *testing.T) {
+	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = 300 * time.Millisecond })
+	want := map[extauthtest.Fault]extauth.Code{
+		extauthtest.Deny:         extauth.CodeAccessDenied,
+		extauthtest.ServerError:  extauth.CodeProviderUnavailable,
+		extauthtest.Hang:         extauth.CodeTimeout,
+		extauthtest.HugeBody:     extauth.CodeInvalidResponse,
+		extauthtest.BadSignature: extauth.CodeInvalidResponse,
+		extauthtest.WrongIssuer:  extauth.CodeInvalidResponse,
+		extauthtest.Expired:      extauth.CodeInvalidResponse,
+	}
+	faults := []extauthtest.Fault{extauthtest.Deny, extauthtest.ServerError, extauthtest.Hang, extauthtest.HugeBody,
+		extauthtest.BadSignature, extauthtest.WrongIssuer, extauthtest.Expired}
+	played := 0
+	for _, p := range extauth.BuiltinProviders() {
+		for _, f := range faults {
+			if err := fakes.SetFault(p, f); err != nil {
+				if !strings.Contains(err.Error(), "cannot play") {
+					t.Errorf("%s %s: %v", p, f, err)
+				}
+				continue
+			}
+			played++
+			page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/"+string(p), nil)
+			if e := a.lastFailure(); page.StatusCode != want[f].HTTPStatus() || e == nil || e.Code != want[f] || e.Provider != string(p) {
+				t.Errorf("%s %s: page %d, OnFailure saw %v; want %s", p, f, page.StatusCode, e, want[f])
+			}
+		}
+		if err := fakes.SetFault(p, extauthtest.NoFault); err != nil {
+			t.Fatal(err)
+		}
+		n := len(a.identities())
+		if page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/"+string(p), url.Values{"return_to": {"/after"}}); page.URL.Path != "/after" || len(a.identities()) != n+1 {
+			t.Errorf("%s after NoFault: ended at %s (%d), failure %v", p, page.URL, page.StatusCode, a.lastFailure())
+		}
+	}
+	// Every provider denies; the five with a token endpoint play
+	// ServerError, Hang and HugeBody; the two OpenID ones and SAML the
+	// three faults of a signed ID token or assertion.
+	if want := 6 + 5*3 + 2*3 + 3; played != want {
+		t.Errorf("played %d faults, want %d", played, want)
+	}
+	if err := fakes.SetFault(extauth.Microblog, extauthtest.Expired); err == nil {
+		t.Error("microblog played Expired")
+	}
+}
+
+// Started interactively, each fake shows its login or consent page, and a
+// person's clicks sign in (or refuse).
+func TestProvidersInteractive(t *testing.T) {
+	a, _ := newAppWithProviders(t, extauthtest.ProvidersOptions{Interactive: true}, nil)
+	clicks := map[extauth.Provider]string{
+		extauth.Microblog:    "Sign in as @demo_user (Demo User)",
+		extauth.Socialnet:    "Continue as Demo Person",
+		extauth.SearchOAuth2: "Approve",
+		extauth.BlogOAuth2:   "Approve",
+		extauth.SAML:         "Approve",
+		extauth.OIDC:         "Approve",
+	}
+	for _, p := range extauth.BuiltinProviders() {
+		b := extauthtest.NewBrowser(t)
+		consent := b.Post(a.URL+"/users/auth/"+string(p), url.Values{"return_to": {"/after"}})
+		if consent.URL.Host == strings.TrimPrefix(a.URL, "http://") {
+			t.Fatalf("%s: no consent page, ended at %s", p, consent.URL)
+		}
+		if page := b.Click(consent, clicks[p]); page.URL.Path != "/after" {
+			t.Errorf("%s: after %q ended at %s (%d) %v", p, clicks[p], page.URL, page.StatusCode, a.lastFailure())
+		}
+	}
+	if n := len(a.identities()); n != 6 {
+		t.Errorf("%d sign-ins, want 6", n)
+	}
+}
+
+// SecretsYAML is the configuration Config returns, as a secrets file.
+func TestProvidersSecretsYAML(t *testing.T) {
+	fakes := extauthtest.NewProviders(t, "http://127.0.0.1:8080", extauthtest.ProvidersOptions{})
+	cfg, err := extauth.ParseConfig(fakes.SecretsYAML())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, fakes.SecretsYAML())
+	}
+	want := fakes.Config()
+	for _, c := range []*extauth.Config{cfg, want} {
+		c.Warnings = nil
+	}
+	g, _ := json.Marshal(secretsOf(cfg))
+	w, _ := json.Marshal(secretsOf(want))
+	if string(g) != string(w) || !reflect.DeepEqual(cfg.Providers(), extauth.BuiltinProviders()) {
+		t.Fatalf("parsed\n%s\nwant\n%s", g, w)
+	}
+}
+
+// secretsOf is cfg with its secrets in clear, to compare.
+func secretsOf(c *extauth.Config) map[string]any {
+	oauth := func(p extauth.OAuthProvider) []string { return []string{p.Key, p.Secret.Value(), p.Site} }
+	return map[string]any{
+		"microblog": oauth(c.Microblog), "socialnet": oauth(c.Socialnet), "search_oauth2": oauth(c.SearchOAuth2),
+		"blog_oauth2": oauth(c.BlogOAuth2), "saml": []string{c.SAML.SPEntityID, c.SAML.IdPMetadataURL},
+		"oidc": []string{c.OIDC.ClientID, c.OIDC.ClientSecret.Value(), c.OIDC.Issuer},
+	}
+}
+
+// The fakes are registered for the application's own routes, and refuse
+// any other: a test cannot pass against a fake that accepts anything.
+func TestProvidersRegisterTheHostsCallbacks(t *testing.T) {
+	a, _ := newAppWithProviders(t, extauthtest.ProvidersOptions{PathPrefix: "/auth/"}, nil)
+	// The application serves /users/auth/, the fakes expect /auth/.
+	page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/oidc", nil)
+	if page.StatusCode != http.StatusBadRequest || !strings.Contains(page.Body, "redirect_uri") || len(a.identities()) != 0 {
+		t.Fatalf("a callback URL the fake does not know: ended at %s (%d) %s", page.URL, page.StatusCode, page.Body)
+	}
+}

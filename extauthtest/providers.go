@@ -415,8 +415,13 @@ func setOPFault(op *oidcop.OP, f Fault, unsupported error) error {
 
 func setIdPFault(idp *samlidp.IdP, f Fault, unsupported error) error {
 	var mutate func(*saml.Assertion)
+	deny, unpublished := false, false
 	switch f {
 	case NoFault:
+	case Deny:
+		deny = true
+	case BadSignature:
+		unpublished = true
 	case WrongIssuer:
 		mutate = func(a *saml.Assertion) { a.Issuer.Value = "https://evil.example/metadata" }
 	case Expired:
@@ -436,6 +441,6 @@ func setIdPFault(idp *samlidp.IdP, f Fault, unsupported error) error {
 	default:
 		return unsupported
 	}
-	idp.Set(func(k *samlidp.Knobs) { k.Mutate = mutate })
+	idp.Set(func(k *samlidp.Knobs) { k.Mutate, k.Deny, k.UnpublishedKey = mutate, deny, unpublished })
 	return nil
 }

@@ -82,6 +82,12 @@ type Knobs struct {
 	NoEncrypt bool
 	// Mutate, when set, edits each assertion before it is signed.
 	Mutate func(*saml.Assertion)
+	// Deny answers every sign-in as a user who clicks Deny does: a signed
+	// Response with a failure status and no assertion.
+	Deny bool
+	// UnpublishedKey signs responses with a key pair that the metadata
+	// does not publish, so that no SP can verify them.
+	UnpublishedKey bool
 }
 
 // Options configure a new IdP.
@@ -121,6 +127,11 @@ type IdP struct {
 	idx     atomic.Int64
 	mdHits  atomic.Int64
 	lastLog atomic.Pointer[LogoutRecord]
+	// other signs with a key pair the metadata never publishes, made on
+	// first use (Knobs.UnpublishedKey).
+	other     *saml.IdentityProvider
+	otherErr  error
+	otherOnce sync.Once
 }
 
 // New returns an IdP serving at opts.BaseURL.
@@ -231,6 +242,21 @@ func (p *IdP) knobsCopy() Knobs {
 	return p.knobs
 }
 
+// unpublished returns the IdP signing with a key of its own.
+func (p *IdP) unpublished() (*saml.IdentityProvider, error) {
+	p.otherOnce.Do(func() {
+		key, cert, err := NewKeyPair("Unpublished key", time.Now())
+		if err != nil {
+			p.otherErr = err
+			return
+		}
+		c := *p.idp
+		c.Key, c.Certificate = key, cert
+		p.other = &c
+	})
+	return p.other, p.otherErr
+}
+
 // RegisterSP trusts a service provider from its metadata document.
 func (p *IdP) RegisterSP(metadata []byte) error {
 	var ed saml.EntityDescriptor
@@ -274,14 +300,23 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/metadata":
 		p.serveMetadata(w, r)
 	case "/sso":
+		k := p.knobsCopy()
 		if r.Method == http.MethodPost {
 			r.ParseForm()
-			if r.PostForm.Get("decision") == "deny" {
-				p.deny(w, r)
+		}
+		if k.Deny || r.PostForm.Get("decision") == "deny" {
+			p.deny(w, r)
+			return
+		}
+		idp := p.idp
+		if k.UnpublishedKey {
+			var err error
+			if idp, err = p.unpublished(); err != nil {
+				http.Error(w, "cannot make a key", http.StatusInternalServerError)
 				return
 			}
 		}
-		p.idp.ServeSSO(w, r)
+		idp.ServeSSO(w, r)
 	case "/unsolicited":
 		// The login page is built for a solicited request; crewjam's
 		// IdP-initiated flow has none to show it with.

@@ -17,19 +17,24 @@ import (
 	"unicode"
 )
 
-// The documentation is README.md and docs/*.md. Two rules keep it honest:
+// The documentation is README.md, docs/*.md and examples/*/README.md. Two rules keep it honest:
 // every relative link resolves (the file exists, and an #anchor names one of
 // its headings), and every Go snippet is code that compiles, because it is
 // part of an Example function.
 
-// docPages returns README.md and every page under docs/.
+// docPages returns README.md, every page under docs/ and the READMEs of
+// the example programs.
 func docPages(t *testing.T) []string {
 	t.Helper()
 	pages, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append([]string{"README.md"}, pages...)
+	examples, err := filepath.Glob("examples/*/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(append([]string{"README.md"}, pages...), examples...)
 	if len(pages) < 2 {
 		t.Fatalf("found no docs pages beside README.md: %v", pages)
 	}

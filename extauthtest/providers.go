@@ -1,6 +1,8 @@
 package extauthtest
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,6 +77,11 @@ type ProvidersOptions struct {
 	BlogOAuth2User    *wpoauth.User
 	SAMLUser          *samlidp.User
 	OIDCUsers         []oidcop.User
+	// SAMLKeyPair gives the application a SAML service-provider key pair
+	// (saml_additional_settings' certificate and private_key, with
+	// logout_requests_signed): it signs its requests, and the IdP
+	// encrypts its assertions to it. Making the RSA key takes a moment.
+	SAMLKeyPair bool
 	// HTTPClient is how the fakes call the application: the SAML IdP reads
 	// its SP metadata, the OpenID provider posts back-channel logouts. A
 	// test serving the application over HTTPS passes a client that trusts
@@ -208,6 +215,19 @@ func (p *Providers) start(prov extauth.Provider, site string, urls map[string]st
 		p.SAML = idp
 		// The SP's entity ID is its metadata URL, as is usual.
 		p.cfg.SAML = extauth.SAMLConfig{SPEntityID: urls["metadata"], IdPMetadataURL: idp.MetadataURL()}
+		if o.SAMLKeyPair {
+			key, cert, err := samlidp.NewKeyPair("extauthtest service provider", time.Now())
+			if err != nil {
+				return nil, err
+			}
+			der, err := x509.MarshalPKCS8PrivateKey(key)
+			if err != nil {
+				return nil, err
+			}
+			p.cfg.SAML.Additional.Certificate = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}))
+			p.cfg.SAML.Additional.PrivateKey = extauth.NewSecret(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+			p.cfg.SAML.Additional.Security.LogoutRequestsSigned = true
+		}
 		return idp, nil
 	}
 	return nil, errors.New("not a built-in provider")
@@ -278,6 +298,14 @@ func (p *Providers) SecretsYAML() []byte {
 	if c.SAML.Configured() {
 		kv("saml_sp_entity_id", c.SAML.SPEntityID)
 		kv("saml_idp_metadata_url", c.SAML.IdPMetadataURL)
+		if add := c.SAML.Additional; add.HasKeyPair() {
+			b.WriteString("saml_additional_settings:\n")
+			fmt.Fprintf(&b, "  certificate: |\n%s", indent(add.Certificate))
+			fmt.Fprintf(&b, "  private_key: |\n%s", indent(add.PrivateKey.Value()))
+			if add.Security.LogoutRequestsSigned {
+				b.WriteString("  security:\n    logout_requests_signed: true\n")
+			}
+		}
 	}
 	if c.OIDC.Configured() {
 		kv("oidc_client_id", c.OIDC.ClientID)
@@ -285,6 +313,15 @@ func (p *Providers) SecretsYAML() []byte {
 		kv("oidc_issuer", c.OIDC.Issuer)
 	}
 	return []byte(b.String())
+}
+
+// indent indents each line of a PEM block for a YAML block scalar.
+func indent(pemBlock string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(pemBlock, "\n"), "\n") {
+		b.WriteString("    " + l)
+	}
+	return b.String() + "\n"
 }
 
 // Fault is a way a fake provider misbehaves, for tests of the

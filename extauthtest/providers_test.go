@@ -182,7 +182,7 @@ func TestProvidersInteractive(t *testing.T) {
 
 // SecretsYAML is the configuration Config returns, as a secrets file.
 func TestProvidersSecretsYAML(t *testing.T) {
-	fakes := extauthtest.NewProviders(t, "http://127.0.0.1:8080", extauthtest.ProvidersOptions{})
+	fakes := extauthtest.NewProviders(t, "http://127.0.0.1:8080", extauthtest.ProvidersOptions{SAMLKeyPair: true})
 	cfg, err := extauth.ParseConfig(fakes.SecretsYAML())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, fakes.SecretsYAML())
@@ -193,7 +193,7 @@ func TestProvidersSecretsYAML(t *testing.T) {
 	}
 	g, _ := json.Marshal(secretsOf(cfg))
 	w, _ := json.Marshal(secretsOf(want))
-	if string(g) != string(w) || !reflect.DeepEqual(cfg.Providers(), extauth.BuiltinProviders()) {
+	if string(g) != string(w) || !reflect.DeepEqual(cfg.Providers(), extauth.BuiltinProviders()) || !cfg.SAML.Additional.HasKeyPair() {
 		t.Fatalf("parsed\n%s\nwant\n%s", g, w)
 	}
 }
@@ -203,7 +203,9 @@ func secretsOf(c *extauth.Config) map[string]any {
 	oauth := func(p extauth.OAuthProvider) []string { return []string{p.Key, p.Secret.Value(), p.Site} }
 	return map[string]any{
 		"microblog": oauth(c.Microblog), "socialnet": oauth(c.Socialnet), "search_oauth2": oauth(c.SearchOAuth2),
-		"blog_oauth2": oauth(c.BlogOAuth2), "saml": []string{c.SAML.SPEntityID, c.SAML.IdPMetadataURL},
+		"blog_oauth2": oauth(c.BlogOAuth2),
+		"saml": []any{c.SAML.SPEntityID, c.SAML.IdPMetadataURL, c.SAML.Additional.Certificate,
+			c.SAML.Additional.PrivateKey.Value(), c.SAML.Additional.Security.LogoutRequestsSigned},
 		"oidc": []string{c.OIDC.ClientID, c.OIDC.ClientSecret.Value(), c.OIDC.Issuer},
 	}
 }

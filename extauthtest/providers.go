@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -52,8 +53,10 @@ type Providers struct {
 	// front-channel logout registered for the application's logout routes.
 	OIDC *oidcop.OP
 
-	servers map[extauth.Provider]*httptest.Server
-	cfg     *extauth.Config
+	// sites are the base URLs of the fakes; stops stop serving them.
+	sites map[extauth.Provider]string
+	stops []func()
+	cfg   *extauth.Config
 }
 
 // ProvidersOptions configure StartProviders.
@@ -99,6 +102,48 @@ type ProvidersOptions struct {
 // For a tenant (Options.TenantOf), pass the tenant's base URL: the
 // providers are the tenant's own, and Config is the tenant's configuration.
 func StartProviders(baseURL string, o ProvidersOptions) (*Providers, error) {
+	return startProviders(baseURL, o, func(extauth.Provider) (string, func(http.Handler), func()) {
+		// The listener exists before the fake, which needs its own URL;
+		// the handler is set before the server starts.
+		srv := httptest.NewUnstartedServer(nil)
+		started := false
+		return "http://" + srv.Listener.Addr().String(), func(h http.Handler) {
+				srv.Config.Handler = h
+				srv.Start()
+				started = true
+			}, func() {
+				if !started {
+					srv.Listener.Close()
+					return
+				}
+				// End the requests a Hang holds, then wait for the rest.
+				srv.CloseClientConnections()
+				srv.Close()
+			}
+	})
+}
+
+// MountProviders is StartProviders with the fakes served by the
+// application itself, on mux under prefix ("/dev/"): the fake of provider
+// p at baseURL + prefix + p, such as http://127.0.0.1:3000/dev/saml. It
+// suits an application served on one port only (a container), or over
+// HTTPS with a certificate of its own, which then covers the fakes too.
+// Register the application's own routes on mux as usual.
+func MountProviders(mux *http.ServeMux, baseURL, prefix string, o ProvidersOptions) (*Providers, error) {
+	if !strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") {
+		return nil, fmt.Errorf("extauthtest: prefix %q must start and end with /", prefix)
+	}
+	base := strings.TrimSuffix(baseURL, "/")
+	return startProviders(baseURL, o, func(prov extauth.Provider) (string, func(http.Handler), func()) {
+		path := prefix + string(prov)
+		return base + path, func(h http.Handler) { mux.Handle(path+"/", h) }, func() {}
+	})
+}
+
+// startProviders builds the fakes; serve returns where the fake of a
+// provider is served, a function that serves its handler there, and one
+// that stops serving it.
+func startProviders(baseURL string, o ProvidersOptions, serve func(extauth.Provider) (string, func(http.Handler), func())) (*Providers, error) {
 	ops := extauth.Options{BaseURL: baseURL, PathPrefix: o.PathPrefix, Slugs: o.Slugs}
 	which := o.Only
 	if len(which) == 0 {
@@ -107,13 +152,13 @@ func StartProviders(baseURL string, o ProvidersOptions) (*Providers, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: localhostTransport()}
 	}
-	p := &Providers{servers: map[extauth.Provider]*httptest.Server{}, cfg: &extauth.Config{}}
+	p := &Providers{sites: map[extauth.Provider]string{}, cfg: &extauth.Config{}}
 	for _, prov := range which {
 		if !slices.Contains(extauth.BuiltinProviders(), prov) {
 			p.Close()
 			return nil, fmt.Errorf("extauthtest: %q is not a built-in provider", prov)
 		}
-		if _, dup := p.servers[prov]; dup {
+		if _, dup := p.sites[prov]; dup {
 			continue
 		}
 		routes, err := ops.Routes(prov)
@@ -125,18 +170,15 @@ func StartProviders(baseURL string, o ProvidersOptions) (*Providers, error) {
 		for _, rt := range routes {
 			urls[rt.Purpose] = rt.URL
 		}
-		// The listener exists before the fake, which needs its own URL;
-		// the handler is set before the server starts.
-		srv := httptest.NewUnstartedServer(nil)
-		p.servers[prov] = srv
-		site := "http://" + srv.Listener.Addr().String()
+		site, handle, stop := serve(prov)
+		p.sites[prov] = site
+		p.stops = append(p.stops, stop)
 		h, err := p.start(prov, site, urls, o)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("extauthtest: %s: %w", prov, err)
 		}
-		srv.Config.Handler = h
-		srv.Start()
+		handle(h)
 	}
 	return p, nil
 }
@@ -161,19 +203,34 @@ const clientID = "extauthtest-client"
 func (p *Providers) start(prov extauth.Provider, site string, urls map[string]string, o ProvidersOptions) (http.Handler, error) {
 	secret := extauth.NewSecret(endpoint.Random(24))
 	auto := !o.Interactive
+	su, err := url.Parse(site)
+	if err != nil {
+		return nil, err
+	}
+	// path is where the fake is mounted on a larger mux, "" on a server
+	// of its own. The OAuth 1 and Graph fakes serve their paths from
+	// the root, and link their pages under it.
+	path := su.Path
+	under := func(h http.Handler) http.Handler {
+		if path == "" {
+			return h
+		}
+		return http.StripPrefix(path, h)
+	}
 	switch prov {
 	case extauth.Microblog:
-		p.Microblog = oauth1.New(oauth1.Options{ConsumerKey: clientID, ConsumerSecret: secret.Value(),
+		p.Microblog = oauth1.New(oauth1.Options{ConsumerKey: clientID, ConsumerSecret: secret.Value(), Prefix: path,
 			CallbackURLs: []string{urls["callback"]}, Users: o.MicroblogUsers, AutoApprove: auto})
 		p.cfg.Microblog = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: site}
-		return p.Microblog, nil
+		return under(p.Microblog), nil
 	case extauth.Socialnet:
-		p.Socialnet = graph.New(graph.Options{AppID: clientID, AppSecret: secret.Value(),
+		p.Socialnet = graph.New(graph.Options{AppID: clientID, AppSecret: secret.Value(), Prefix: path,
 			RedirectURIs: []string{urls["callback"]}, Users: o.SocialnetUsers, AutoApprove: auto})
 		p.cfg.Socialnet = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: site}
-		return p.Socialnet, nil
+		return under(p.Socialnet), nil
 	case extauth.BlogOAuth2:
 		p.BlogOAuth2 = wpoauth.New(clientID, secret.Value(), urls["callback"])
+		p.BlogOAuth2.Prefix = path
 		p.BlogOAuth2.AutoApprove = auto
 		if o.BlogOAuth2User != nil {
 			p.BlogOAuth2.User = *o.BlogOAuth2User
@@ -242,15 +299,12 @@ func (p *Providers) Config() *extauth.Config {
 	return &c
 }
 
-// URL returns the base URL of prov's fake, "" when it was not started.
-func (p *Providers) URL(prov extauth.Provider) string {
-	if srv, ok := p.servers[prov]; ok {
-		return "http://" + srv.Listener.Addr().String()
-	}
-	return ""
-}
+// URL returns the base URL of prov's fake (its OpenID issuer, its SAML
+// IdP's base), "" when it was not started.
+func (p *Providers) URL(prov extauth.Provider) string { return p.sites[prov] }
 
 // Close stops every fake, ending the requests they still hold (a Hang).
+// Mounted ones (MountProviders) stay on their mux but hang no more.
 func (p *Providers) Close() {
 	if p.Microblog != nil {
 		p.Microblog.Close()
@@ -258,15 +312,8 @@ func (p *Providers) Close() {
 	if p.Socialnet != nil {
 		p.Socialnet.Close()
 	}
-	for _, srv := range p.servers {
-		if srv.URL == "" {
-			// Never started: Close would wait for nothing, but the
-			// listener is open.
-			srv.Listener.Close()
-			continue
-		}
-		srv.CloseClientConnections()
-		srv.Close()
+	for _, stop := range p.stops {
+		stop()
 	}
 }
 

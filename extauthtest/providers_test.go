@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -218,5 +219,62 @@ func TestProvidersRegisterTheHostsCallbacks(t *testing.T) {
 	page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/oidc", nil)
 	if page.StatusCode != http.StatusBadRequest || !strings.Contains(page.Body, "redirect_uri") || len(a.identities()) != 0 {
 		t.Fatalf("a callback URL the fake does not know: ended at %s (%d) %s", page.URL, page.StatusCode, page.Body)
+	}
+}
+
+// Mounted on the application's own mux, the fakes share its origin, and
+// their pages link under their prefix.
+func TestMountProviders(t *testing.T) {
+	var fakes *extauthtest.Providers
+	var auth *extauth.Auth
+	var signedIn []string
+	srv := extauthtest.Serve(t, func(base string) http.Handler {
+		mux := http.NewServeMux()
+		var err error
+		fakes, err = extauthtest.MountProviders(mux, base, "/dev/", extauthtest.ProvidersOptions{Interactive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fakes.Close)
+		auth, err = extauth.New(fakes.Config(), extauth.Options{BaseURL: base, CookieKey: make([]byte, 32),
+			Logger: slog.New(slog.DiscardHandler),
+			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+				signedIn = append(signedIn, id.Provider)
+				http.Redirect(w, r, "/done", http.StatusSeeOther)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		auth.Mount(mux)
+		return mux
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := auth.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clicks := map[extauth.Provider]string{
+		extauth.Microblog: "Sign in as @demo_user (Demo User)", extauth.Socialnet: "Continue as Demo Person",
+		extauth.SearchOAuth2: "Approve", extauth.BlogOAuth2: "Approve", extauth.SAML: "Approve", extauth.OIDC: "Approve",
+	}
+	for _, p := range extauth.BuiltinProviders() {
+		if got, want := fakes.URL(p), srv.URL+"/dev/"+string(p); got != want {
+			t.Errorf("%s at %s, want %s", p, got, want)
+		}
+		b := extauthtest.NewBrowser(t)
+		consent := b.Post(srv.URL+"/users/auth/"+string(p), nil)
+		if !strings.HasPrefix(consent.URL.Path, "/dev/"+string(p)+"/") {
+			t.Fatalf("%s: consent page at %s", p, consent.URL)
+		}
+		if page := b.Click(consent, clicks[p]); page.URL.Path != "/done" {
+			t.Errorf("%s: ended at %s (%d) %s", p, page.URL, page.StatusCode, page.Body)
+		}
+	}
+	if len(signedIn) != 6 {
+		t.Fatalf("signed in with %v", signedIn)
+	}
+	if _, err := extauthtest.MountProviders(http.NewServeMux(), srv.URL, "dev", extauthtest.ProvidersOptions{}); err == nil {
+		t.Error("a prefix without slashes")
 	}
 }

@@ -274,7 +274,7 @@ func TestDemoSAMLSignOut(t *testing.T) {
 	if lr.NameID == nil || lr.NameID.Value != "ada@example.org" || lr.SessionIndex == nil || lr.SessionIndex.Value == "" {
 		t.Errorf("LogoutRequest names %+v, session %+v", lr.NameID, lr.SessionIndex)
 	}
-	if lr.Issuer == nil || lr.Issuer.Value != base+"/saml" {
+	if lr.Issuer == nil || lr.Issuer.Value != base+"/users/auth/saml/metadata" {
 		t.Errorf("LogoutRequest issued by %+v", lr.Issuer)
 	}
 	if r, _ := url.Parse(hops[3]); r.Query().Get("SAMLResponse") == "" {

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"log"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/gorilla/mux"
@@ -168,70 +165,6 @@ func ExampleOptions_goth() {
 	// Output:
 	// authorize https://app.example.org/users/auth/gitlab
 	// callback https://app.example.org/users/auth/gitlab/callback
-}
-
-// signInAs is a provider for a host's own tests: it signs in whoever starts a
-// sign-in as id, at once, so that the host's hooks run through the real
-// routes, cookie and checks without a real provider.
-type signInAs struct {
-	id       providers.Identity
-	callback string
-}
-
-func (s *signInAs) Name() string { return "test" }
-
-// SetEnv receives the callback URL extauth.New derives from BaseURL.
-func (s *signInAs) SetEnv(env providers.Env) { s.callback = env.CallbackURL }
-
-// Begin sends the browser straight back to the callback with the state, as
-// a provider does once the user has approved.
-func (s *signInAs) Begin(_ context.Context, tx *providers.Transaction) (string, error) {
-	return s.callback + "?state=" + url.QueryEscape(tx.State), nil
-}
-
-func (s *signInAs) Binding(r *http.Request) string { return r.FormValue("state") }
-
-func (s *signInAs) Complete(context.Context, *http.Request, *providers.Transaction) (*providers.Identity, error) {
-	id := s.id
-	return &id, nil
-}
-
-// A host tests its own hook through the real routes with a provider of its
-// own in Options.Extra (docs/testing-your-app.md).
-func Example_testYourHook() {
-	var signedIn []string
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	a, err := extauth.New(&extauth.Config{}, extauth.Options{
-		BaseURL:   srv.URL,
-		CookieKey: make([]byte, 32), // a test key
-		Extra:     []extauth.Strategy{&signInAs{id: providers.Identity{UID: "ada", Email: "ada@example.org"}}},
-		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-			signedIn = append(signedIn, id.Provider+" "+id.UID) // your hook goes here
-			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
-		},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer a.Close()
-	a.Mount(mux)
-	mux.HandleFunc("/settings", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "settings") })
-
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	// A browser marks a form post from a page of the site with its Origin.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/users/auth/test", strings.NewReader("return_to=/settings"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", srv.URL)
-	resp, err := browser.Do(req)
-	if err != nil {
-		log.Fatal(err)
-	}
-	resp.Body.Close()
-	fmt.Println(signedIn, resp.Request.URL.Path)
-	// Output: [test ada] /settings
 }
 
 // ExampleAuth_Mount serves the routes on a net/http ServeMux at the default

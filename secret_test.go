@@ -143,7 +143,7 @@ secret_key_base: LEAK-unrelated-value
 			len(cfg.Providers()) != 6 {
 			t.Fatalf("file not read as intended: %v", cfg.Providers())
 		}
-		for _, kind := range []string{"did you mean microblog_secret", "did you mean microblog_key", "UNSET_SITE is not set",
+		for _, kind := range []string{"did you mean microblog_secret", "did you mean twitter_key", "UNSET_SITE is not set",
 			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting"} {
 			if !strings.Contains(strings.Join(cfg.Warnings, "\n"), kind) {
 				t.Errorf("no warning %q in %q", kind, cfg.Warnings)

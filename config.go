@@ -2,9 +2,12 @@ package extauth
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+
+	"github.com/extauth/extauth/internal/redact"
 )
 
 // Config is the typed form of the secrets file: the sixteen settings of the
@@ -79,6 +82,12 @@ func (c *Config) LogWarnings(ctx context.Context, logger *slog.Logger) {
 		logger.Log(ctx, c.WarningLevel(i), "extauth: config", "warning", w)
 	}
 }
+
+// Format prints the configuration for every verb as %v (or %+v, %#v) does,
+// with its secrets redacted. Without it, a verb that does not apply to a
+// pointer (%q of the Tenants map) would make fmt print each tenant's
+// configuration raw, its secrets included.
+func (c Config) Format(f fmt.State, verb rune) { redact.Format(f, verb, c) }
 
 // TenantNames returns the names of Tenants, sorted.
 func (c *Config) TenantNames() []string {

@@ -104,7 +104,7 @@ func renderWith(data []byte, prefix string) ([]byte, *erbTags) {
 		if eol < 0 {
 			eol = len(data)
 		}
-		end := bytes.Index(data[:eol], []byte("%>"))
+		end := bytes.Index(data[2:eol], []byte("%>"))
 		if end < 0 {
 			// Only the opening is replaced: the rest of the line stays, so
 			// the value it sits in is still found and named.
@@ -112,8 +112,8 @@ func renderWith(data []byte, prefix string) ([]byte, *erbTags) {
 			data = data[2:]
 			continue
 		}
-		body := string(data[2:end])
-		data = data[end+2:]
+		body := string(data[2 : 2+end])
+		data = data[2+end+2:]
 		switch {
 		case strings.HasPrefix(body, "#"):
 			// A comment writes nothing.

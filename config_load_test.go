@@ -756,11 +756,17 @@ func FuzzParseConfig(f *testing.F) {
 		"a: &a {<<: *a}\nproduction: *a\n",
 		"shared: {oidc_client_id: c}\nproduction: {oidc_client_secret: s, oidc_issuer: 'http://[::1]'}\n",
 		"twiter_key: x\nmicroblog_secert: y\n",
+		"production:\n  oidc_client_id: \"<%= ENV[\"ID\"] %>\"\n  <%= ENV['K'] %>: {a: \"<%= ENV.fetch(\"X\", \"d\") %>\"}\n",
+		"production:\n  tenants:\n    a: {twitter_key: k, twitter_secret: s, <<: {oidc_issuer: ''}}\n    b:\n  microblog_key: k\n",
+		"<% if x %>\nproduction: {}\n<% end %>\n",
+		"microblog_key: '<%= ENV[\"A\"]'\nmicroblog_secret: <%# c %>s\n",
+		"microblog_key: \"\\x45RBTAG0.0.<%= ENV[\"A\"] %>\"\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	files, _ := filepath.Glob("testdata/config/*.yml")
-	for _, name := range files {
+	more, _ := filepath.Glob("testdata/config/consul/*")
+	for _, name := range append(files, more...) {
 		if data, err := os.ReadFile(name); err == nil {
 			f.Add(data)
 		}
@@ -779,6 +785,9 @@ func FuzzParseConfig(f *testing.F) {
 			if strings.Contains(err.Error(), marker) && !strings.Contains(string(data), marker) {
 				t.Fatalf("error shows a variable's value: %v", err)
 			}
+			if strings.Contains(err.Error(), "ERBTAG") && !strings.Contains(string(data), "RBTAG") {
+				t.Fatalf("error shows a tag's stand-in: %v", err)
+			}
 			return
 		}
 		if err := cfg.Validate(); err != nil {
@@ -789,7 +798,17 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("warning shows a variable's value: %q", w)
 			}
 		}
+		// What stands for an ERB tag while YAML parses never comes out.
+		if all := fmt.Sprintf("%+v", cfg) + strings.Join(cfg.Warnings, "\n"); strings.Contains(all, "ERBTAG") && !strings.Contains(string(data), "RBTAG") {
+			t.Fatalf("a tag's stand-in came out: %s", all)
+		}
 		cfg.Providers()
+		for name, tc := range cfg.Tenants {
+			if !extauth.ValidTenantName(name) || tc.Tenant != name || tc.Tenants != nil {
+				t.Fatalf("tenant %q: %+v", name, tc)
+			}
+			tc.Providers()
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -450,21 +451,31 @@ func days(d time.Duration) string {
 }
 
 // buildProvider builds p alone, as extauth.New would in the application,
-// with a throwaway cookie key and a hook that is never called. New makes no
-// request to the provider.
+// with a throwaway cookie key and a hook that is never called. The SAML
+// strategy starts fetching the IdP metadata as soon as it is built: its
+// client refuses every request, so that building is about the settings
+// alone, and -offline holds. What providers serve is the prober's business.
 func buildProvider(cfg *extauth.Config, p extauth.Provider, baseURL string) error {
 	key := make([]byte, 32)
 	rand.Read(key)
 	a, err := extauth.New(only(cfg, p), extauth.Options{
-		BaseURL:   baseURL,
-		CookieKey: key,
-		Logger:    slog.New(slog.DiscardHandler),
-		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		BaseURL:    baseURL,
+		CookieKey:  key,
+		Logger:     slog.New(slog.DiscardHandler),
+		HTTPClient: &http.Client{Transport: noNetwork{}},
+		OnSuccess:  func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
 	})
 	if err != nil {
 		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "extauth: "+string(p)+": "))
 	}
 	return a.Close()
+}
+
+// noNetwork is a transport that refuses every request.
+type noNetwork struct{}
+
+func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("extauth check builds providers without the network")
 }
 
 // only returns a configuration with p's settings alone, so that New's

@@ -30,9 +30,9 @@ func Env(name string) ConfigOption {
 }
 
 // LookupEnv replaces os.LookupEnv for EXTAUTH_ENV, RAILS_ENV, APP_ENV and
-// for the ${VAR} and <%= ENV[...] %> look-ups, so that tests and hosts with their own
-// secret store never have to touch the process environment. A nil f behaves
-// as if no variable were set.
+// for the ${VAR} and <%= ENV[...] %> look-ups, so that tests and hosts with
+// their own secret store never have to touch the process environment. A nil
+// f behaves as if no variable were set.
 func LookupEnv(f func(string) (string, bool)) ConfigOption {
 	return func(o *loadOptions) {
 		if f == nil {
@@ -191,13 +191,13 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 	}
 	var tenants *entry
 	fs := cfg.fields()
-	written := l.apply(cfg, fs, sel.settings)
+	read := l.apply(cfg, fs, sel.settings)
 	for i, e := range sel.settings {
 		if e.key == keyTenants {
 			tenants = &sel.settings[i]
 		}
 	}
-	if len(written) == 0 && tenants == nil {
+	if len(read) == 0 && tenants == nil {
 		l.warn(sel.where + " has no extauth settings; no provider is configured")
 	}
 	for _, f := range fs {
@@ -205,7 +205,7 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 			l.warn(f.key + " uses plain http outside localhost; use https")
 		}
 	}
-	problems := l.finish(l.scope, cfg.problems(nil))
+	problems := l.scope.finish(cfg.problems(nil))
 	if tenants != nil {
 		problems = append(problems, l.tenants(cfg, tenants.val)...)
 	}
@@ -218,7 +218,7 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 // finish returns the problems of scope s: those found while reading its
 // values, then those of validation, less the ones a value that could not be
 // read already explains, with the reasons a setting came out empty.
-func (l *loader) finish(s *scope, validation []Problem) []Problem {
+func (s *scope) finish(validation []Problem) []Problem {
 	out := s.problems
 	for _, p := range validation {
 		// A value that could not be read already has its problem; saying

@@ -155,7 +155,7 @@ func (l *loader) tenants(env *Config, n *yaml.Node) []Problem {
 		l.scope = &scope{tenant: e.key, env: envScope}
 		t := env.tenantBase(e.key)
 		l.readTenant(t, e.val)
-		out = append(out, l.finish(l.scope, t.problems(env))...)
+		out = append(out, l.scope.finish(t.problems(env))...)
 		t.Warnings, t.levels = l.scope.warnings, l.scope.levels
 		env.Tenants[e.key] = t
 	}

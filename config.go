@@ -59,6 +59,7 @@ type Config struct {
 	// tenant's own entries replacing them key by key (see ParseConfig).
 	// Each value has Tenant set and no Tenants of its own; its Warnings are
 	// those about its own entries. Nil when the file has no tenants.
+	// Options.TenantOf says which tenant a request is for.
 	Tenants map[string]*Config
 
 	// levels holds the level of each of Warnings when the loader set them.

@@ -29,7 +29,7 @@ const confirmField = "extauth_confirm"
 // browser happens to have. Browsers mark their requests: Sec-Fetch-Site on
 // every request to a secure origin (and localhost), Origin on every POST.
 // docs/security.md has the table this implements.
-func (a *Auth) startVerdict(r *http.Request) (startVerdict, string) {
+func (a *Auth) startVerdict(r *http.Request, m mount) (startVerdict, string) {
 	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
 	switch {
 	case origin == "null":
@@ -49,7 +49,7 @@ func (a *Auth) startVerdict(r *http.Request) (startVerdict, string) {
 		}
 		return startRefuse, "Sec-Fetch-Site " + site + " from an untrusted origin"
 	case origin != "":
-		if origin == a.origin || a.trusted[origin] {
+		if origin == m.origin || a.trusted[origin] {
 			return startAllow, ""
 		}
 		return startRefuse, "foreign Origin"
@@ -65,7 +65,7 @@ func (a *Auth) startVerdict(r *http.Request) (startVerdict, string) {
 	// confirms with a click on a page of ours, which nobody can frame;
 	// that POST carries Origin in every current browser, and in older ones
 	// the double-submitted token.
-	if r.Method == http.MethodPost && a.confirmed(r) {
+	if r.Method == http.MethodPost && m.confirmed(r) {
 		return startAllow, ""
 	}
 	return startConfirm, ""
@@ -79,15 +79,15 @@ func refererOrigin(r *http.Request) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func (a *Auth) confirmCookieName() string {
-	if a.secure {
+func (m mount) confirmCookieName() string {
+	if m.secure {
 		return "__Host-extauth_confirm"
 	}
 	return "extauth_confirm"
 }
 
-func (a *Auth) confirmed(r *http.Request) bool {
-	c, err := r.Cookie(a.confirmCookieName())
+func (m mount) confirmed(r *http.Request) bool {
+	c, err := r.Cookie(m.confirmCookieName())
 	if err != nil || c.Value == "" {
 		return false
 	}
@@ -99,19 +99,19 @@ func (a *Auth) confirmed(r *http.Request) bool {
 // which the user confirms the sign-in with a click. It does not submit
 // itself: a page of ours that posted on its own would carry our own Origin
 // and prove nothing about who sent the browser here.
-func (a *Auth) confirmStart(w http.ResponseWriter, r *http.Request, s Strategy, returnTo string) {
+func (a *Auth) confirmStart(w http.ResponseWriter, r *http.Request, m mount, returnTo string) {
 	token := randomString(16)
-	http.SetCookie(w, &http.Cookie{Name: a.confirmCookieName(), Value: token, Path: "/", MaxAge: int(a.ttl.Seconds()),
-		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: m.confirmCookieName(), Value: token, Path: "/", MaxAge: int(a.ttl.Seconds()),
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteStrictMode})
 	fields := []formField{{confirmField, token}}
 	if returnTo != "/" {
 		fields = append(fields, formField{"return_to", returnTo})
 	}
 	writePostForm(w, http.StatusOK, postForm{
 		Title:  "Sign in",
-		Prompt: "Continue to sign in with " + s.Name() + "?",
+		Prompt: "Continue to sign in with " + m.name + "?",
 		Button: "Continue",
-		Action: a.base.Path + authorizePath(s.Name()),
+		Action: m.base.Path + m.authorizePath(m.name),
 		Fields: fields,
 	})
 }

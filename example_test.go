@@ -13,6 +13,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/gorilla/mux"
+	"github.com/markbates/goth/providers/github"
 	"github.com/markbates/goth/providers/gitlab"
 
 	"github.com/extauth/extauth"
@@ -230,3 +233,158 @@ func Example_testYourHook() {
 	fmt.Println(signedIn, resp.Request.URL.Path)
 	// Output: [test ada] /settings
 }
+
+// ExampleAuth_Mount serves the routes on a net/http ServeMux at the default
+// /users/auth/.
+func ExampleAuth_Mount() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	a.Mount(mux)
+	log.Fatal(http.ListenAndServe(":8080", mux))
+}
+
+// The routes under chi's Mount: PathPrefix says where they are, so that
+// callback URLs carry it too.
+func Example_chi() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32),
+		PathPrefix: "/auth/", Extra: []extauth.Strategy{providers.Goth(github.New("id", "secret", ""))},
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := chi.NewRouter()
+	r.Mount("/auth", a)
+	cb, _ := extauth.CallbackURL("https://app.example.org", "github")
+	fmt.Println(a.Routes()[1].URL, "not", cb)
+	// Output: https://app.example.org/auth/github/callback not https://app.example.org/users/auth/github/callback
+}
+
+// The routes under gorilla/mux.
+func Example_gorillaMux() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32),
+		PathPrefix: "/auth/"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := mux.NewRouter()
+	r.PathPrefix("/auth/").Handler(a)
+	log.Fatal(http.ListenAndServe(":8080", r))
+}
+
+// The routes under http.StripPrefix: PathPrefix is still where the browser
+// sees them.
+func Example_stripPrefix() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32),
+		PathPrefix: "/auth/"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/auth/", http.StripPrefix("/auth", a))
+	log.Fatal(http.ListenAndServe(":8080", mux))
+}
+
+// ExampleAuth_AllowCrossSiteCallbacks keeps Go's cross-origin protection
+// around the whole application and lets the IdP's cross-site POSTs through
+// to extauth's own checks.
+func ExampleAuth_AllowCrossSiteCallbacks() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://app.example.org", CookieKey: make([]byte, 32)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	a.Mount(mux)
+	cop := http.NewCrossOriginProtection()
+	a.AllowCrossSiteCallbacks(cop)
+	log.Fatal(http.ListenAndServe(":8080", cop.Handler(mux)))
+}
+
+// ExampleOptions_Slugs keeps the callback URL an operator registered with
+// Twitter for OmniAuth's twitter strategy.
+func ExampleOptions_Slugs() {
+	routes, err := extauth.Options{BaseURL: "https://app.example.org",
+		Slugs: map[extauth.Provider]string{extauth.Microblog: "twitter"}}.Routes(extauth.Microblog)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(routes[1].URL)
+	// Output: https://app.example.org/users/auth/twitter/callback
+}
+
+// Tenants on subdomains, from the secrets file's tenants: section and from
+// the host's own database.
+func Example_tenants() {
+	cfg, err := extauth.LoadConfig("config/secrets.yml") // with a tenants: section
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://example.org", // tenants at https://<tenant>.example.org
+		CookieKey: key,
+		TenantOf:  extauth.SubdomainTenants("example.org"),
+		Tenants: extauth.TenantSourceFunc(func(ctx context.Context, tenant string) (*extauth.Config, error) {
+			return db.TenantConfig(ctx, tenant) // an error wrapping extauth.ErrUnknownTenant answers 404
+		}),
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			// The account is (id.Tenant, id.Provider, id.UID).
+			startSession(w, id)
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+}
+
+// ExampleAuth_Invalidate rereads a tenant's configuration after the host's
+// admin page changed it.
+func ExampleAuth_Invalidate() {
+	a, err := extauth.New(&extauth.Config{}, extauth.Options{BaseURL: "https://example.org", CookieKey: key,
+		TenantOf: extauth.SubdomainTenants("example.org"), Tenants: db})
+	if err != nil {
+		log.Fatal(err)
+	}
+	saveIdPMetadataURL := func(w http.ResponseWriter, r *http.Request) {
+		tenant := r.PathValue("tenant")
+		if err := db.SetSAMLMetadataURL(r.Context(), tenant, r.FormValue("url")); err != nil {
+			http.Error(w, "cannot save", http.StatusInternalServerError)
+			return
+		}
+		a.Invalidate(tenant) // its next sign-in reads the new configuration
+	}
+	http.HandleFunc("POST /admin/{tenant}/saml", saveIdPMetadataURL)
+}
+
+// tenantDB stands in for a host's own database of tenants.
+type tenantDB struct{ tenants map[string]*extauth.Config }
+
+func (d *tenantDB) TenantConfig(_ context.Context, tenant string) (*extauth.Config, error) {
+	if c, ok := d.tenants[tenant]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("tenant %q: %w", tenant, extauth.ErrUnknownTenant)
+}
+
+func (d *tenantDB) LookupTenant(ctx context.Context, tenant string) (*extauth.Config, error) {
+	return d.TenantConfig(ctx, tenant)
+}
+
+func (d *tenantDB) SetSAMLMetadataURL(_ context.Context, tenant, u string) error {
+	c, ok := d.tenants[tenant]
+	if !ok {
+		return extauth.ErrUnknownTenant
+	}
+	c.SAML.IdPMetadataURL = u
+	return nil
+}
+
+var (
+	db  = &tenantDB{tenants: map[string]*extauth.Config{}}
+	key = make([]byte, 32)
+)
+
+func startSession(http.ResponseWriter, *extauth.Identity) {}

@@ -25,7 +25,7 @@ func (o Options) MarshalYAML() (any, error) { return redact.MarshalYAML(o) }
 // String describes the Auth by its base URL and providers: its strategies
 // hold client secrets and keys, which no verb may print.
 func (a *Auth) String() string {
-	return "extauth.Auth(" + a.base.String() + " " + strings.Join(a.order, ",") + ")"
+	return "extauth.Auth(" + a.site.base.String() + " " + strings.Join(a.site.order, ",") + ")"
 }
 
 // Format prints String for every verb.

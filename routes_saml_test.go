@@ -59,7 +59,7 @@ func newSAMLIdP(t *testing.T) *samlidp.IdP {
 // app's SP metadata with the IdP and waits until the IdP metadata is in.
 func newSAMLApp(t *testing.T, idp *samlidp.IdP, edit func(*extauth.Config, *extauth.Options)) *samlApp {
 	t.Helper()
-	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore()}
+	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
 	srv := harness.Serve(t, func(base string) http.Handler {
 		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}}
 		o := extauth.Options{
@@ -543,8 +543,33 @@ func TestSAMLUnsolicitedWhenEnabled(t *testing.T) {
 			if ret != "/" {
 				t.Errorf("RelayState %q: ReturnTo %q, want /", relay, ret)
 			}
+			if id := a.identities()[before]; !id.Unsolicited {
+				t.Errorf("RelayState %q: the identity is not marked unsolicited", relay)
+			}
 		}
 	})
+
+	// The configured landing page, or the host's choice, ends an
+	// unsolicited sign-in; the posted RelayState still never does.
+	for name, edit := range map[string]func(*extauth.Config, *extauth.Options){
+		"configured RelayState": func(c *extauth.Config, o *extauth.Options) {
+			allowIDPInitiated(c, o)
+			c.SAML.Additional.RelayState = "/landing"
+		},
+		"UnsolicitedReturnTo": func(c *extauth.Config, o *extauth.Options) {
+			allowIDPInitiated(c, o)
+			c.SAML.Additional.RelayState = "/not-this"
+			o.UnsolicitedReturnTo = "/landing"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := newSAMLApp(t, newSAMLIdP(t), edit)
+			a.callback(harness.NewBrowser(t), unsolicitedForm(t, a, "/projects/7"))
+			if len(a.Ret) != 1 || a.Ret[0] != "/landing" {
+				t.Fatalf("ReturnTo %v, want /landing", a.Ret)
+			}
+		})
+	}
 
 	t.Run("the same assertion twice", func(t *testing.T) {
 		form := unsolicitedForm(t, a, "")
@@ -570,6 +595,9 @@ func TestSAMLUnsolicitedWhenEnabled(t *testing.T) {
 		a.mu.Unlock()
 		if resp.StatusCode != http.StatusOK || ret != "/projects/7" {
 			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, ret)
+		}
+		if ids := a.identities(); ids[len(ids)-1].Unsolicited {
+			t.Error("a sign-in we started is marked unsolicited")
 		}
 	})
 

@@ -300,7 +300,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	t.Cleanup(func() { a.Close() })
 
 	env := providers.Env{CallbackURL: "https://app.example.org/users/auth/x/callback", HTTPClient: http.DefaultClient,
-		Logger: slog.New(slog.DiscardHandler), Store: extauth.NewMemoryStore(), Now: time.Now}
+		Logger: slog.New(slog.DiscardHandler), Store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), Now: time.Now}
 	mbCfg := providers.MicroblogConfig{Key: "mk", Secret: "LEAK-microblog-cfg"}
 	snCfg := providers.SocialnetConfig{Key: "sk", Secret: "LEAK-socialnet-cfg"}
 	blogCfg := providers.BlogOAuth2Config{ClientID: "bk", ClientSecret: "LEAK-blog-cfg", Site: "https://blog.example.com"}

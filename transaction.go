@@ -51,7 +51,7 @@ func encodeTransaction(tx *providers.Transaction) []byte {
 // this list needs a new txVersion.
 func txStrings(tx *providers.Transaction) []*string {
 	return []*string{&tx.ID, &tx.Provider, &tx.State, &tx.Verifier, &tx.Nonce, &tx.Binding,
-		&tx.RequestID, &tx.TokenSecret, &tx.ReturnTo, &tx.Suffix}
+		&tx.RequestID, &tx.TokenSecret, &tx.ReturnTo, &tx.Suffix, &tx.Tenant}
 }
 
 func appendString(b []byte, s string) []byte {

@@ -98,6 +98,8 @@ type Transaction struct {
 	ID string `json:"i"`
 	// Provider is the slug the transaction was started for.
 	Provider string `json:"p"`
+	// Tenant is the tenant the transaction was started for, "" for none.
+	Tenant string `json:"tn,omitempty"`
 	// State is the OAuth 2 state parameter: 256 random bits, base64url.
 	State string `json:"s,omitempty" redact:"secret"`
 	// Verifier is the PKCE code verifier (RFC 7636, 43 characters).

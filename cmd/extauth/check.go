@@ -48,16 +48,18 @@ catches what only the provider's code checks.
 
 -tenant reports on one tenant of the environment's tenants: section (its
 configuration is the environment's with the tenant's settings over it),
--all-tenants on each in turn; a tenant's base URL is not in the file, so
--base-url then takes {tenant} for its name: https://{tenant}.example.org.
-Documents that several tenants share are fetched once.
+-all-tenants on each in turn. A tenant's base URL is not in the file: it is
+the tenant's name as a subdomain of -base-url, as the application derives it
+by default, or -base-url with the name for {tenant}, as in
+https://app.example.org/{tenant}. Documents that tenants share are fetched
+once.
 
 Exit status 1 means at least one error was found.
 `)
 	configPath := f.String("config", "", "the secrets file (required)")
 	env := f.String("env", "", envHelp)
 	tf := addTenantFlags(f, true)
-	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; with tenants, e.g. https://{tenant}.example.org")
+	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; for tenants, {tenant} stands for the name")
 	timeout := f.Duration("timeout", defaultTimeout, "time-out of each request to a provider")
 	offline := f.Bool("offline", false, "do not fetch SAML metadata or OIDC discovery")
 	if done, code := f.parse(args); done {

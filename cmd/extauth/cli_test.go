@@ -69,7 +69,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "-config", "x.yml", "-tenant", "a", "-all-tenants"}, "extauth check: -tenant and -all-tenants exclude each other"},
 		{[]string{"check", "-config", "x.yml", "-tenant", "City A"}, "extauth check: -tenant must be a tenant name"},
 		{[]string{"check", "-config", "x.yml", "-base-url", "https://{tenant}.example.org"}, "extauth check: {tenant} in -base-url stands for a tenant's name: give -tenant NAME or -all-tenants"},
-		{[]string{"check", "-config", "x.yml", "-all-tenants", "-base-url", "https://app.example.org"}, "extauth check: with -all-tenants, -base-url must contain {tenant}"},
 		{[]string{"routes", "-all", "-tenant", "a", "-base-url", "https://{tenant}.example.org"}, "extauth routes: -tenant and -all-tenants apply to -config"},
 		{[]string{"routes", "-config", "x.yml", "-all-tenants", "-base-url", "https://{tenant}:x/"}, "extauth routes: -base-url must be"},
 		{[]string{"metadata", "-config", "x.yml", "-base-url", "https://{tenant}.example.org"}, "extauth metadata: {tenant} in -base-url"},
@@ -180,6 +179,12 @@ func TestRoutesTenants(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	golden(t, "routes_tenant_city_b.golden", r.stdout)
+	// Without {tenant}, a tenant is a subdomain of the base URL, as in the
+	// application without Options.TenantBaseURL.
+	r2 := runEnv(t, testNow, production, "routes", "-config", path, "-tenant", "city_b", "-base-url", "https://example.org")
+	if r2.code != exitOK || r2.stdout != r.stdout {
+		t.Errorf("exit %d, stderr %q\n%s", r2.code, r2.stderr, r2.stdout)
+	}
 
 	fixed := writeRaw(t, "tenants.yml", strings.Replace(readFile(t, path), "facebook_key: only-a-key", "facebook_key: ''", 1))
 	r = runEnv(t, testNow, production, "routes", "-config", fixed, "-all-tenants", "-base-url", "https://{tenant}.example.org")

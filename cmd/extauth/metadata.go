@@ -18,16 +18,17 @@ func (c *cli) metadata(_ context.Context, args []string) int {
 saml_additional_settings when the key pair is configured. It is built exactly
 as the application serves it, and needs no network.
 
-With -tenant it prints a tenant's metadata; a tenant's base URL is not in
-the file, so -base-url may then take {tenant} for its name, as in
-https://{tenant}.example.org.
+With -tenant it prints a tenant's metadata. A tenant's base URL is not in
+the file: it is the tenant's name as a subdomain of -base-url, as the
+application derives it by default, or -base-url with the name for {tenant},
+as in https://app.example.org/{tenant}.
 
 Fails (status 1) when the file does not configure SAML.
 `)
 	configPath := f.String("config", "", "the secrets file (required)")
 	env := f.String("env", "", envHelp)
 	tf := addTenantFlags(f, false)
-	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; with -tenant, e.g. https://{tenant}.example.org (required)")
+	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; for a tenant, {tenant} stands for the name (required)")
 	if done, code := f.parse(args); done {
 		return code
 	}

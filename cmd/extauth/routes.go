@@ -59,14 +59,15 @@ and secret the file will hold.
 
 -tenant lists a tenant's routes (the providers of the environment's
 configuration with the tenant's settings over it), -all-tenants every
-tenant's. A tenant's base URL is not in the file: -base-url then takes
-{tenant} for the tenant's name, as in https://{tenant}.example.org.
+tenant's. A tenant's base URL is not in the file: it is the tenant's name as
+a subdomain of -base-url, as the application derives it by default, or
+-base-url with the name for {tenant}, as in https://app.example.org/{tenant}.
 `)
 	configPath := f.String("config", "", "the secrets file")
 	env := f.String("env", "", envHelp)
 	tf := addTenantFlags(f, true)
 	all := f.Bool("all", false, "list every built-in provider, configured or not")
-	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; with tenants, e.g. https://{tenant}.example.org (required)")
+	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; for tenants, {tenant} stands for the name (required)")
 	asJSON := f.Bool("json", false, "print JSON for scripts")
 	if done, code := f.parse(args); done {
 		return code

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"reflect"
 	"strings"
 
@@ -9,12 +10,23 @@ import (
 )
 
 // tenantPlaceholder stands for a tenant's name in -base-url: a tenant's base
-// URL is not in the secrets file, since the host derives it (usually the
-// tenant's subdomain).
+// URL is not in the secrets file, since the host derives it
+// (Options.TenantBaseURL).
 const tenantPlaceholder = "{tenant}"
 
+// baseURLFor returns tenant's base URL: the template with the tenant's name
+// for {tenant}, or without {tenant} the tenant's name as a subdomain of the
+// base URL, as extauth.New derives it when Options.TenantBaseURL is not set.
 func baseURLFor(template, tenant string) string {
-	return strings.ReplaceAll(template, tenantPlaceholder, tenant)
+	if strings.Contains(template, tenantPlaceholder) || tenant == "" || template == "" {
+		return strings.ReplaceAll(template, tenantPlaceholder, tenant)
+	}
+	u, err := url.Parse(template)
+	if err != nil {
+		return template // checkBaseURL has refused it already
+	}
+	u.Host = tenant + "." + u.Host
+	return u.String()
 }
 
 // tenantFlags are -tenant and -all-tenants.
@@ -42,8 +54,6 @@ func (tf tenantFlags) usage(f *flags, baseURL string) (ok bool, code int) {
 		return false, f.fail("-tenant and -all-tenants exclude each other")
 	case *tf.name != "" && !extauth.ValidTenantName(*tf.name):
 		return false, f.fail("-tenant must be a tenant name: lowercase letters, digits, - and _")
-	case *tf.all && baseURL != "" && !strings.Contains(baseURL, tenantPlaceholder):
-		return false, f.fail("with -all-tenants, -base-url must contain %s, which stands for each tenant's name, like https://%s.example.org", tenantPlaceholder, tenantPlaceholder)
 	}
 	return true, 0
 }

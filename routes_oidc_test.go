@@ -563,6 +563,24 @@ func TestOIDCProviderDownAtStart(t *testing.T) {
 	if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("once the provider is back: %d %s", resp.StatusCode, resp.Body)
 	}
+	assertNoRepeatedAttributes(t, a.Logs.String())
+}
+
+// assertNoRepeatedAttributes fails on a slog text line that names one
+// attribute twice ("provider=oidc provider=oidc"): a logger that already
+// carries an attribute must not be given it again.
+func assertNoRepeatedAttributes(t *testing.T, logs string) {
+	t.Helper()
+	attr := regexp.MustCompile(`(?:^| )([a-z_]+)=`)
+	for _, line := range strings.Split(logs, "\n") {
+		seen := map[string]bool{}
+		for _, m := range attr.FindAllStringSubmatch(line, -1) {
+			if seen[m[1]] {
+				t.Errorf("%s twice in: %s", m[1], line)
+			}
+			seen[m[1]] = true
+		}
+	}
 }
 
 func TestOIDCTokenEndpointFailures(t *testing.T) {
@@ -858,5 +876,60 @@ func TestOIDC10000SignInsOneDiscoveryOneKeyFetch(t *testing.T) {
 	}
 	if n := p.op.Hits(oidcop.Token); n != total {
 		t.Errorf("%d token requests, want %d", n, total)
+	}
+}
+
+// A discovery document that moved (here a redirect to the same path with a
+// query, as a trailing-slash fix or a CDN does) is followed, and sign-in
+// works; one that moves to another scheme is not.
+func TestOIDCDiscoveryFollowsRedirect(t *testing.T) {
+	for _, tt := range []struct {
+		name, to string
+		ok       bool
+	}{{"moved", "/op/.well-known/openid-configuration?moved=1", true}, {"to another scheme", "ftp://127.0.0.1/discovery", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var op atomic.Pointer[oidcop.OP]
+			var redirected atomic.Int64
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration") && r.URL.RawQuery == "" {
+					redirected.Add(1)
+					http.Redirect(w, r, tt.to, http.StatusMovedPermanently)
+					return
+				}
+				op.Load().ServeHTTP(w, r)
+			}))
+			t.Cleanup(front.Close)
+			var hooked atomic.Int64
+			srv := harness.Serve(t, func(base string) http.Handler {
+				o, err := oidcop.New(oidcop.Config{Issuer: front.URL + "/op", ClientID: oidcClientID, ClientSecret: oidcSecret,
+					RedirectURIs: []string{base + "/users/auth/oidc/callback"}, AutoApprove: true, Keys: opKeys()["RS256"][:1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				op.Store(o)
+				a, err := extauth.New(&extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: o.Issuer()}},
+					extauth.Options{BaseURL: base, CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+						OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) { hooked.Add(1) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { a.Close() })
+				mux := http.NewServeMux()
+				a.Mount(mux)
+				return mux
+			})
+			resp := harness.NewBrowser(t).PostForm(srv.URL+"/users/auth/oidc.json", nil)
+			if redirected.Load() == 0 {
+				t.Fatal("discovery was never redirected: the test proves nothing")
+			}
+			if got := resp.StatusCode == http.StatusOK; got != tt.ok {
+				t.Fatalf("authorize after a redirected discovery: %d %s", resp.StatusCode, resp.Body)
+			}
+			if tt.ok {
+				if r := harness.NewBrowser(t).PostForm(srv.URL+"/users/auth/oidc", nil); r.StatusCode != http.StatusOK || hooked.Load() != 1 {
+					t.Fatalf("sign-in: %d %s", r.StatusCode, r.Body)
+				}
+			}
+		})
 	}
 }

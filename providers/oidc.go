@@ -407,11 +407,11 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 		wait = d.refreshAt.Sub(s.now())
 		switch {
 		case old == nil:
-			s.log.Info("extauth: OpenID Connect discovery done", "provider", s.name, "issuer", s.issuer, "next_refresh", wait.Round(time.Second).String())
+			s.log.Info("extauth: OpenID Connect discovery done", "issuer", s.issuer, "next_refresh", wait.Round(time.Second).String())
 		case d.changedFrom(old):
-			s.log.Info("extauth: OpenID Connect discovery refreshed: the provider's endpoints changed", "provider", s.name, "issuer", s.issuer, "next_refresh", wait.Round(time.Second).String())
+			s.log.Info("extauth: OpenID Connect discovery refreshed: the provider's endpoints changed", "issuer", s.issuer, "next_refresh", wait.Round(time.Second).String())
 		default:
-			s.log.Debug("extauth: OpenID Connect discovery refreshed", "provider", s.name, "next_refresh", wait.Round(time.Second).String())
+			s.log.Debug("extauth: OpenID Connect discovery refreshed", "next_refresh", wait.Round(time.Second).String())
 		}
 	} else {
 		s.lastErr = s.providerError(err)
@@ -422,10 +422,10 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 		}
 		s.nextAttempt = s.now().Add(wait)
 		if old == nil {
-			s.log.Warn("extauth: OpenID Connect discovery failed", "provider", s.name, "issuer", s.issuer,
+			s.log.Warn("extauth: OpenID Connect discovery failed", "issuer", s.issuer,
 				"err", s.lastErr, "failures", s.failures, "retry_in", wait)
 		} else {
-			s.log.Warn("extauth: OpenID Connect discovery refresh failed; keeping the last good copy", "provider", s.name,
+			s.log.Warn("extauth: OpenID Connect discovery refresh failed; keeping the last good copy",
 				"issuer", s.issuer, "err", s.lastErr, "failures", s.failures, "retry_in", wait)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/extauth/extauth/internal/outbound"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -235,7 +236,9 @@ func (k *keySet) verifyCached(jws *jose.JSONWebSignature, hdr jose.Header) ([]by
 // bounded client and returns the answer and its body, classifying every
 // failure.
 func fetchDocument(ctx context.Context, client *http.Client, url, what string) (*http.Response, []byte, error) {
-	resp, body, err := get(ctx, client, url, "", "application/json", what)
+	// A document may have moved (http to https, a CDN): its fetch follows
+	// up to three safe redirects; no other request does.
+	resp, body, err := get(outbound.Document(ctx), client, url, "", "application/json", what)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -117,8 +118,8 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 			opts = append(opts, extauth.Env(o.env))
 		}
 		cfg, err = extauth.LoadConfig(o.configPath, opts...)
-		for _, w := range cfgWarnings(cfg) {
-			logger.Warn("config", "warning", w)
+		if cfg != nil {
+			cfg.LogWarnings(context.Background(), logger)
 		}
 	}
 	if err != nil {
@@ -160,13 +161,6 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	cop := http.NewCrossOriginProtection()
 	a.AllowCrossSiteCallbacks(cop)
 	return cop.Handler(mux), func() { a.Close() }, nil
-}
-
-func cfgWarnings(cfg *extauth.Config) []string {
-	if cfg == nil {
-		return nil
-	}
-	return cfg.Warnings
 }
 
 // cookieKey reads EXTAUTH_COOKIE_KEY (64 hex digits). Development mode makes

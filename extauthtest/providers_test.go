@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,6 +228,7 @@ func TestProvidersRegisterTheHostsCallbacks(t *testing.T) {
 func TestMountProviders(t *testing.T) {
 	var fakes *extauthtest.Providers
 	var auth *extauth.Auth
+	var mu sync.Mutex
 	var signedIn []string
 	srv := extauthtest.Serve(t, func(base string) http.Handler {
 		mux := http.NewServeMux()
@@ -239,7 +241,9 @@ func TestMountProviders(t *testing.T) {
 		auth, err = extauth.New(fakes.Config(), extauth.Options{BaseURL: base, CookieKey: make([]byte, 32),
 			Logger: slog.New(slog.DiscardHandler),
 			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+				mu.Lock()
 				signedIn = append(signedIn, id.Provider)
+				mu.Unlock()
 				http.Redirect(w, r, "/done", http.StatusSeeOther)
 			}})
 		if err != nil {
@@ -271,6 +275,8 @@ func TestMountProviders(t *testing.T) {
 			t.Errorf("%s: ended at %s (%d) %s", p, page.URL, page.StatusCode, page.Body)
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(signedIn) != 6 {
 		t.Fatalf("signed in with %v", signedIn)
 	}

@@ -3,8 +3,9 @@ package extauthtest
 import (
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
+
+	"github.com/extauth/extauth/internal/harness"
 )
 
 // Serve starts a test server on 127.0.0.1 whose handler build makes from
@@ -17,17 +18,5 @@ import (
 // reading its own SAML metadata in the background) are answered 503.
 func Serve(t testing.TB, build func(baseURL string) http.Handler) *httptest.Server {
 	t.Helper()
-	var h atomic.Pointer[http.Handler]
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hp := h.Load()
-		if hp == nil {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		(*hp).ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	built := build(srv.URL)
-	h.Store(&built)
-	return srv
+	return harness.Serve(t, build)
 }

@@ -201,7 +201,7 @@ func TestKeyPairChecks(t *testing.T) {
 func TestPostAuthnRequestSigned(t *testing.T) {
 	f := newFixture(t, withKeyPair, withConfig(func(c *Config) { c.Custom = []Param{{"organization", "acme"}} }))
 	tx := newTx()
-	action, form, err := f.sp.PostAuthnRequest(context.Background(), tx)
+	action, form, err := f.sp.BeginPost(context.Background(), tx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,14 @@ func TestMetadataBounds(t *testing.T) {
 		{"no signing certificate", func(p *samlidp.IdP) []byte {
 			return bytes.ReplaceAll(p.Metadata(), []byte(`use="signing"`), []byte(`use="encryption"`))
 		}, "no signing certificate"},
-		{"not metadata", func(*samlidp.IdP) []byte { return []byte(`<html/>`) }, "neither"},
+		{"not metadata", func(*samlidp.IdP) []byte { return []byte(`<feed xmlns="http://www.w3.org/2005/Atom"/>`) }, "neither"},
+		// A login or error page answered with status 200: said plainly,
+		// not as a DOCTYPE refusal.
+		{"HTML page", func(*samlidp.IdP) []byte {
+			return []byte("\n<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Error</body></html>")
+		}, "the answer is HTML, not SAML metadata"},
+		{"XHTML page", func(*samlidp.IdP) []byte { return []byte(`<html xmlns="http://www.w3.org/1999/xhtml"><body/></html>`) },
+			"the answer is HTML, not SAML metadata"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, noWait, withIdP(func(p *samlidp.IdP) {
@@ -190,6 +197,7 @@ func TestRefreshSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	sp := offlineSP(t, Config{}, Options{}, now)
 	for _, tc := range []struct {
 		name  string
 		knobs samlidp.Knobs
@@ -200,7 +208,7 @@ func TestRefreshSchedule(t *testing.T) {
 		{"validUntil soon", samlidp.Knobs{ValidUntil: now.Add(10 * time.Hour)}, 5 * time.Hour},
 	} {
 		p.Set(func(k *samlidp.Knobs) { *k = tc.knobs })
-		md, err := parseMetadata(p.Metadata(), "", now, DefaultMetadataRefresh)
+		md, err := sp.parseMetadata(p.Metadata())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -172,11 +172,14 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 		{"doctype", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/xml", []byte(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>`))
 		}, nil, "broken: IdP metadata: XML directives (DOCTYPE, ENTITY) are not allowed"},
-		{"not XML", func(f *providersFixture) {
+		{"HTML page", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/html", []byte(`<html><body>login</body>`))
-		}, nil, "broken: IdP metadata: malformed XML: no single complete root element"},
+		}, nil, "broken: IdP metadata: the answer is HTML, not SAML metadata"},
+		{"not XML", func(f *providersFixture) {
+			f.idp.serve("/metadata", "text/xml", []byte(`<x><y></x>`))
+		}, nil, "broken: IdP metadata: malformed XML: etree: invalid XML format"},
 		{"wrong root", func(f *providersFixture) {
-			f.idp.serve("/metadata", "text/xml", []byte(`<html/>`))
+			f.idp.serve("/metadata", "text/xml", []byte(`<feed xmlns="http://www.w3.org/2005/Atom"/>`))
 		}, nil, "broken: IdP metadata: the root element is neither md:EntityDescriptor nor md:EntitiesDescriptor"},
 		{"no signing certificate", func(f *providersFixture) {
 			m := valid(f)

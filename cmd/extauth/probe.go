@@ -89,7 +89,7 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	// the application will. The host's IdPEntityID option is not in the
 	// configuration file; like the default, check wants a single IdP.
 	now := pr.r.now
-	md, err := samlsp.ParseIdPMetadata(body, "", now)
+	md, err := samlsp.ParseIdPMetadata(body, samlsp.MetadataRules{Now: now})
 	if err != nil {
 		pr.r.fail(extauth.SAML, "IdP metadata: "+clean(err.Error()))
 		return

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"encoding/xml"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -21,10 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -604,4 +607,143 @@ func TestSAMLUnsolicitedWhenEnabled(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
+}
+
+// TestSAMLLogoutRedirectBypass is the single-logout signature bypass of
+// the security review, through the real logout route: a forged, unsigned
+// message under a percent-encoded parameter name (SAML%52equest), beside a
+// genuine signed query, must not be processed as signed. Nor may a
+// duplicated or otherwise encoded binding parameter pass.
+func TestSAMLLogoutRedirectBypass(t *testing.T) {
+	idp := newSAMLIdP(t)
+	var mu sync.Mutex
+	var ended []samlsp.LogoutSession
+	var done []*providers.Error
+	a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) {
+		o.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
+			return samlsp.LogoutSession{NameID: "ada@example.org"}, true
+		}
+		o.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
+			mu.Lock()
+			ended = append(ended, s)
+			mu.Unlock()
+			return nil
+		}
+		o.SAML.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *providers.Error) {
+			mu.Lock()
+			done = append(done, err)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	slo := a.URL + "/users/auth/saml/logout"
+	get := func(rawQuery string) int {
+		return harness.NewBrowser(t).NoFollow().Get(slo + "?" + rawQuery).StatusCode
+	}
+	query := func(param string, el interface{ Element() *etree.Element }) (signed, unsigned string) {
+		m, err := idp.RedirectMessage(slo, param, el.Element(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := m[strings.Index(m, "?")+1:]
+		return q, q[:strings.Index(q, "&SigAlg=")]
+	}
+	lr := func(id, nameID string) *saml.LogoutRequest {
+		return &saml.LogoutRequest{ID: id, Version: "2.0", IssueInstant: time.Now(), Destination: slo,
+			Issuer: &saml.Issuer{Value: idp.EntityID()}, NameID: &saml.NameID{Value: nameID}}
+	}
+
+	t.Run("LogoutRequest", func(t *testing.T) {
+		genuine, _ := query("SAMLRequest", lr("id-genuine", "ada@example.org"))
+		_, forged := query("SAMLRequest", lr("id-forged", "victim@example.org"))
+		encoded := "SAML%52equest" + strings.TrimPrefix(forged, "SAMLRequest")
+		for name, q := range map[string]string{
+			"encoded name before": encoded + "&" + genuine,
+			"encoded name after":  genuine + "&" + encoded,
+			"duplicate":           forged + "&" + genuine,
+			"encoded RelayState":  genuine + "&Relay%53tate=x",
+			"encoded Signature":   strings.Replace(genuine, "&Signature=", "&%53ignature=", 1),
+		} {
+			get(q)
+			mu.Lock()
+			n := len(ended)
+			mu.Unlock()
+			if n != 0 {
+				t.Fatalf("%s: OnIdPLogout ran for %+v", name, ended)
+			}
+		}
+		// The genuine query alone still works, once.
+		get(genuine)
+		if len(ended) != 1 || ended[0].NameID != "ada@example.org" {
+			t.Fatalf("genuine: ended %+v", ended)
+		}
+	})
+
+	t.Run("LogoutResponse", func(t *testing.T) {
+		// Our own logout starts; the IdP answers with a signed response.
+		b := harness.NewBrowser(t).NoFollow()
+		start := b.Get(slo)
+		toIdP := start.Header.Get("Location")
+		back := b.Get(toIdP).Header.Get("Location")
+		if !strings.HasPrefix(back, slo+"?SAMLResponse=") {
+			t.Fatalf("the IdP answered %s", back)
+		}
+		genuine := back[strings.Index(back, "?")+1:]
+		pending := func() string { // a request of ours the IdP has not answered
+			u, _ := url.Parse(harness.NewBrowser(t).NoFollow().Get(slo).Header.Get("Location"))
+			raw, _ := base64.StdEncoding.DecodeString(u.Query().Get("SAMLRequest"))
+			x, _ := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+			var r saml.LogoutRequest
+			xml.Unmarshal(x, &r)
+			return r.ID
+		}()
+		_, forged := query("SAMLResponse", &saml.LogoutResponse{ID: "id-forged", InResponseTo: pending, Version: "2.0",
+			IssueInstant: time.Now(), Destination: slo, Issuer: &saml.Issuer{Value: idp.EntityID()},
+			Status: saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}}})
+		encoded := "SAML%52esponse" + strings.TrimPrefix(forged, "SAMLResponse")
+		for name, q := range map[string]string{
+			"encoded name before": encoded + "&" + genuine,
+			"encoded name after":  genuine + "&" + encoded,
+			"duplicate":           forged + "&" + genuine,
+		} {
+			mu.Lock()
+			done = nil
+			mu.Unlock()
+			get(q)
+			mu.Lock()
+			if len(done) != 1 || done[0] == nil {
+				t.Fatalf("%s: Done saw %v", name, done)
+			}
+			mu.Unlock()
+		}
+		done = nil
+		get(genuine)
+		if len(done) != 1 || done[0] != nil {
+			t.Fatalf("genuine: Done saw %v", done)
+		}
+	})
+}
+
+// TestSAMLSHA1OptIn: an IdP that still signs with RSA-SHA1 is refused,
+// unless the host opts in.
+func TestSAMLSHA1OptIn(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AllowSHA1=%v", allow), func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) { o.SAML.AllowSHA1 = allow })
+			acs := a.URL + "/users/auth/saml/callback"
+			b := harness.NewBrowser(t)
+			_, reqID, relay := a.authorize(b, nil)
+			s := idp.DefaultSpec(samlEntityID, acs, reqID)
+			s.Sign = samlidp.SignOptions{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1}
+			x, err := idp.Forge(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := a.callback(b, url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(x)}, "RelayState": {relay}})
+			if allow != (resp.StatusCode == http.StatusOK) {
+				t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
 }

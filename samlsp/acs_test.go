@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -368,4 +369,61 @@ func deflateZeros(t testing.TB, mib int) []byte {
 	}
 	out.Write([]byte{0x03, 0x00})
 	return out.Bytes()
+}
+
+// TestSHA1Policy: responses and assertions signed with RSA-SHA1, or with a
+// SHA-1 digest, are refused unless the host opts in with AllowSHA1.
+func TestSHA1Policy(t *testing.T) {
+	rows := map[string]samlidp.SignOptions{
+		"RSA-SHA1, SHA-1 digest":   {SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1},
+		"RSA-SHA256, SHA-1 digest": {SignatureMethod: samlidp.RSASHA256, DigestMethod: samlidp.DigestSHA1},
+		"RSA-SHA1, SHA-256 digest": {SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA256},
+	}
+	for _, allow := range []bool{false, true} {
+		f := newFixture(t, withOptions(func(o *Options) { o.AllowSHA1 = allow }))
+		for name, so := range rows {
+			for _, onResponse := range []bool{false, true} {
+				t.Run(fmt.Sprintf("AllowSHA1=%v/%s/response signed=%v", allow, name, onResponse), func(t *testing.T) {
+					tx, _ := f.begin(f.sp)
+					s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+					s.Sign = so
+					s.SignResponse, s.SignAssertion = onResponse, !onResponse
+					xml, err := f.idp.Forge(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Contains(xml, []byte("sha1")) {
+						t.Fatal("the forger did not use SHA-1")
+					}
+					id, err := post(f.sp, tx, responseForm(xml, tx.Binding))
+					if allow {
+						if err != nil || id.UID != "ada@example.org" {
+							t.Fatalf("refused with the opt-in: %v", err)
+						}
+						return
+					}
+					if code(err) != providers.CodeInvalidResponse || !strings.Contains(err.Error(), "AllowSHA1") {
+						t.Fatalf("err = %v, want a refusal that names AllowSHA1", err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestSHA1OptInWarns: the opt-in is logged at start-up, once.
+func TestSHA1OptInWarns(t *testing.T) {
+	var logs bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&logs, nil))
+	sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: "https://idp.example.test/md"},
+		providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: alwaysFresh{}, Logger: l},
+		Options{AllowSHA1: true, AllowRSA15KeyTransport: true, MetadataRetry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "AllowSHA1") ||
+		!strings.Contains(logs.String(), "AllowRSA15KeyTransport") {
+		t.Fatalf("no start-up warnings: %s", logs.String())
+	}
 }

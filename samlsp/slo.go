@@ -207,7 +207,9 @@ func parseRedirectQuery(rawQuery string) (*redirectMessage, error) {
 			return nil, errors.New("a query parameter name is malformed")
 		}
 		for _, p := range bindingParams {
-			if !strings.EqualFold(name, p) {
+			// Whatever another reader could take for p (another case,
+			// spaces from '+', escapes) must be p exactly.
+			if !strings.EqualFold(strings.TrimSpace(name), p) {
 				continue
 			}
 			if k != p {

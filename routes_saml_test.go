@@ -747,3 +747,90 @@ func TestSAMLSHA1OptIn(t *testing.T) {
 		})
 	}
 }
+
+var (
+	postFormAction = regexp.MustCompile(`<form method="post" action="([^"]+)">`)
+	postFormField  = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// postAutoSubmit does what the browser does with the authorize route's
+// auto-submitting page: POST its fields, unescaped, to its action.
+func postAutoSubmit(t *testing.T, b *harness.Browser, page *harness.Response) *harness.Response {
+	t.Helper()
+	m := postFormAction.FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("no form in the page: %d %s", page.StatusCode, page.Body)
+	}
+	form := url.Values{}
+	for _, f := range postFormField.FindAllStringSubmatch(page.Body, -1) {
+		form.Add(html.UnescapeString(f[1]), html.UnescapeString(f[2]))
+	}
+	return b.PostForm(html.UnescapeString(m[1]), form)
+}
+
+// TestSAMLAuthnRequestBindings signs in with each way of sending the
+// AuthnRequest, through the routes, against the in-process IdP: the
+// HTTP-Redirect binding, and HTTP-POST, by option or because the IdP lists
+// only a POST single sign-on service; unsigned, and signed when the IdP
+// requires it (the IdP verifies the query signature or the XML one).
+func TestSAMLAuthnRequestBindings(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	const redirect, post = saml.HTTPRedirectBinding, saml.HTTPPostBinding
+	for _, tc := range []struct {
+		name        string
+		option      string
+		idpBindings []string
+		signed      bool
+		want        string
+	}{
+		{"redirect", "", nil, false, redirect},
+		{"redirect, signed", "", nil, true, redirect},
+		{"POST by option", samlsp.BindingPOST, nil, false, post},
+		{"POST by option, signed", samlsp.BindingPOST, nil, true, post},
+		{"POST, the IdP lists only POST", "", []string{post}, false, post},
+		{"POST, the IdP lists only POST, signed", "", []string{post}, true, post},
+		{"redirect by option though the IdP lists POST first", samlsp.BindingRedirect, []string{post, redirect}, true, redirect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			idp.Set(func(k *samlidp.Knobs) { k.SSOBindings, k.RequireSignedRequests = tc.idpBindings, tc.signed })
+			a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+				o.SAML.AuthnRequestBinding = tc.option
+				if tc.signed {
+					c.SAML.Additional.Certificate = certPEM
+					c.SAML.Additional.PrivateKey = extauth.NewSecret(keyPEM)
+				}
+			})
+			b := harness.NewBrowser(t)
+			b.Header.Set("Sec-Fetch-Site", "same-origin")
+			page := b.PostForm(a.URL+"/users/auth/saml", url.Values{"return_to": {"/after"}})
+			if tc.want == post {
+				if page.URL.Host != strings.TrimPrefix(a.URL, "http://") {
+					t.Fatalf("the authorize route redirected to %s instead of answering a form", page.URL)
+				}
+				page = postAutoSubmit(t, b, page)
+			}
+			rec := idp.LastAuthnRequest()
+			if rec == nil || rec.Binding != tc.want || rec.Signed != tc.signed {
+				t.Fatalf("the IdP saw %+v (page %d %s)", rec, page.StatusCode, page.Body)
+			}
+			form := url.Values{}
+			for _, m := range samlFormField.FindAllStringSubmatch(page.Body, -1) {
+				form.Set(m[1], html.UnescapeString(m[2]))
+			}
+			resp := a.callback(b, form)
+			if resp.StatusCode != http.StatusOK || resp.Body != "signed in as ada@example.org" || a.Ret[len(a.Ret)-1] != "/after" {
+				t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+	t.Run("an IdP that requires signatures refuses an unsigned POST", func(t *testing.T) {
+		idp := newSAMLIdP(t)
+		idp.Set(func(k *samlidp.Knobs) { k.RequireSignedRequests = true })
+		a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) { o.SAML.AuthnRequestBinding = samlsp.BindingPOST })
+		b := harness.NewBrowser(t)
+		if resp := postAutoSubmit(t, b, b.PostForm(a.URL+"/users/auth/saml", nil)); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("the IdP answered %d %s", resp.StatusCode, resp.Body)
+		}
+	})
+}

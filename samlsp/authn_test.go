@@ -225,6 +225,10 @@ func TestPostAuthnRequestSigned(t *testing.T) {
 	if signed.SelectAttrValue("ID", "") != tx.RequestID {
 		t.Fatalf("signed ID %q, tx %q", signed.SelectAttrValue("ID", ""), tx.RequestID)
 	}
+	// The schema puts the signature right after the Issuer.
+	if kids := doc.Root().ChildElements(); len(kids) < 2 || kids[0].Tag != "Issuer" || kids[1].Tag != "Signature" {
+		t.Fatalf("children: %s", x)
+	}
 }
 
 func TestNoSecretInPrints(t *testing.T) {

@@ -834,3 +834,78 @@ func TestSAMLAuthnRequestBindings(t *testing.T) {
 		}
 	})
 }
+
+// TestSAMLFirstSignInAfterIdPRecovers: while the IdP is down sign-ins get
+// 503; the first one after it comes back succeeds, though the next
+// scheduled retry is an hour away.
+func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusServiceUnavailable })
+	var a *extauth.Auth
+	srv := harness.Serve(t, func(base string) http.Handler {
+		var err error
+		a, err = extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
+			extauth.Options{BaseURL: base, CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+				SAML: samlsp.Options{MetadataRetry: time.Hour},
+				OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
+					io.WriteString(w, "signed in as "+id.UID)
+				}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for idp.MetadataHits() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b := harness.NewBrowser(t).NoFollow()
+	if resp := b.PostForm(srv.URL+"/users/auth/saml", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("while the IdP is down: %d", resp.StatusCode)
+	}
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = 0 })
+	resp := b.PostForm(srv.URL+"/users/auth/saml", nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), idp.SSOURL()) {
+		t.Fatalf("the first sign-in after recovery: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestSAMLSignedIdPMetadata: with saml_additional_settings.
+// idp_metadata_certificate the app signs in against signed metadata only.
+func TestSAMLSignedIdPMetadata(t *testing.T) {
+	mdKey, mdCert, err := samlidp.NewKeyPair("federation metadata signer", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: mdCert.Raw}))
+	pin := func(c *extauth.Config, _ *extauth.Options) { c.SAML.Additional.IdPMetadataCertificate = certPEM }
+
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataSigner = &samlidp.MetadataSigner{Key: mdKey, Cert: mdCert} })
+	a := newSAMLApp(t, idp, pin)
+	b := harness.NewBrowser(t)
+	redirect, _, _ := a.authorize(b, nil)
+	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed metadata: %d %s", resp.StatusCode, resp.Body)
+	}
+
+	unsigned := newSAMLIdP(t)
+	app, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: unsigned.MetadataURL(),
+		Additional: extauth.SAMLAdditionalSettings{IdPMetadataCertificate: certPEM}}},
+		extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+			OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for unsigned.MetadataHits() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	app.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("unsigned metadata: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -307,7 +307,7 @@ func (p *IdP) Metadata() []byte {
 	}
 	buf, _ := xml.MarshalIndent(ed, "", "  ")
 	if k.MetadataSigner != nil {
-		signed, err := signMetadata(buf, k.MetadataSigner)
+		signed, err := SignMetadata(buf, k.MetadataSigner)
 		if err != nil {
 			panic(err)
 		}
@@ -316,9 +316,9 @@ func (p *IdP) Metadata() []byte {
 	return buf
 }
 
-// signMetadata signs the metadata document with an ID-referenced
-// enveloped signature, first child of the root as the schema wants it.
-func signMetadata(doc []byte, s *MetadataSigner) ([]byte, error) {
+// SignMetadata signs a metadata document with an ID-referenced enveloped
+// signature, first child of the root as the schema wants it.
+func SignMetadata(doc []byte, s *MetadataSigner) ([]byte, error) {
 	root, err := Parse(doc)
 	if err != nil {
 		return nil, err

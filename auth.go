@@ -16,19 +16,43 @@
 // Every sign-in is a transaction sealed into a short-lived cookie, so any
 // instance holding the same CookieKey can finish a sign-in another began.
 // Values that must be used once across instances go through a Store.
+//
+// # Guides
+//
+// The secrets file that LoadConfig reads, its environments and variables, and
+// every field of Options are in [Configuration]. Registering the application
+// with each provider, and what each puts in the Identity: [OAuth providers]
+// (microblog, socialnet, blog_oauth2, any goth provider through
+// Options.Extra), [OpenID Connect] (oidc, search_oauth2) and [SAML]. Several
+// instances behind a load balancer share a Store, in Redis (package
+// redisstore) or PostgreSQL (package pgstore): [Several instances]. The
+// extauth command, the failure
+// codes an Error carries and what is logged: [Operating]. Testing a host's
+// own hooks through the routes: [Testing your app]. What extauth guarantees
+// about a sign-in and the tests that prove it: [Security model].
+//
+// [Configuration]: https://github.com/extauth/extauth/blob/main/docs/configuration.md
+// [OAuth providers]: https://github.com/extauth/extauth/blob/main/docs/oauth.md
+// [OpenID Connect]: https://github.com/extauth/extauth/blob/main/docs/oidc.md
+// [SAML]: https://github.com/extauth/extauth/blob/main/docs/saml.md
+// [Several instances]: https://github.com/extauth/extauth/blob/main/docs/several-instances.md
+// [Operating]: https://github.com/extauth/extauth/blob/main/docs/operating.md
+// [Testing your app]: https://github.com/extauth/extauth/blob/main/docs/testing-your-app.md
+// [Security model]: https://github.com/extauth/extauth/blob/main/docs/security.md
 package extauth
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/extauth/extauth/internal/mock"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/seal"
 	"github.com/extauth/extauth/internal/store"
@@ -49,7 +73,8 @@ type FailureFunc func(w http.ResponseWriter, r *http.Request, err *Error)
 // Store remembers single-use values across every instance of the
 // application: it is how a state, a SAML request ID or an assertion ID is
 // accepted once only, even behind a load balancer. NewMemoryStore serves one
-// instance; package redisstore shares one Redis among several.
+// instance; packages redisstore and pgstore share one Redis or PostgreSQL
+// among several.
 type Store interface {
 	// Consume records key until the given time and reports whether it was
 	// new: true the first time, false for every later call before until.
@@ -58,8 +83,34 @@ type Store interface {
 	Consume(ctx context.Context, key string, until time.Time) (bool, error)
 }
 
-// NewMemoryStore returns a Store for a single instance.
-func NewMemoryStore() Store { return store.NewMemory(nil) }
+// DefaultMemoryStoreMaxEntries is the bound of a memory store given none.
+// An entry costs about 100 bytes, so the store stays under about 10 MB. A
+// sign-in holds one entry (three for SAML) for at most TransactionTTL (10
+// minutes), so the bound allows a sustained 160 sign-ins a second (55 with
+// SAML), more than one instance that keeps its state in memory should
+// serve.
+const DefaultMemoryStoreMaxEntries = store.DefaultMaxEntries
+
+// MemoryStoreOptions configures NewMemoryStore.
+type MemoryStoreOptions struct {
+	// MaxEntries bounds how many single-use values the store holds at once
+	// (default DefaultMemoryStoreMaxEntries when zero or negative). Every
+	// callback holds one until its transaction would have expired, even a
+	// callback that then fails, so without a bound anyone could grow the
+	// store by starting sign-ins and sending junk callbacks. At the bound,
+	// expired values having been dropped first, a new value is refused: the
+	// sign-in fails with provider_unavailable (503) and the log line says
+	// the store is full. Values are never dropped before their expiry to
+	// make room, since that would let a used callback be accepted again.
+	MaxEntries int
+	// Now is the store's clock (default time.Now); give it the clock of
+	// Options.Now if that is set.
+	Now func() time.Time
+}
+
+// NewMemoryStore returns a Store for a single instance, held in its memory.
+// New uses one with the default options when Options.Store is nil.
+func NewMemoryStore(o MemoryStoreOptions) Store { return store.NewMemory(o.Now, o.MaxEntries) }
 
 // Options configures New. BaseURL, CookieKey and a hook for every configured
 // provider (Callbacks or OnSuccess) are required.
@@ -72,9 +123,9 @@ type Options struct {
 
 	// CookieKey seals transaction cookies with AES-256-GCM: 32 random bytes,
 	// the same on every instance.
-	CookieKey []byte
+	CookieKey []byte `redact:"secret"`
 	// OldCookieKeys still open cookies sealed before a key rotation.
-	OldCookieKeys [][]byte
+	OldCookieKeys [][]byte `redact:"secret"`
 
 	// Callbacks holds the hook of each provider.
 	Callbacks map[Provider]CallbackFunc
@@ -87,7 +138,7 @@ type Options struct {
 	// HTTPClient supplies the transport for outbound requests to providers
 	// (a proxy, custom roots, or a test server). Its Timeout, when shorter,
 	// wins over Timeout.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
 	// Timeout bounds each outbound request (default 10s). A whole callback,
 	// which may make several requests, is bounded by three times Timeout.
 	Timeout time.Duration
@@ -96,13 +147,59 @@ type Options struct {
 
 	// Logger receives diagnostics (default slog.Default()). Nothing secret
 	// is ever logged: no code, state, token, secret or assertion.
-	Logger *slog.Logger
-	// Store keeps single-use values (default: in memory, one instance only).
-	Store Store
+	Logger *slog.Logger `json:"-"`
+	// Store keeps single-use values (default: NewMemoryStore with the
+	// default bound and the clock Now, for one instance only; see
+	// MemoryStoreOptions for what happens at the bound).
+	Store Store `json:"-"`
 
 	// StrictPOST accepts only POST on the authorize routes, so that no link
 	// or image can start a sign-in.
 	StrictPOST bool
+	// PathPrefix is where the routes live, default "/users/auth/" (the
+	// specification's). It must start and end with "/". Set it when the
+	// routes are mounted elsewhere, as chi's r.Mount("/auth", a) and
+	// gorilla/mux's PathPrefix("/auth/").Handler(a) do: PathPrefix
+	// "/auth/". Under http.StripPrefix the routes still find their path in
+	// the request line. Callback URLs are BaseURL + PathPrefix + ...
+	PathPrefix string
+	// UnsolicitedReturnTo is where sign-ins that no request of ours
+	// started (IdP-initiated SAML, with Options.SAML.AllowIDPInitiated)
+	// end: a path on this site. Default: the provider's configured landing
+	// page (saml_additional_settings' RelayState), else "/". Never the
+	// RelayState the IdP posts.
+	UnsolicitedReturnTo string
+	// Slugs renames providers in the routes, so that callback URLs an
+	// operator already registered keep working: {extauth.Microblog:
+	// "twitter"} serves /users/auth/twitter and
+	// /users/auth/twitter/callback. The slug is also Identity.Provider,
+	// Error.Provider and the provider in logs; Callbacks may be keyed by
+	// either name.
+	Slugs map[Provider]string
+	// TenantOf says which tenant a request is for, "" for the application's
+	// own providers (those of cfg itself). Nil: no tenants. An error, or a
+	// tenant neither cfg.Tenants nor Tenants knows, answers 404.
+	// SubdomainTenants serves <tenant>.example.org.
+	TenantOf func(r *http.Request) (string, error)
+	// Tenants looks up, at run time, tenants that cfg.Tenants does not
+	// hold: those a host keeps in its database.
+	Tenants TenantSource `json:"-"`
+	// TenantBaseURL returns a tenant's base URL, from which its callback
+	// URLs, SAML entity ID defaults and metadata URL derive. Default:
+	// BaseURL with the tenant as a subdomain (https://<tenant>.example.org).
+	TenantBaseURL func(tenant string) (string, error)
+	// MaxTenants bounds the tenants kept built in memory (default 1000);
+	// the least recently used go first. TenantIdleTimeout drops a tenant
+	// unused that long (default 1 h). Either only costs a rebuild: no
+	// network, the metadata and discovery fetched again on first use.
+	MaxTenants        int
+	TenantIdleTimeout time.Duration
+
+	// TrustedOrigins are other origins ("https://www.example.org") whose
+	// pages may start a sign-in: a login button on a sibling subdomain or
+	// another site of yours. A start from any other site, sibling
+	// subdomains included, is refused as csrf_detected.
+	TrustedOrigins []string
 	// TransactionTTL is how long a sign-in may take (default and maximum 10
 	// minutes).
 	TransactionTTL time.Duration
@@ -117,7 +214,7 @@ type Options struct {
 	// provider adapted with providers.Goth. Their names must not clash.
 	// Those that implement providers.EnvSetter receive the same environment
 	// as the built-in ones (the bounded HTTP client, their callback URL).
-	Extra []Strategy
+	Extra []Strategy `json:"-"`
 
 	// Socialnet tunes the socialnet provider (Graph API version, scopes,
 	// PKCE).
@@ -136,12 +233,24 @@ const MaxTransactionTTL = 10 * time.Minute
 
 // Auth holds everything the routes need. It is safe for concurrent use.
 type Auth struct {
-	base       *url.URL
-	secure     bool
+	// site is the application's own providers at BaseURL.
+	site *site
+	// opts are the options New was given, to build tenants with.
+	opts          Options
+	tenantOf      func(*http.Request) (string, error)
+	tenantSource  TenantSource
+	tenantBaseURL func(string) (string, error)
+	fileTenants   map[string]*Config
+	tenants       *tenantCache
+	// mocks is extauthtest's mock mode, nil outside a host's tests.
+	mocks atomic.Pointer[mock.Set]
+	// prefix is Options.PathPrefix, cleaned.
+	prefix string
+	// slugs maps a provider's own name to the slug it is mounted under.
+	slugs      map[string]string
+	trusted    map[string]bool
 	sealer     *seal.Sealer
-	strategies map[string]providers.Strategy
-	order      []string
-	callbacks  map[string]CallbackFunc
+	client     *http.Client
 	onFailure  FailureFunc
 	log        *slog.Logger
 	store      Store
@@ -168,12 +277,26 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauth: CookieKey: %w", err)
 	}
+	trusted, err := parseTrustedOrigins(o.TrustedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := parsePathPrefix(o.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if o.UnsolicitedReturnTo != "" && SafeReturnTo(o.UnsolicitedReturnTo) != o.UnsolicitedReturnTo {
+		return nil, errors.New("extauth: Options.UnsolicitedReturnTo must be a path on this site")
+	}
+	slugs, err := parseSlugs(o.Slugs)
+	if err != nil {
+		return nil, err
+	}
 	a := &Auth{
-		base:       base,
-		secure:     base.Scheme == "https",
+		prefix:     prefix,
+		slugs:      slugs,
+		trusted:    trusted,
 		sealer:     sealer,
-		strategies: make(map[string]providers.Strategy),
-		callbacks:  make(map[string]CallbackFunc),
 		onFailure:  o.OnFailure,
 		log:        o.Logger,
 		store:      o.Store,
@@ -188,7 +311,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.now = time.Now
 	}
 	if a.store == nil {
-		a.store = store.NewMemory(a.now)
+		a.store = NewMemoryStore(MemoryStoreOptions{Now: a.now})
 	}
 	if a.ttl <= 0 || a.ttl > MaxTransactionTTL {
 		a.ttl = MaxTransactionTTL
@@ -196,70 +319,28 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if a.onFailure == nil {
 		a.onFailure = defaultFailure
 	}
-	client := outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
-	a.callbackBudget = 3 * client.Timeout
-	env := func(p string) providers.Env {
-		return providers.Env{
-			CallbackURL: a.callbackURL(p),
-			HTTPClient:  client,
-			Logger:      a.log.With("provider", p),
-			Store:       a.store,
-			Now:         a.now,
-		}
-	}
-	var problems []error
-	add := func(s providers.Strategy) {
-		name := s.Name()
-		if !validSlug(name) {
-			problems = append(problems, fmt.Errorf("extauth: provider name %q is not a lowercase slug", name))
-			return
-		}
-		if _, dup := a.strategies[name]; dup {
-			problems = append(problems, fmt.Errorf("extauth: provider %q is mounted twice", name))
-			return
-		}
-		a.strategies[name] = s
-		a.order = append(a.order, name)
-	}
-	for _, p := range cfg.Providers() {
-		s, err := buildStrategy(p, cfg, env(string(p)), &o)
-		if err != nil {
-			var pe *providers.Error
-			if errors.As(err, &pe) {
-				// Already "extauth: <code>: ..."; name the provider once.
-				problems = append(problems, asError(err, string(p), CodeMisconfigured))
-			} else {
-				problems = append(problems, fmt.Errorf("extauth: %s: %w", p, err))
-			}
-			continue
-		}
-		add(s)
-	}
-	for _, s := range o.Extra {
-		if s == nil {
-			problems = append(problems, errors.New("extauth: Options.Extra holds a nil strategy"))
-			continue
-		}
-		if es, ok := s.(providers.EnvSetter); ok && validSlug(s.Name()) {
-			es.SetEnv(env(s.Name()))
-		}
-		add(s)
-	}
-	for _, name := range a.order {
-		cb := o.Callbacks[Provider(name)]
-		if cb == nil {
-			cb = o.OnSuccess
-		}
-		if cb == nil {
-			problems = append(problems, fmt.Errorf("extauth: %s: no hook: set Options.Callbacks[%q] or Options.OnSuccess", name, name))
-			continue
-		}
-		a.callbacks[name] = cb
-	}
+	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
+	a.callbackBudget = 3 * outbound.Timeout(a.client)
+	a.opts = o
+	st, problems := a.buildSite("", base, cfg, &o)
+	a.site = st
 	for p := range o.Callbacks {
-		if _, ok := a.strategies[string(p)]; !ok {
+		if _, ok := st.strategies[a.slug(string(p))]; !ok && o.TenantOf == nil {
 			a.log.Warn("extauth: hook for a provider that is not configured", "provider", string(p))
 		}
+	}
+	if o.TenantOf != nil {
+		a.tenantOf, a.tenantSource, a.tenantBaseURL, a.fileTenants = o.TenantOf, o.Tenants, o.TenantBaseURL, cfg.Tenants
+		maxTenants, idle := o.MaxTenants, o.TenantIdleTimeout
+		if maxTenants <= 0 {
+			maxTenants = DefaultMaxTenants
+		}
+		if idle <= 0 {
+			idle = DefaultTenantIdleTimeout
+		}
+		a.tenants = newTenantCache(a, maxTenants, idle)
+	} else if len(cfg.Tenants) > 0 || o.Tenants != nil {
+		problems = append(problems, errors.New("extauth: tenants are configured but Options.TenantOf is nil: nothing says which tenant a request is for"))
 	}
 	if err := errors.Join(problems...); err != nil {
 		a.Close()
@@ -356,15 +437,11 @@ func validSlug(s string) bool {
 	return true
 }
 
-func (a *Auth) callbackURL(p string) string {
-	return a.base.String() + callbackPath(p)
-}
-
 // Providers lists the mounted providers: the configured built-in ones in the
 // order of the specification, then the extra ones.
 func (a *Auth) Providers() []Provider {
-	out := make([]Provider, len(a.order))
-	for i, n := range a.order {
+	out := make([]Provider, len(a.site.order))
+	for i, n := range a.site.order {
 		out[i] = Provider(n)
 	}
 	return out
@@ -381,7 +458,7 @@ var ErrNotConfigured = errors.New("not configured")
 // BaseURL only. When SAML is not configured, the error wraps
 // ErrNotConfigured.
 func (a *Auth) SAMLMetadata() ([]byte, error) {
-	s, ok := a.strategies[string(SAML)]
+	s, ok := a.site.strategies[a.slug(string(SAML))]
 	if !ok {
 		return nil, fmt.Errorf("extauth: saml is %w", ErrNotConfigured)
 	}
@@ -400,10 +477,11 @@ func (a *Auth) SAMLMetadata() ([]byte, error) {
 // discovery refreshes). The routes keep answering.
 func (a *Auth) Close() error {
 	var errs []error
-	for _, s := range a.strategies {
-		if c, ok := s.(io.Closer); ok {
-			errs = append(errs, c.Close())
-		}
+	if a.tenants != nil {
+		errs = append(errs, a.tenants.close())
+	}
+	if a.site != nil {
+		errs = append(errs, a.site.close())
 	}
 	return errors.Join(errs...)
 }
@@ -413,6 +491,7 @@ type ctxKey int
 const (
 	returnToKey ctxKey = iota
 	formatKey
+	tenantKey
 )
 
 // ReturnTo returns where the browser asked to go after sign-in: a validated
@@ -432,6 +511,10 @@ func Format(r *http.Request) string {
 	return s
 }
 
-func withTx(ctx context.Context, returnTo, format string) context.Context {
-	return context.WithValue(context.WithValue(ctx, returnToKey, returnTo), formatKey, format)
+func withTx(ctx context.Context, returnTo, format, tenant string) context.Context {
+	ctx = context.WithValue(context.WithValue(ctx, returnToKey, returnTo), formatKey, format)
+	if tenant != "" {
+		ctx = context.WithValue(ctx, tenantKey, tenant)
+	}
+	return ctx
 }

@@ -29,7 +29,7 @@ func BenchmarkAuthorize(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			rec := httptest.NewRecorder()
-			a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/blog_oauth2", nil))
+			a.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/blog_oauth2", nil))
 			if rec.Code != http.StatusSeeOther {
 				b.Fatal(rec.Code)
 			}
@@ -49,7 +49,7 @@ func BenchmarkAuthorize(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			rec := httptest.NewRecorder()
-			baseline.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/blog_oauth2", nil))
+			baseline.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/blog_oauth2", nil))
 		}
 	})
 }

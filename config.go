@@ -23,6 +23,11 @@ type Config struct {
 	// OIDC: oidc_client_id, oidc_client_secret, oidc_issuer.
 	OIDC OIDCConfig
 
+	// Tenants holds the configuration of each tenant of the tenants:
+	// section, by name: the environment's settings overlaid by the
+	// tenant's. Options.TenantOf says which tenant a request is for.
+	Tenants map[string]*Config
+
 	// Warnings lists what loading noticed and tolerated, such as a key that
 	// looks like a misspelling of one of ours ("twiter_key"). Warnings never
 	// contain values.

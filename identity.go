@@ -19,6 +19,13 @@ import (
 type Identity struct {
 	// Provider is the slug of the provider that signed the user in.
 	Provider string `json:"provider"`
+	// Tenant is the tenant the user signed in at, "" for the
+	// application's own providers. The account is (Tenant, Provider, UID).
+	Tenant string `json:"tenant,omitempty"`
+	// Unsolicited is true when no sign-in of ours started this one: an
+	// IdP-initiated SAML sign-in (Options.SAML.AllowIDPInitiated). Nothing
+	// binds it to the browser, so a host may want to treat it apart.
+	Unsolicited bool `json:"unsolicited,omitempty"`
 	// UID is the user's stable identifier at the provider: the OpenID
 	// Connect sub, the SAML NameID (or Options.SAML.UIDAttribute), the
 	// OAuth provider's user ID.
@@ -83,6 +90,9 @@ func (t Tokens) LogValue() slog.Value { return slog.StringValue(t.String()) }
 
 // MarshalJSON writes the tokens with every value redacted.
 func (t Tokens) MarshalJSON() ([]byte, error) { return providers.Tokens(t).MarshalJSON() }
+
+// MarshalYAML writes the tokens with every value redacted.
+func (t Tokens) MarshalYAML() (any, error) { return providers.Tokens(t).MarshalYAML() }
 
 // GothUser converts the identity to a goth.User, for hosts moving from goth.
 func (id *Identity) GothUser() goth.User { return id.strategyIdentity().GothUser() }

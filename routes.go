@@ -17,11 +17,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
 
 const (
-	pathPrefix = "/users/auth/"
 	// callbackBodyLimit bounds OAuth callback bodies; SAML strategies ask
 	// for more through providers.BodyLimiter.
 	callbackBodyLimit = 64 << 10
@@ -31,6 +31,14 @@ const (
 	// maxLiveTransactions bounds the transaction cookies one browser keeps
 	// per provider (several tabs signing in at once).
 	maxLiveTransactions = 4
+)
+
+// Values of the headers every route sets. Shared, full slices: a handler
+// that adds a value gets a copy from append, never writes into these.
+var (
+	hdrNoStore    = []string{"no-store"}
+	hdrNoReferrer = []string{"no-referrer"}
+	hdrNoSniff    = []string{"nosniff"}
 )
 
 // Route is one route mounted by Mount.
@@ -53,37 +61,27 @@ type extraRouter interface {
 	ExtraRoutes() map[string]http.Handler
 }
 
-// extraRoute returns the handler of /users/auth/<provider>/<purpose>, if a
-// strategy serves one there.
-func (a *Auth) extraRoute(p string) (http.Handler, bool) {
-	rest, ok := strings.CutPrefix(p, pathPrefix)
-	if !ok {
-		return nil, false
-	}
-	name, purpose, ok := strings.Cut(rest, "/")
-	if !ok || purpose == "callback" {
-		return nil, false
-	}
-	er, ok := a.strategies[name].(extraRouter)
-	if !ok {
-		return nil, false
-	}
-	h, ok := er.ExtraRoutes()[purpose]
-	return h, ok && h != nil
+// mount is one provider as the routes serve it: its strategy, under its
+// slug, on a site.
+type mount struct {
+	*site
+	name string
+	s    providers.Strategy
 }
 
 // Routes lists the mounted routes: two per provider, plus the extra routes
 // of strategies that have them (Methods nil: the handler decides).
 func (a *Auth) Routes() []Route {
+	st := a.site
 	var out, extra []Route
-	for _, name := range a.order {
-		out = append(out, providerRoutes(a.base, name)...)
-		if er, ok := a.strategies[name].(extraRouter); ok {
+	for _, name := range st.order {
+		out = append(out, st.providerRoutes(name)...)
+		if er, ok := st.strategies[name].(extraRouter); ok {
 			var purposes []string
 			for p := range er.ExtraRoutes() {
 				purposes = append(purposes, p)
 			}
-			extra = append(extra, extraRoutes(a.base, name, purposes)...)
+			extra = append(extra, st.extraRoutes(name, purposes)...)
 		}
 	}
 	return append(out, extra...)
@@ -93,19 +91,40 @@ func (a *Auth) Routes() []Route {
 // when the application is served at baseURL, in the order of Auth.Routes,
 // without building any provider: for tools and admin pages that show what to
 // register with each provider before the application runs. It refuses a
-// baseURL that New would refuse.
+// baseURL that New would refuse. Options.Routes does the same with a path
+// prefix and slugs.
 func RoutesFor(baseURL string, ps ...Provider) ([]Route, error) {
-	base, err := parseBaseURL(baseURL)
+	return Options{BaseURL: baseURL}.Routes(ps...)
+}
+
+// Routes lists the routes an Auth built with these options mounts for the
+// built-in providers ps, as RoutesFor does, under o.PathPrefix and o.Slugs.
+// Only BaseURL, PathPrefix and Slugs are read.
+func (o Options) Routes(ps ...Provider) ([]Route, error) {
+	base, err := parseBaseURL(o.BaseURL)
 	if err != nil {
 		return nil, err
 	}
+	prefix, err := parsePathPrefix(o.PathPrefix)
+	if err != nil {
+		return nil, err
+	}
+	slugs, err := parseSlugs(o.Slugs)
+	if err != nil {
+		return nil, err
+	}
+	l := layout{base: base, prefix: prefix}
 	var out, extra []Route
 	for _, p := range ps {
 		if !validSlug(string(p)) {
 			return nil, fmt.Errorf("extauth: provider name %q is not a lowercase slug", p)
 		}
-		out = append(out, providerRoutes(base, string(p))...)
-		extra = append(extra, extraRoutes(base, string(p), builtinExtraRoutes(p))...)
+		name := string(p)
+		if s, ok := slugs[name]; ok {
+			name = s
+		}
+		out = append(out, l.providerRoutes(name)...)
+		extra = append(extra, l.extraRoutes(name, builtinExtraRoutes(p))...)
 	}
 	return append(out, extra...), nil
 }
@@ -132,56 +151,111 @@ func CallbackURL(baseURL string, p Provider) (string, error) {
 	return routes[1].URL, nil
 }
 
-// authorizePath and callbackPath are the one place that knows the route
-// paths of a provider.
-func authorizePath(name string) string { return pathPrefix + name }
-
-func callbackPath(name string) string { return pathPrefix + name + "/callback" }
-
 // extraRoutes lists a strategy's extra routes, sorted by purpose. Their
 // handlers check their own methods, so Methods is nil.
-func extraRoutes(base *url.URL, name string, purposes []string) []Route {
+func (l layout) extraRoutes(name string, purposes []string) []Route {
 	purposes = slices.Sorted(slices.Values(purposes))
 	out := make([]Route, len(purposes))
 	for i, p := range purposes {
-		path := pathPrefix + name + "/" + p
-		out[i] = Route{Provider: Provider(name), Purpose: p, Path: path, URL: base.String() + path}
+		path := l.extraPath(name, p)
+		out[i] = Route{Provider: Provider(name), Purpose: p, Path: path, URL: l.url(path)}
 	}
 	return out
 }
 
 // providerRoutes lists a provider's routes; the callback comes second.
-func providerRoutes(base *url.URL, name string) []Route {
-	authorize, callback := authorizePath(name), callbackPath(name)
+func (l layout) providerRoutes(name string) []Route {
+	authorize, callback := l.authorizePath(name), l.callbackPath(name)
 	methods := []string{http.MethodGet, http.MethodPost}
 	return []Route{
-		{Provider: Provider(name), Purpose: "authorize", Path: authorize, Methods: methods, URL: base.String() + authorize},
-		{Provider: Provider(name), Purpose: "callback", Path: callback, Methods: slices.Clone(methods), URL: base.String() + callback},
+		{Provider: Provider(name), Purpose: "authorize", Path: authorize, Methods: methods, URL: l.url(authorize)},
+		{Provider: Provider(name), Purpose: "callback", Path: callback, Methods: slices.Clone(methods), URL: l.url(callback)},
 	}
 }
 
-// Mount registers the routes on mux under /users/auth/. More specific
-// patterns the host registers under that prefix keep precedence.
+// Mount registers the routes on mux under Options.PathPrefix (default
+// /users/auth/). More specific patterns the host registers under that
+// prefix keep precedence.
 func (a *Auth) Mount(mux *http.ServeMux) {
-	mux.Handle(pathPrefix, a)
+	mux.Handle(a.prefix, a)
+}
+
+// AllowCrossSiteCallbacks registers on p, a Go 1.25 http.CrossOriginProtection
+// wrapped around the application, the routes that identity providers POST to
+// from their own site: the SAML callback (Assertion Consumer Service) and
+// its single-logout route. CrossOriginProtection would refuse these
+// cross-origin POSTs with 403; extauth checks them itself (signatures, the
+// transaction cookie, single use). Call it once per p, after New.
+func (a *Auth) AllowCrossSiteCallbacks(p *http.CrossOriginProtection) {
+	st := a.site
+	for _, name := range st.order {
+		s := st.strategies[name]
+		if !crossSite(s) {
+			continue
+		}
+		p.AddInsecureBypassPattern("POST " + st.callbackPath(name))
+		if er, ok := s.(extraRouter); ok {
+			for purpose := range er.ExtraRoutes() {
+				p.AddInsecureBypassPattern("POST " + st.extraPath(name, purpose))
+			}
+		}
+	}
 }
 
 // ServeHTTP serves the routes, for routers other than http.ServeMux: every
-// path under /users/auth/ that is not one of them is answered 404.
+// path under the prefix that is not one of them is answered 404.
 func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h, ok := a.extraRoute(r.URL.Path); ok {
-		h.ServeHTTP(w, r)
+	p, ok := a.routePath(r)
+	if !ok {
+		a.log.Warn("extauth: request outside the routes' prefix: mount the routes at "+a.prefix+
+			" or set Options.PathPrefix to where they are mounted", "path", r.URL.Path, "prefix", a.prefix)
+		http.NotFound(w, r)
 		return
 	}
-	name, callback, format, ok := parsePath(r.URL.Path)
+	rest := p[len(a.prefix):]
+	st, err := a.siteFor(r)
+	if err != nil {
+		if errors.Is(err, ErrUnknownTenant) {
+			a.log.Debug("extauth: no such tenant", "host", r.Host, "err", err)
+			http.NotFound(w, r)
+			return
+		}
+		// The tenant's lookup or configuration failed: that tenant's
+		// sign-ins fail, nobody else's.
+		name, _, format, _ := parseRoute(rest)
+		e := asError(err, name, CodeProviderUnavailable)
+		e.Provider = name
+		var te *tenantError
+		if errors.As(err, &te) {
+			e.Err = te.err
+			a.failOn(&site{tenant: te.tenant, log: a.log.With("tenant", te.tenant)}, w, r, format, e)
+			return
+		}
+		a.fail(w, r, format, e)
+		return
+	}
+	name, purpose, _ := strings.Cut(rest, "/")
+	if purpose != "" && purpose != "callback" {
+		if er, ok := st.strategies[name].(extraRouter); ok {
+			if h := er.ExtraRoutes()[purpose]; h != nil {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+	}
+	name, callback, format, ok := parseRoute(rest)
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	s, ok := a.strategies[name]
-	if !ok {
-		http.NotFound(w, r)
-		return
+	m, mocked := a.mockMount(r, st, name, callback)
+	if !mocked {
+		s, ok := st.strategies[name]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		m = mount{site: st, name: name, s: s}
 	}
 	allowed := "GET, POST"
 	if a.strictPOST && !callback {
@@ -193,21 +267,35 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Cache-Control"] = hdrNoStore
+	h["Referrer-Policy"] = hdrNoReferrer
+	h["X-Content-Type-Options"] = hdrNoSniff
 	if callback {
-		a.callback(w, r, s, format)
+		a.callback(w, r, m, format)
 	} else {
-		a.authorize(w, r, s, format)
+		a.authorize(w, r, m, format)
 	}
 }
 
-// parsePath splits /users/auth/<p>[/callback][.<format>]. Formats are
-// limited to html and json: anything else is not a route.
-func parsePath(p string) (name string, callback bool, format string, ok bool) {
-	rest, found := strings.CutPrefix(p, pathPrefix)
-	if !found || rest == "" {
+// routePath is the request's path when it lies under the prefix. Under
+// http.StripPrefix, r.URL.Path has lost the mount point, but the request
+// line still has it.
+func (a *Auth) routePath(r *http.Request) (string, bool) {
+	if strings.HasPrefix(r.URL.Path, a.prefix) {
+		return r.URL.Path, true
+	}
+	if r.RequestURI != "" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil && strings.HasPrefix(u.Path, a.prefix) {
+			return u.Path, true
+		}
+	}
+	return "", false
+}
+
+// parseRoute splits <p>[/callback][.<format>], the path after the prefix.
+// Formats are limited to html and json: anything else is not a route.
+func parseRoute(rest string) (name string, callback bool, format string, ok bool) {
+	if rest == "" {
 		return "", false, "", false
 	}
 	if i := strings.LastIndexByte(rest, '.'); i >= 0 && !strings.Contains(rest[i:], "/") {
@@ -230,30 +318,43 @@ func parsePath(p string) (name string, callback bool, format string, ok bool) {
 	return name, callback, format, true
 }
 
-func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
-	name := s.Name()
-	if !a.sameOrigin(r) {
-		a.fail(w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
-			Message: "sign-in must start from this site", Err: errors.New("cross-site authorize request")})
-		return
-	}
+func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format string) {
+	name, s := m.name, m.s
 	// ParseForm reads a bounded body (10 MB by net/http); the authorize
 	// form is tiny, so bound it much harder.
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
-		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed request", Err: err})
 		return
 	}
+	switch verdict, why := a.startVerdict(r, m); {
+	case verdict == startRefuse:
+		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
+		return
+	case verdict == startConfirm && format == "json":
+		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
+		return
+	case verdict == startConfirm:
+		a.confirmStart(w, r, m, SafeReturnTo(r.Form.Get("return_to")))
+		return
+	}
 	now := a.now()
+	// One read of crypto/rand for the four values: 16 + 3×32 bytes.
+	var rnd [112]byte
+	rand.Read(rnd[:])
+	enc := base64.RawURLEncoding
 	tx := &providers.Transaction{
-		ID:       randomString(16),
+		ID:       enc.EncodeToString(rnd[:16]),
 		Provider: name,
-		State:    randomString(32),
-		Verifier: randomString(32),
-		Nonce:    randomString(32),
+		Tenant:   m.tenant,
+		State:    enc.EncodeToString(rnd[16:48]),
+		Verifier: enc.EncodeToString(rnd[48:80]),
+		Nonce:    enc.EncodeToString(rnd[80:112]),
 		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
-		Format:   format,
+		Suffix:   format,
 		Expires:  now.Add(a.ttl),
 	}
 	var target string
@@ -265,26 +366,21 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 		target, err = s.Begin(r.Context(), tx)
 	}
 	if err != nil {
-		a.fail(w, r, format, asError(err, name, CodeProviderUnavailable))
+		a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
 		return
 	}
 	if tx.Binding == "" {
 		tx.Binding = tx.State
 	}
-	payload, err := json.Marshal(tx)
-	if err != nil {
-		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name, Message: "cannot seal sign-in", Err: err})
-		return
-	}
-	cookieName := a.cookieName(s, tx.Binding)
-	value := a.sealer.Seal(cookieName, payload)
+	cookieName := m.cookieName(tx.Binding)
+	value := a.sealer.Seal(cookieName, encodeTransaction(tx))
 	if len(cookieName)+len(value) > maxCookieBytes {
-		a.fail(w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
 			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
 		return
 	}
-	a.pruneTransactions(w, r, s)
-	http.SetCookie(w, a.txCookie(s, cookieName, value, int(a.ttl.Seconds())))
+	a.pruneTransactions(w, r, m)
+	m.setTxCookie(w, cookieName, value, int(a.ttl.Seconds()))
 	if form != nil {
 		if format == "json" {
 			writeJSON(w, http.StatusOK, map[string]any{"post_to": target, "form": form})
@@ -302,25 +398,30 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, s providers.Str
 	if r.Method == http.MethodPost {
 		status = http.StatusSeeOther
 	}
-	http.Redirect(w, r, target, status)
+	// The target is the provider's absolute URL, built by the strategy: no
+	// resolving against the request and no HTML body, which http.Redirect
+	// would add for a GET and nobody reads.
+	w.Header()["Location"] = []string{target}
+	w.WriteHeader(status)
 }
 
-func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Strategy, format string) {
-	name := s.Name()
+func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format string) {
+	name, s := m.name, m.s
 	limit := int64(callbackBodyLimit)
 	if bl, ok := s.(providers.BodyLimiter); ok && bl.MaxCallbackBytes() > limit {
 		limit = bl.MaxCallbackBytes()
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
-		a.fail(w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed or oversized callback", Err: err})
 		return
 	}
-	tx, err := a.openTransaction(w, r, s)
+	tx, err := a.openTransaction(w, r, m)
+	unsolicited := false
 	if errors.Is(err, errNoTransaction) && acceptsUnsolicited(s) {
-		a.log.Info("extauth: unsolicited callback", "provider", name)
-		tx, err = a.unsolicitedTransaction(s), nil
+		m.log.Info("extauth: unsolicited callback", "provider", name)
+		tx, err, unsolicited = a.unsolicitedTransaction(m), nil, true
 	}
 	if err != nil {
 		// The store being down is ours to fix, not the user's doing.
@@ -329,11 +430,11 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 			storeErr = &Error{Code: CodeInvalidState, Provider: name,
 				Message: "this sign-in is not valid any more; please start again", Err: err}
 		}
-		a.fail(w, r, format, storeErr)
+		a.failOn(m.site, w, r, format, storeErr)
 		return
 	}
-	if tx.Format != "" {
-		format = tx.Format
+	if tx.Suffix != "" {
+		format = tx.Suffix
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.callbackBudget)
 	defer cancel()
@@ -342,44 +443,49 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, s providers.Stra
 		err = errors.New("strategy returned no identity")
 	}
 	if err != nil {
-		a.fail(w, r, format, asError(err, name, CodeInvalidResponse))
+		a.failOn(m.site, w, r, format, asError(err, name, CodeInvalidResponse))
 		return
 	}
 	id.Provider = name
-	a.log.Info("extauth: signed in", "provider", name)
-	a.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format)), identityFrom(id))
+	m.log.Debug("extauth: signed in", "provider", name)
+	host := identityFrom(id)
+	host.Tenant, host.Unsolicited = m.tenant, unsolicited
+	m.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format, m.tenant)), host)
 }
 
 // errNoTransaction is openTransaction's error when the callback names no
 // transaction cookie of this browser's at all, as opposed to one that is
 // present but bad: only then may a callback be unsolicited.
-var errNoTransaction = errors.New("no transaction cookie for this state")
+var errNoTransaction = errors.New("no sign-in of this browser's to match")
 
 // openTransaction finds the cookie named by the callback's binding, opens
 // it, checks it belongs to this provider, is live, matches the binding, and
 // has not been used; then expires it.
-func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s providers.Strategy) (*providers.Transaction, error) {
-	binding := s.Binding(r)
+func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) (*providers.Transaction, error) {
+	binding := m.s.Binding(r)
 	if binding == "" {
-		return nil, fmt.Errorf("callback carries no state: %w", errNoTransaction)
+		return nil, fmt.Errorf("the callback carries no state: %w", errNoTransaction)
 	}
-	name := a.cookieName(s, binding)
+	name := m.cookieName(binding)
 	c, err := r.Cookie(name)
 	if err != nil {
-		return nil, errNoTransaction
+		return nil, fmt.Errorf("no transaction cookie for the callback's state: %w", errNoTransaction)
 	}
 	// The cookie is spent whatever happens next.
-	http.SetCookie(w, a.txCookie(s, name, "", -1))
+	http.SetCookie(w, m.txCookie(name, "", -1))
 	raw, err := a.sealer.Open(name, c.Value)
 	if err != nil {
 		return nil, errors.New("transaction cookie does not open")
 	}
-	var tx providers.Transaction
-	if err := json.Unmarshal(raw, &tx); err != nil {
-		return nil, errors.New("transaction cookie is malformed")
+	tx, err := decodeTransaction(raw)
+	if err != nil {
+		return nil, err
 	}
-	if tx.Provider != s.Name() {
+	if tx.Provider != m.name {
 		return nil, errors.New("transaction belongs to another provider")
+	}
+	if tx.Tenant != m.tenant {
+		return nil, errors.New("transaction belongs to another tenant")
 	}
 	if !a.now().Before(tx.Expires) {
 		return nil, errors.New("transaction expired")
@@ -387,16 +493,16 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, s provide
 	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
 		return nil, errors.New("state does not match the transaction")
 	}
-	fresh, err := a.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
+	fresh, err := m.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
 	if err != nil {
-		return nil, &Error{Code: CodeProviderUnavailable, Provider: s.Name(),
+		return nil, &Error{Code: CodeProviderUnavailable, Provider: m.name,
 			Message: "sign-in is unavailable; please try again shortly",
 			Err:     fmt.Errorf("single-use store: %w", err)}
 	}
 	if !fresh {
 		return nil, errors.New("transaction already used")
 	}
-	return &tx, nil
+	return tx, nil
 }
 
 func acceptsUnsolicited(s providers.Strategy) bool {
@@ -407,14 +513,20 @@ func acceptsUnsolicited(s providers.Strategy) bool {
 // unsolicitedTransaction stands in for the transaction of a callback that no
 // sign-in of ours started. Nothing in it comes from the request: in
 // particular not the posted RelayState, which for IdP-initiated SAML is
-// whatever the IdP, or whoever made the browser post, chose; the sign-in
-// ends at "/". Complete sees no RequestID and checks the answer as
-// unsolicited; its own replay checks make it single-use.
-func (a *Auth) unsolicitedTransaction(s providers.Strategy) *providers.Transaction {
+// whatever the IdP, or whoever made the browser post, chose. The sign-in
+// ends at Options.UnsolicitedReturnTo, else the provider's configured
+// landing page, else "/". Complete sees no RequestID and checks the answer
+// as unsolicited; its own replay checks make it single-use.
+func (a *Auth) unsolicitedTransaction(m mount) *providers.Transaction {
+	returnTo := a.opts.UnsolicitedReturnTo
+	if l, ok := m.s.(interface{ LandingPage() string }); ok && returnTo == "" {
+		returnTo = l.LandingPage()
+	}
 	return &providers.Transaction{
 		ID:       randomString(16),
-		Provider: s.Name(),
-		ReturnTo: "/",
+		Provider: m.name,
+		Tenant:   m.tenant,
+		ReturnTo: SafeReturnTo(returnTo),
 		Expires:  a.now().Add(a.ttl),
 	}
 }
@@ -422,16 +534,26 @@ func (a *Auth) unsolicitedTransaction(s providers.Strategy) *providers.Transacti
 // cookieName derives the per-transaction cookie name from the binding, so a
 // browser can run several sign-ins at once and the callback finds its own
 // without trying each.
-func (a *Auth) cookieName(s providers.Strategy, binding string) string {
+func (m mount) cookieName(binding string) string {
 	sum := sha256.Sum256([]byte(binding))
-	return a.cookiePrefix(s) + s.Name() + "_" + base64.RawURLEncoding.EncodeToString(sum[:9])
+	return m.cookieStem() + base64.RawURLEncoding.EncodeToString(sum[:9])
 }
 
-func (a *Auth) cookiePrefix(s providers.Strategy) string {
+// cookieStem starts the names of a provider's transaction cookies: with the
+// tenant's name too, so that tenants on one host never prune or read each
+// other's.
+func (m mount) cookieStem() string {
+	if m.tenant != "" {
+		return m.cookiePrefix() + m.tenant + "." + m.name + "_"
+	}
+	return m.cookiePrefix() + m.name + "_"
+}
+
+func (m mount) cookiePrefix() string {
 	switch {
-	case !a.secure:
+	case !m.secure:
 		return "extauth_"
-	case crossSite(s):
+	case crossSite(m.s):
 		// __Host- would demand Path=/; this cookie is scoped to its callback.
 		return "__Secure-extauth_"
 	default:
@@ -444,20 +566,45 @@ func crossSite(s providers.Strategy) bool {
 	return ok && cs.CrossSiteCallback()
 }
 
-func (a *Auth) txCookie(s providers.Strategy, name, value string, maxAge int) *http.Cookie {
+// setTxCookie adds the Set-Cookie header of txCookie without going through
+// http.Cookie's sanitising String: the name is ours and the value base64url.
+func (m mount) setTxCookie(w http.ResponseWriter, name, value string, maxAge int) {
+	path, sameSite := "/", "Lax"
+	if crossSite(m.s) && m.secure {
+		path, sameSite = m.base.Path+m.callbackPath(m.name), "None"
+	}
+	var b strings.Builder
+	b.Grow(len(name) + len(value) + len(path) + 64)
+	b.WriteString(name)
+	b.WriteByte('=')
+	b.WriteString(value)
+	b.WriteString("; Path=")
+	b.WriteString(path)
+	b.WriteString("; Max-Age=")
+	b.WriteString(strconv.Itoa(max(maxAge, 0)))
+	b.WriteString("; HttpOnly")
+	if m.secure {
+		b.WriteString("; Secure")
+	}
+	b.WriteString("; SameSite=")
+	b.WriteString(sameSite)
+	w.Header()["Set-Cookie"] = append(w.Header()["Set-Cookie"], b.String())
+}
+
+func (m mount) txCookie(name, value string, maxAge int) *http.Cookie {
 	c := &http.Cookie{
 		Name:     name,
 		Value:    value,
 		Path:     "/",
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   a.secure,
+		Secure:   m.secure,
 		SameSite: http.SameSiteLaxMode,
 	}
-	if crossSite(s) && a.secure {
+	if crossSite(m.s) && m.secure {
 		// The IdP POSTs the callback cross-site: Lax cookies would not come
 		// along. Narrow the cookie to that one path instead.
-		c.Path = a.base.Path + callbackPath(s.Name())
+		c.Path = m.base.Path + m.callbackPath(m.name)
 		c.SameSite = http.SameSiteNoneMode
 	}
 	return c
@@ -465,8 +612,11 @@ func (a *Auth) txCookie(s providers.Strategy, name, value string, maxAge int) *h
 
 // pruneTransactions expires this provider's transaction cookies that no
 // longer open or have expired, and the oldest past maxLiveTransactions.
-func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s providers.Strategy) {
-	prefix := a.cookiePrefix(s) + s.Name() + "_"
+func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, m mount) {
+	prefix := m.cookieStem()
+	if !slices.ContainsFunc(r.Header["Cookie"], func(h string) bool { return strings.Contains(h, prefix) }) {
+		return
+	}
 	type live struct {
 		name    string
 		expires int64
@@ -477,13 +627,13 @@ func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s provi
 		if !strings.HasPrefix(c.Name, prefix) {
 			continue
 		}
-		var tx providers.Transaction
 		raw, err := a.sealer.Open(c.Name, c.Value)
+		var tx *providers.Transaction
 		if err == nil {
-			err = json.Unmarshal(raw, &tx)
+			tx, err = decodeTransaction(raw)
 		}
 		if err != nil || !now.Before(tx.Expires) {
-			http.SetCookie(w, a.txCookie(s, c.Name, "", -1))
+			http.SetCookie(w, m.txCookie(c.Name, "", -1))
 			continue
 		}
 		alive = append(alive, live{c.Name, tx.Expires.UnixNano()})
@@ -493,46 +643,20 @@ func (a *Auth) pruneTransactions(w http.ResponseWriter, r *http.Request, s provi
 	}
 	sort.Slice(alive, func(i, j int) bool { return alive[i].expires < alive[j].expires })
 	for _, l := range alive[:len(alive)-maxLiveTransactions+1] {
-		http.SetCookie(w, a.txCookie(s, l.name, "", -1))
+		http.SetCookie(w, m.txCookie(l.name, "", -1))
 	}
-}
-
-// sameOrigin refuses authorize requests a browser marks as cross-site, and
-// those whose Origin is another origin (login CSRF, CVE-2015-9284).
-func (a *Auth) sameOrigin(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	return origin == a.base.Scheme+"://"+a.base.Host
 }
 
 // SafeReturnTo returns s when it is a path on this application, and "/"
-// otherwise: it refuses absolute URLs, scheme-relative and backslash tricks
-// (//evil, /\evil, /%2F%2Fevil), control characters and other schemes.
+// otherwise: it refuses absolute and scheme-relative URLs, backslashes and
+// control characters, and any path that would become one of these once
+// decoded, however many times, and with tabs, newlines and spaces removed
+// (/%2F%2Fevil, /%09/evil.com, /%2509/evil.com all become "/").
 func SafeReturnTo(s string) string {
-	if s == "" || len(s) > 2048 || s[0] != '/' {
-		return "/"
+	if p, ok := safepath.Path(s); ok {
+		return p
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\' {
-			return "/"
-		}
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return "/"
-	}
-	// Decoded, the path must not turn into a scheme-relative URL either:
-	// some proxies and frameworks decode before redirecting.
-	dec, err := url.PathUnescape(u.EscapedPath())
-	if err != nil || strings.HasPrefix(dec, "//") || strings.Contains(dec, "\\") {
-		return "/"
-	}
-	return s
+	return "/"
 }
 
 func randomString(n int) string {
@@ -542,8 +666,13 @@ func randomString(n int) string {
 }
 
 func (a *Auth) fail(w http.ResponseWriter, r *http.Request, format string, err *Error) {
-	a.log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
-	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format)), err)
+	a.failOn(a.site, w, r, format, err)
+}
+
+// failOn answers a failure on st, logging it with st's tenant.
+func (a *Auth) failOn(st *site, w http.ResponseWriter, r *http.Request, format string, err *Error) {
+	st.log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
+	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, st.tenant)), err)
 }
 
 var failurePage = template.Must(template.New("failure").Parse(`<!doctype html>

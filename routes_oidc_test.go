@@ -686,7 +686,7 @@ type pendingCallback struct {
 // begin runs the authorize route and the OP's authorization endpoint.
 func (p *inprocApp) begin() (pendingCallback, error) {
 	rec := httptest.NewRecorder()
-	p.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, inprocBase+"/users/auth/oidc", nil))
+	p.mux.ServeHTTP(rec, newRequest(http.MethodGet, inprocBase+"/users/auth/oidc", nil))
 	if rec.Code != http.StatusFound {
 		return pendingCallback{}, errors.New("authorize: " + rec.Result().Status + " " + rec.Body.String())
 	}

@@ -62,7 +62,7 @@ func newSAMLIdP(t *testing.T) *samlidp.IdP {
 // app's SP metadata with the IdP and waits until the IdP metadata is in.
 func newSAMLApp(t *testing.T, idp *samlidp.IdP, edit func(*extauth.Config, *extauth.Options)) *samlApp {
 	t.Helper()
-	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore()}
+	a := &samlApp{t: t, IdP: idp, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
 	srv := harness.Serve(t, func(base string) http.Handler {
 		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}}
 		o := extauth.Options{
@@ -113,7 +113,7 @@ func (a *samlApp) waitReady() {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rec := httptest.NewRecorder()
-		a.Auth.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, a.URL+"/users/auth/saml.json", nil))
+		a.Auth.ServeHTTP(rec, newRequest(http.MethodPost, a.URL+"/users/auth/saml.json", nil))
 		if rec.Code == http.StatusOK {
 			return
 		}
@@ -302,7 +302,7 @@ func TestSAMLCallbackCookieIsCrossSite(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		rec = httptest.NewRecorder()
-		a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml", nil))
+		a.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml", nil))
 		if rec.Code != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
@@ -335,12 +335,12 @@ func TestSAMLRoutesWhileIdPIsDown(t *testing.T) {
 	}
 	defer a.Close()
 	rec := httptest.NewRecorder()
-	a.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
+	a.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "provider_unavailable") {
 		t.Fatalf("authorize: %d %s", rec.Code, rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://app.example/users/auth/saml/metadata", nil))
+	a.ServeHTTP(rec, newRequest(http.MethodGet, "https://app.example/users/auth/saml/metadata", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), samlEntityID) {
 		t.Fatalf("metadata: %d", rec.Code)
 	}
@@ -381,6 +381,14 @@ func TestSAMLCallbackBindingAndRedirects(t *testing.T) {
 		if strings.Contains(redirect, "evil") {
 			t.Fatal("return_to travels to the IdP")
 		}
+		resp := a.callback(b, idpForm(t, b, redirect))
+		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/" {
+			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
+		}
+	})
+	t.Run("return_to with an encoded tab ends at /", func(t *testing.T) {
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, url.Values{"return_to": {"/%09/evil.example"}})
 		resp := a.callback(b, idpForm(t, b, redirect))
 		if resp.StatusCode != http.StatusOK || a.Ret[len(a.Ret)-1] != "/" {
 			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
@@ -538,8 +546,33 @@ func TestSAMLUnsolicitedWhenEnabled(t *testing.T) {
 			if ret != "/" {
 				t.Errorf("RelayState %q: ReturnTo %q, want /", relay, ret)
 			}
+			if id := a.identities()[before]; !id.Unsolicited {
+				t.Errorf("RelayState %q: the identity is not marked unsolicited", relay)
+			}
 		}
 	})
+
+	// The configured landing page, or the host's choice, ends an
+	// unsolicited sign-in; the posted RelayState still never does.
+	for name, edit := range map[string]func(*extauth.Config, *extauth.Options){
+		"configured RelayState": func(c *extauth.Config, o *extauth.Options) {
+			allowIDPInitiated(c, o)
+			c.SAML.Additional.RelayState = "/landing"
+		},
+		"UnsolicitedReturnTo": func(c *extauth.Config, o *extauth.Options) {
+			allowIDPInitiated(c, o)
+			c.SAML.Additional.RelayState = "/not-this"
+			o.UnsolicitedReturnTo = "/landing"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := newSAMLApp(t, newSAMLIdP(t), edit)
+			a.callback(harness.NewBrowser(t), unsolicitedForm(t, a, "/projects/7"))
+			if len(a.Ret) != 1 || a.Ret[0] != "/landing" {
+				t.Fatalf("ReturnTo %v, want /landing", a.Ret)
+			}
+		})
+	}
 
 	t.Run("the same assertion twice", func(t *testing.T) {
 		form := unsolicitedForm(t, a, "")
@@ -565,6 +598,9 @@ func TestSAMLUnsolicitedWhenEnabled(t *testing.T) {
 		a.mu.Unlock()
 		if resp.StatusCode != http.StatusOK || ret != "/projects/7" {
 			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, ret)
+		}
+		if ids := a.identities(); ids[len(ids)-1].Unsolicited {
+			t.Error("a sign-in we started is marked unsolicited")
 		}
 	})
 
@@ -904,7 +940,7 @@ func TestSAMLSignedIdPMetadata(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	rec := httptest.NewRecorder()
-	app.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
+	app.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("unsigned metadata: %d %s", rec.Code, rec.Body)
 	}

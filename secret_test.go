@@ -2,27 +2,32 @@ package extauth_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
+	"github.com/markbates/goth/providers/github"
 )
 
 // renderings returns v as every channel a host might print it through.
 func renderings(t *testing.T, v any) map[string]string {
 	t.Helper()
-	out := map[string]string{
-		"%v":  fmt.Sprintf("%v", v),
-		"%+v": fmt.Sprintf("%+v", v),
-		"%#v": fmt.Sprintf("%#v", v),
-		"%s":  fmt.Sprintf("%s", v),
+	out := map[string]string{}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X"} {
+		out[verb] = fmt.Sprintf(verb, v)
 	}
 	var js, text bytes.Buffer
 	slog.New(slog.NewJSONHandler(&js, nil)).Info("msg", "v", v)
@@ -34,26 +39,47 @@ func renderings(t *testing.T, v any) map[string]string {
 		t.Fatalf("json.Marshal: %v", err)
 	}
 	out["json.Marshal"] = string(b)
-	b, err = yaml.Marshal(v)
-	if err != nil {
-		t.Fatalf("yaml.Marshal: %v", err)
-	}
-	out["yaml.Marshal"] = string(b)
+	func() {
+		// yaml.v3 panics on the func fields of Options; YAML matters for
+		// Config, which has none.
+		defer func() { recover() }()
+		if b, err := yaml.Marshal(v); err == nil {
+			out["yaml.Marshal"] = string(b)
+		}
+	}()
 	if e, ok := v.(error); ok {
 		out["Error()"] = e.Error()
 	}
 	return out
 }
 
+// assertNoSecrets fails when any rendering of v shows one of secrets, as is
+// or hex- or base64-encoded (%x, json.Marshal of a []byte).
 func assertNoSecrets(t *testing.T, what string, v any, secrets []string) {
 	t.Helper()
 	for how, s := range renderings(t, v) {
 		for _, secret := range secrets {
-			if strings.Contains(s, secret) {
-				t.Errorf("%s printed with %s shows secret %q:\n%s", what, how, secret, s)
+			for _, enc := range encodings(secret) {
+				if strings.Contains(s, enc) {
+					t.Errorf("%s printed with %s shows secret %q as %q:\n%s", what, how, secret, enc, s)
+				}
 			}
 		}
 	}
+}
+
+func encodings(secret string) []string {
+	out := []string{secret}
+	if len(secret) < 8 {
+		return out // too short for its encodings not to occur by chance
+	}
+	// Any 6-byte-aligned window of the secret encodes to the same base64
+	// whatever precedes it in the encoded stream.
+	b := []byte(secret)[:len(secret)/6*6]
+	// fmt prints a []byte in decimal with %v.
+	dec := strings.Trim(fmt.Sprint([]byte(secret)), "[]")
+	return append(out, dec, hex.EncodeToString([]byte(secret)), strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		base64.StdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b))
 }
 
 // pemLines returns the base64 lines of a PEM block: what a leak would show.
@@ -205,4 +231,86 @@ saml_additional_settings:
 		}
 		assertNoSecrets(t, "error", err, secrets)
 	})
+}
+
+// Every exported value that holds a secret, wherever it is held, redacts it
+// in every fmt verb, slog handler and json.Marshal, also hex- and
+// base64-encoded; so do the errors of failed calls.
+func TestSecretsNeverPrintedAnywhere(t *testing.T) {
+	cookieKey := []byte("LEAK-cookie-key-0123456789abcdef")
+	oldKey := []byte("LEAK-old-cookie-key-0123456789ab")
+	full := fullConfig(t)
+	keyPEM := full.SAML.Additional.PrivateKey.Value()
+	secrets := append([]string{"LEAK-", string(cookieKey), string(oldKey), "full-microblog-secret", "full-socialnet-secret",
+		"full-search-secret", "full-blog-secret", "full-oidc-secret"}, pemLines(keyPEM)...)
+
+	opts := extauth.Options{BaseURL: "https://app.example.org", CookieKey: cookieKey, OldCookieKeys: [][]byte{oldKey},
+		Logger:    slog.New(slog.DiscardHandler),
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}}
+	a, err := extauth.New(full, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+
+	env := providers.Env{CallbackURL: "https://app.example.org/users/auth/x/callback", HTTPClient: http.DefaultClient,
+		Logger: slog.New(slog.DiscardHandler), Store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), Now: time.Now}
+	mbCfg := providers.MicroblogConfig{Key: "mk", Secret: "LEAK-microblog-cfg"}
+	snCfg := providers.SocialnetConfig{Key: "sk", Secret: "LEAK-socialnet-cfg"}
+	blogCfg := providers.BlogOAuth2Config{ClientID: "bk", ClientSecret: "LEAK-blog-cfg", Site: "https://blog.example.com"}
+	searchCfg := providers.SearchOAuth2Config{ClientID: "gk", ClientSecret: "LEAK-search-cfg"}
+	oidcCfg := providers.OIDCConfig{ClientID: "oc", ClientSecret: "LEAK-oidc-cfg", Issuer: "https://id.example.org"}
+	must := func(s any, err error) any {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	tokens := extauth.Tokens{AccessToken: "LEAK-access", RefreshToken: "LEAK-refresh", Secret: "LEAK-token-secret", IDToken: "LEAK-id-token"}
+	values := map[string]any{
+		"Options":             opts,
+		"*Options":            &opts,
+		"*Auth":               a,
+		"MicroblogConfig":     mbCfg,
+		"SocialnetConfig":     snCfg,
+		"BlogOAuth2Config":    blogCfg,
+		"SearchOAuth2Config":  searchCfg,
+		"OIDCConfig":          oidcCfg,
+		"*OIDCConfig":         &oidcCfg,
+		"*Microblog":          must(providers.NewMicroblog(mbCfg, env)),
+		"*Socialnet":          must(providers.NewSocialnet(snCfg, env)),
+		"*BlogOAuth2":         must(providers.NewBlogOAuth2(blogCfg, env)),
+		"*SearchOAuth2":       must(providers.NewSearchOAuth2(searchCfg, env)),
+		"*OIDC":               must(providers.NewOIDC(oidcCfg, env)),
+		"Transaction":         providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret"},
+		"Identity":            extauth.Identity{UID: "u", Tokens: tokens},
+		"*Identity":           &extauth.Identity{UID: "u", Tokens: tokens},
+		"providers.Identity":  providers.Identity{UID: "u", Tokens: providers.Tokens(tokens)},
+		"Tokens":              tokens,
+		"samlsp.Config":       samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
+		"Config.SAML":         full.SAML,
+		"SAMLAdditional":      full.SAML.Additional,
+		"GothStrategy":        providers.Goth(github.New("gh-key", "LEAK-goth-secret", "https://app.example.org/cb")),
+		"Identity.GothUser()": (&extauth.Identity{UID: "u", Tokens: tokens}).GothUser().AccessToken == "LEAK-access",
+	}
+	for name, v := range values {
+		assertNoSecrets(t, name, v, secrets)
+	}
+
+	// Errors of failed calls.
+	short := opts
+	short.CookieKey = cookieKey[:31]
+	if _, err := extauth.New(full, short); err == nil {
+		t.Error("New accepted a 31-byte CookieKey")
+	} else {
+		assertNoSecrets(t, "New error", err, secrets)
+	}
+	bad := *full
+	bad.OIDC.Issuer = "http://not-https.example.org"
+	if _, err := extauth.New(&bad, opts); err == nil {
+		t.Error("New accepted an http issuer")
+	} else {
+		assertNoSecrets(t, "New error", err, secrets)
+	}
 }

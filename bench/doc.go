@@ -1,6 +1,10 @@
-// Package bench holds side-by-side benchmarks of extauth against the
-// libraries it wraps or replaces, run in one process with the sides
-// alternating in rounds so that machine noise hits both alike. It has no
-// code of its own: everything is in its _test.go files. BENCHMARKS.md at the
-// repository root says how to run them and what they showed.
+// Package bench holds extauth's side-by-side benchmarks: each runs a route of
+// extauth and what a Go developer would otherwise write or pick (x/oauth2 by
+// hand, gothic, crewjam/saml, go-oidc) on the same inputs, in one process.
+// Run them with -rounds N so that the sides alternate in N rounds, and read
+// the median of per-round ratios with internal/benchratio:
+//
+//	go test -run XXX -bench . -benchmem ./bench/ -rounds 8 | go run ./internal/benchratio
+//
+// BENCHMARKS.md at the repository root holds the figures.
 package bench

@@ -5,5 +5,6 @@
 //	interop/samlify/install.sh        # samlify IdP (npm ci)
 //	interop/oidcprovider/install.sh   # oidc-provider, a certified OpenID provider (npm ci)
 //	apt-get install xmlsec1 openssl   # independent signature verifiers
+//	apt-get install simplesamlphp php-cli php-xml   # SimpleSAMLphp 1.19 IdP, served by php -S
 //	go test -tags interop ./interop/...
 package interop

@@ -298,7 +298,7 @@ func newSP(t *testing.T, idp *samlidp.IdP, keys pair) *samlsp.SP {
 	sp, err := samlsp.New(samlsp.Config{SPEntityID: "https://app.example/saml", IdPMetadataURL: idp.MetadataURL(),
 		CertificatePEM: keys.certPEM, PrivateKeyPEM: keys.keyPEM},
 		providers.Env{CallbackURL: "https://app.example/users/auth/saml/callback", HTTPClient: http.DefaultClient,
-			Store: extauth.NewMemoryStore()}, samlsp.Options{})
+			Store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}, samlsp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // Server (blog_oauth2_key, blog_oauth2_secret, blog_oauth2_site).
 type BlogOAuth2Config struct {
 	ClientID     string
-	ClientSecret string
+	ClientSecret string `redact:"secret"`
 	// Site is the WordPress base URL; the endpoints are Site+/oauth/authorize,
 	// /oauth/token and /oauth/me.
 	Site string
@@ -29,6 +29,8 @@ type BlogOAuth2 struct {
 	conf   oauth2.Config
 	meURL  string
 	client *http.Client
+	// authPrefix is the authorization URL up to the per-sign-in parameters.
+	authPrefix string
 }
 
 // NewBlogOAuth2 returns the blog_oauth2 strategy.
@@ -44,7 +46,7 @@ func NewBlogOAuth2(c BlogOAuth2Config, env Env) (*BlogOAuth2, error) {
 	if len(scopes) == 0 {
 		scopes = []string{"basic"}
 	}
-	return &BlogOAuth2{
+	s := &BlogOAuth2{
 		conf: oauth2.Config{
 			ClientID:     c.ClientID,
 			ClientSecret: c.ClientSecret,
@@ -59,7 +61,9 @@ func NewBlogOAuth2(c BlogOAuth2Config, env Env) (*BlogOAuth2, error) {
 		},
 		meURL:  site + "/oauth/me",
 		client: env.HTTPClient,
-	}, nil
+	}
+	s.authPrefix = authURLPrefix(&s.conf)
+	return s, nil
 }
 
 // siteURL checks an absolute http(s) base URL and drops its trailing slash.
@@ -76,7 +80,7 @@ func (b *BlogOAuth2) Name() string { return "blog_oauth2" }
 
 // Begin returns the authorization URL with state and the PKCE challenge.
 func (b *BlogOAuth2) Begin(_ context.Context, tx *Transaction) (string, error) {
-	return b.conf.AuthCodeURL(tx.State, oauth2.S256ChallengeOption(tx.Verifier)), nil
+	return pkceAuthURL(b.authPrefix, tx.State, tx.Verifier), nil
 }
 
 // Binding returns the state parameter.

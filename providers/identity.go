@@ -102,6 +102,9 @@ func (t Tokens) LogValue() slog.Value { return slog.StringValue(t.String()) }
 // MarshalJSON writes the tokens with every value redacted.
 func (t Tokens) MarshalJSON() ([]byte, error) { return json.Marshal(t.view()) }
 
+// MarshalYAML writes the tokens with every value redacted.
+func (t Tokens) MarshalYAML() (any, error) { return t.view(), nil }
+
 // GothUser converts the identity to a goth.User, for hosts moving from goth.
 func (id *Identity) GothUser() goth.User {
 	return goth.User{

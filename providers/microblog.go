@@ -22,7 +22,7 @@ type MicroblogConfig struct {
 	// Key and Secret are microblog_key and microblog_secret (the consumer
 	// key and consumer secret).
 	Key    string
-	Secret string
+	Secret string `redact:"secret"`
 	// Site is microblog_site, the API base; DefaultMicroblogSite when empty.
 	Site string
 }

@@ -2,11 +2,14 @@ package providers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/extauth/extauth/internal/outbound"
@@ -152,4 +155,39 @@ func TransportError(err error, what string) *Error {
 	default:
 		return NewError(CodeProviderUnavailable, what+": the provider is unreachable", cause)
 	}
+}
+
+// authURLPrefix is conf's authorization URL with its fixed parameters,
+// ready for pkceAuthURL to append what changes with each sign-in; it is what
+// conf.AuthCodeURL builds, sorted once instead of on every request.
+func authURLPrefix(conf *oauth2.Config) string {
+	v := url.Values{"response_type": {"code"}, "client_id": {conf.ClientID}}
+	if conf.RedirectURL != "" {
+		v.Set("redirect_uri", conf.RedirectURL)
+	}
+	if len(conf.Scopes) > 0 {
+		v.Set("scope", strings.Join(conf.Scopes, " "))
+	}
+	sep := "?"
+	if strings.Contains(conf.Endpoint.AuthURL, "?") {
+		sep = "&"
+	}
+	return conf.Endpoint.AuthURL + sep + v.Encode()
+}
+
+// pkceAuthURL appends state and the S256 challenge of verifier to prefix.
+// Both are base64url, which needs no escaping in a query.
+func pkceAuthURL(prefix, state, verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	var challenge [43]byte
+	base64.RawURLEncoding.Encode(challenge[:], sum[:])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(state) + 110)
+	b.WriteString(prefix)
+	b.WriteString("&state=")
+	b.WriteString(state)
+	b.WriteString("&code_challenge=")
+	b.Write(challenge[:])
+	b.WriteString("&code_challenge_method=S256")
+	return b.String()
 }

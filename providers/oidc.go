@@ -99,7 +99,7 @@ type OIDCOptions struct {
 // (oidc_client_id, oidc_client_secret, oidc_issuer).
 type OIDCConfig struct {
 	ClientID     string
-	ClientSecret string
+	ClientSecret string `redact:"secret"`
 	// Issuer is the provider's issuer identifier. Discovery is read from
 	// Issuer + "/.well-known/openid-configuration" and must name exactly
 	// this issuer.

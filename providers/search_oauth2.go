@@ -31,7 +31,7 @@ type SearchOAuth2Options struct {
 // search_oauth2_secret, and search_oauth2_site to point at another issuer).
 type SearchOAuth2Config struct {
 	ClientID     string
-	ClientSecret string
+	ClientSecret string `redact:"secret"`
 	// Site is the issuer; default GoogleIssuer.
 	Site    string
 	Options SearchOAuth2Options

@@ -47,7 +47,7 @@ type SocialnetConfig struct {
 	// Key and Secret are socialnet_key and socialnet_secret (the app ID and
 	// app secret).
 	Key    string
-	Secret string
+	Secret string `redact:"secret"`
 	// Site is socialnet_site: one base for both the dialog and the Graph
 	// API, for development and tests. Empty means the real hosts.
 	Site    string

@@ -98,23 +98,25 @@ type Transaction struct {
 	ID string `json:"i"`
 	// Provider is the slug the transaction was started for.
 	Provider string `json:"p"`
+	// Tenant is the tenant the transaction was started for, "" for none.
+	Tenant string `json:"tn,omitempty"`
 	// State is the OAuth 2 state parameter: 256 random bits, base64url.
-	State string `json:"s,omitempty"`
+	State string `json:"s,omitempty" redact:"secret"`
 	// Verifier is the PKCE code verifier (RFC 7636, 43 characters).
-	Verifier string `json:"v,omitempty"`
+	Verifier string `json:"v,omitempty" redact:"secret"`
 	// Nonce is the OpenID Connect nonce.
-	Nonce string `json:"n,omitempty"`
+	Nonce string `json:"n,omitempty" redact:"secret"`
 	// Binding is what Strategy.Binding must return at the callback. Begin
 	// sets it when it is not the State (the default).
-	Binding string `json:"b,omitempty"`
+	Binding string `json:"b,omitempty" redact:"secret"`
 	// RequestID is the ID of a SAML AuthnRequest (checked as InResponseTo).
 	RequestID string `json:"r,omitempty"`
 	// TokenSecret is the OAuth 1.0a request token secret.
-	TokenSecret string `json:"t,omitempty"`
+	TokenSecret string `json:"t,omitempty" redact:"secret"`
 	// ReturnTo is the validated relative path to go to after sign-in.
 	ReturnTo string `json:"u,omitempty"`
-	// Format is the route's format suffix ("json"), empty for none.
-	Format string `json:"f,omitempty"`
+	// Suffix is the route's format suffix ("json"), empty for none.
+	Suffix string `json:"f,omitempty"`
 	// Expires is when the transaction stops being accepted.
 	Expires time.Time `json:"e"`
 	// Extra holds strategy-specific values (a goth session, for example).

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,20 +15,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/extauth/extauth/internal/redistest"
 	"github.com/extauth/extauth/redisstore"
 )
 
 const redisPassword = "interop-5d0c2f8e71"
 
-func open(t *testing.T, addr string, o redisstore.Options) *redisstore.Store {
+// client is what a host builds: a go-redis client with the context
+// honoured, closed when the test ends.
+func client(t *testing.T, o *redis.Options) *redis.Client {
 	t.Helper()
-	s, err := redisstore.New(addr, o)
+	o.ContextTimeoutEnabled = true
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func open(t *testing.T, c redis.UniversalClient, o redisstore.Options) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -39,9 +51,20 @@ func mustConsume(t *testing.T, s *redisstore.Store, key string, until time.Time)
 	return ok
 }
 
+// refused asserts that Consume fails with an error holding want, and
+// accepts nothing.
+func refused(t *testing.T, s *redisstore.Store, ctx context.Context, key, want string) error {
+	t.Helper()
+	ok, err := s.Consume(ctx, key, time.Now().Add(time.Minute))
+	if ok || err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Consume = %v, %v; want a refusal with %q", ok, err, want)
+	}
+	return err
+}
+
 func TestRedisConsume(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{Password: redisPassword})
-	s := open(t, srv.Addr, redisstore.Options{Password: extauth.NewSecret(redisPassword)})
+	s := open(t, client(t, &redis.Options{Addr: srv.Addr, Password: redisPassword}), redisstore.Options{})
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +94,31 @@ func TestRedisConsume(t *testing.T) {
 	}
 }
 
-// Fifty goroutines on one Store, and fifty more on another Store (another
-// instance), race for the same keys: exactly one wins each.
+// The URL form, with a database and a prefix.
+func TestRedisFromURL(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{Password: redisPassword})
+	s, err := redisstore.NewFromURL("redis://:"+redisPassword+"@"+srv.Addr+"/2?max_retries=1", redisstore.Options{Prefix: "app2:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !mustConsume(t, s, "k", time.Now().Add(time.Minute)) || mustConsume(t, s, "k", time.Now().Add(time.Minute)) {
+		t.Fatal("not single use")
+	}
+	if got := srv.CLI(t, "-n", "2", "EXISTS", "app2:k"); got != "1" {
+		t.Errorf("DB 2: EXISTS app2:k = %s", got)
+	}
+}
+
+// Fifty goroutines on one Store, and fifty more on another Store with its
+// own client (another instance), race for the same keys: exactly one wins
+// each, over no more connections than the two pools hold.
 func TestRedisConcurrentConsume(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{Password: redisPassword})
-	o := redisstore.Options{Password: extauth.NewSecret(redisPassword), PoolSize: 4}
-	stores := []*redisstore.Store{open(t, srv.Addr, o), open(t, srv.Addr, o)}
+	stores := []*redisstore.Store{
+		open(t, client(t, &redis.Options{Addr: srv.Addr, Password: redisPassword, PoolSize: 4}), redisstore.Options{}),
+		open(t, client(t, &redis.Options{Addr: srv.Addr, Password: redisPassword, PoolSize: 4}), redisstore.Options{}),
+	}
 	until := time.Now().Add(time.Minute)
 	for round := range 10 {
 		key := fmt.Sprint("race:", round)
@@ -100,36 +142,38 @@ func TestRedisConcurrentConsume(t *testing.T) {
 		}
 	}
 	clients := srv.CLI(t, "CLIENT", "LIST")
-	if n := strings.Count(clients, "cmd=set"); n > 8 {
-		t.Errorf("%d connections from two stores with PoolSize 4:\n%s", n, clients)
+	if n := strings.Count(clients, "cmd=set"); n > 8 || n < 2 {
+		t.Errorf("%d connections from two clients with PoolSize 4:\n%s", n, clients)
 	}
 }
 
 func TestRedisAuth(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{Password: redisPassword})
-	until := time.Now().Add(time.Minute)
+	ctx := context.Background()
 	t.Run("right password", func(t *testing.T) {
-		s := open(t, srv.Addr, redisstore.Options{Password: extauth.NewSecret(redisPassword)})
-		if !mustConsume(t, s, "auth:ok", until) {
+		s := open(t, client(t, &redis.Options{Addr: srv.Addr, Password: redisPassword}), redisstore.Options{})
+		if !mustConsume(t, s, "auth:ok", time.Now().Add(time.Minute)) {
 			t.Fatal("refused")
 		}
 	})
 	t.Run("no password", func(t *testing.T) {
-		s := open(t, srv.Addr, redisstore.Options{})
-		_, err := s.Consume(context.Background(), "auth:none", until)
-		if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
-			t.Fatalf("error %v, want NOAUTH", err)
-		}
+		s := open(t, client(t, &redis.Options{Addr: srv.Addr}), redisstore.Options{})
+		refused(t, s, ctx, "auth:none", "NOAUTH")
 	})
 	t.Run("wrong password", func(t *testing.T) {
 		wrong := redisPassword + "-not"
-		s := open(t, srv.Addr, redisstore.Options{Password: extauth.NewSecret(wrong)})
-		_, err := s.Consume(context.Background(), "auth:wrong", until)
-		if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
-			t.Fatalf("error %v, want WRONGPASS", err)
-		}
+		s := open(t, client(t, &redis.Options{Addr: srv.Addr, Password: wrong}), redisstore.Options{})
+		err := refused(t, s, ctx, "auth:wrong", "WRONGPASS")
 		if strings.Contains(err.Error(), wrong) || strings.Contains(err.Error(), redisPassword) {
 			t.Fatalf("error %q shows a password", err)
+		}
+		u, err := redisstore.NewFromURL("redis://:"+wrong+"@"+srv.Addr, redisstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer u.Close()
+		if err := u.Ping(ctx); err == nil || strings.Contains(err.Error(), wrong) || strings.Contains(fmt.Sprintf("%+v %#v", u, u), wrong) {
+			t.Fatalf("Ping = %v; %+v", err, u)
 		}
 	})
 	if got := srv.CLI(t, "EXISTS", "extauth:auth:none", "extauth:auth:wrong"); got != "0" {
@@ -137,38 +181,36 @@ func TestRedisAuth(t *testing.T) {
 	}
 }
 
-// The ACL that docs/redis.md recommends: a user that may only SET and PING
-// under its prefix.
+// The ACL that docs/several-instances.md recommends: a user that may only
+// SET and PING under its prefix. go-redis's HELLO and CLIENT SETINFO are
+// refused by it, and go-redis falls back to AUTH, as the test shows.
 func TestRedisACLUser(t *testing.T) {
+	const aclPassword = "app-secret-81c4"
 	srv := redistest.Start(t, redistest.Config{
 		Password: redisPassword,
-		Lines:    []string{"user extauth on >app-secret-81c4 ~extauth:* resetchannels -@all +set +ping"},
+		Lines:    []string{"user extauth on >" + aclPassword + " ~extauth:* resetchannels -@all +set +ping"},
 	})
 	until := time.Now().Add(time.Minute)
-	s := open(t, srv.Addr, redisstore.Options{Username: "extauth", Password: extauth.NewSecret("app-secret-81c4")})
+	s := open(t, client(t, &redis.Options{Addr: srv.Addr, Username: "extauth", Password: aclPassword}), redisstore.Options{})
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !mustConsume(t, s, "acl", until) || mustConsume(t, s, "acl", until) {
 		t.Fatal("single use broken under the ACL user")
 	}
-	other := open(t, srv.Addr, redisstore.Options{Username: "extauth", Password: extauth.NewSecret("app-secret-81c4"), Prefix: "other:"})
-	if _, err := other.Consume(context.Background(), "acl", until); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-		t.Fatalf("a key outside the ACL's pattern: %v, want NOPERM", err)
-	}
+	other := open(t, client(t, &redis.Options{Addr: srv.Addr, Username: "extauth", Password: aclPassword}), redisstore.Options{Prefix: "other:"})
+	refused(t, other, context.Background(), "acl", "NOPERM")
 	// SELECT is not granted: a DB other than 0 needs +select.
-	db1 := open(t, srv.Addr, redisstore.Options{Username: "extauth", Password: extauth.NewSecret("app-secret-81c4"), DB: 1})
-	if err := db1.Ping(context.Background()); err == nil || !strings.Contains(err.Error(), "SELECT") {
-		t.Fatalf("SELECT without +select: %v", err)
-	}
+	db1 := open(t, client(t, &redis.Options{Addr: srv.Addr, Username: "extauth", Password: aclPassword, DB: 1, MaxRetries: -1}), redisstore.Options{})
+	refused(t, db1, context.Background(), "acl", "NOPERM")
 }
 
 func TestRedisDatabasesAndPrefixes(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{})
 	until := time.Now().Add(time.Minute)
-	db0 := open(t, srv.Addr, redisstore.Options{})
-	db5 := open(t, srv.Addr, redisstore.Options{DB: 5})
-	app2 := open(t, srv.Addr, redisstore.Options{Prefix: "app2:"})
+	db0 := open(t, client(t, &redis.Options{Addr: srv.Addr}), redisstore.Options{})
+	db5 := open(t, client(t, &redis.Options{Addr: srv.Addr, DB: 5}), redisstore.Options{})
+	app2 := open(t, client(t, &redis.Options{Addr: srv.Addr}), redisstore.Options{Prefix: "app2:"})
 	for _, s := range []*redisstore.Store{db0, db5, app2} {
 		if !mustConsume(t, s, "k", until) {
 			t.Fatalf("%v: refused a key only another database or prefix holds", s)
@@ -182,11 +224,79 @@ func TestRedisDatabasesAndPrefixes(t *testing.T) {
 	}
 }
 
+// Redis down: every use is refused, promptly, until it is back.
+func TestRedisDown(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{Password: redisPassword})
+	s := open(t, client(t, &redis.Options{Addr: srv.Addr, Password: redisPassword, MaxRetries: 1}), redisstore.Options{})
+	mustConsume(t, s, "before", time.Now().Add(time.Minute))
+	srv.Stop()
+	start := time.Now()
+	refused(t, s, context.Background(), "while-down", "connection refused")
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("refused after %v", el)
+	}
+	srv.Restart()
+	if !mustConsume(t, s, "after", time.Now().Add(time.Minute)) {
+		t.Fatal("refused after Redis came back")
+	}
+}
+
+// Redis holds every write (CLIENT PAUSE): the sign-in's deadline ends the
+// wait when the client honours contexts, the client's ReadTimeout when it
+// does not; both refuse.
+func TestRedisTimeout(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	withCtx := open(t, client(t, &redis.Options{Addr: srv.Addr, MaxRetries: -1}), redisstore.Options{})
+	noCtx := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { noCtx.Close() })
+	readTimeout := open(t, noCtx, redisstore.Options{})
+	for _, s := range []*redisstore.Store{withCtx, readTimeout} {
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.CLI(t, "CLIENT", "PAUSE", "3000", "WRITE")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := refused(t, withCtx, ctx, "paused", "deadline exceeded")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v, want context.DeadlineExceeded", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("context deadline: returned after %v", el)
+	}
+
+	start = time.Now()
+	refused(t, readTimeout, context.Background(), "paused2", "i/o timeout")
+	if el := time.Since(start); el < 200*time.Millisecond || el > 1500*time.Millisecond {
+		t.Errorf("ReadTimeout: returned after %v", el)
+	}
+}
+
+// A replica answers READONLY; a full Redis with noeviction answers OOM.
+func TestRedisReadOnlyAndOOM(t *testing.T) {
+	primary := redistest.Start(t, redistest.Config{Password: redisPassword})
+	replica := redistest.Start(t, redistest.Config{Password: redisPassword, ReplicaOf: primary})
+	s := open(t, client(t, &redis.Options{Addr: replica.Addr, Password: redisPassword, MaxRetries: -1}), redisstore.Options{})
+	refused(t, s, context.Background(), "ro", "READONLY")
+
+	p := open(t, client(t, &redis.Options{Addr: primary.Addr, Password: redisPassword, MaxRetries: -1}), redisstore.Options{})
+	primary.CLI(t, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	primary.CLI(t, "CONFIG", "SET", "maxmemory", "1")
+	refused(t, p, context.Background(), "oom", "OOM")
+	primary.CLI(t, "CONFIG", "SET", "maxmemory", "0")
+	if !mustConsume(t, p, "oom", time.Now().Add(time.Minute)) {
+		t.Fatal("the key refused under OOM was recorded")
+	}
+}
+
 // Redis drops the pooled connections (a restart, a failover, CLIENT KILL):
 // the next command reconnects on its own.
 func TestRedisKilledConnections(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{Password: redisPassword})
-	s := open(t, srv.Addr, redisstore.Options{Password: extauth.NewSecret(redisPassword)})
+	s := open(t, client(t, &redis.Options{Addr: srv.Addr, Password: redisPassword, PoolSize: 1}), redisstore.Options{})
 	until := time.Now().Add(time.Minute)
 	mustConsume(t, s, "before", until)
 	if got := srv.CLI(t, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"); got != "1" {
@@ -200,23 +310,206 @@ func TestRedisKilledConnections(t *testing.T) {
 	}
 }
 
-// A context deadline bounds a command even while Redis is blocked.
-func TestRedisBusyServer(t *testing.T) {
+// The connection drops after Redis ran the SET and before its reply
+// arrived. go-redis sends it again on a new connection, where Redis finds
+// the key: the use is refused, never accepted twice.
+func TestRedisReplyLost(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{})
-	s := open(t, srv.Addr, redisstore.Options{})
+	px := newDropProxy(t, srv.Addr)
+	s := open(t, client(t, &redis.Options{Addr: px.addr(), PoolSize: 1}), redisstore.Options{})
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// CLIENT PAUSE holds every write command for a second.
-	srv.CLI(t, "CLIENT", "PAUSE", "1000", "WRITE")
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
+	px.dropNextReply.Store(true)
+	ok, err := s.Consume(context.Background(), "lost", time.Now().Add(time.Minute))
+	if ok {
+		t.Fatal("accepted although the first attempt had set the key")
+	}
+	if err != nil {
+		t.Logf("refused with %v", err)
+	}
+	if got := srv.CLI(t, "EXISTS", "extauth:lost"); got != "1" {
+		t.Fatalf("the lost SET did not run: EXISTS = %s", got)
+	}
+	if n := px.conns.Load(); n < 2 {
+		t.Errorf("%d connections: the command was not sent again", n)
+	}
+	if mustConsume(t, s, "lost", time.Now().Add(time.Minute)) {
+		t.Fatal("accepted afterwards")
+	}
+}
+
+// dropProxy forwards TCP to Redis; armed, it closes the connection instead
+// of passing on the next reply.
+type dropProxy struct {
+	ln            net.Listener
+	target        string
+	dropNextReply atomic.Bool
+	conns         atomic.Int32
+}
+
+func newDropProxy(t *testing.T, target string) *dropProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropProxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.conns.Add(1)
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *dropProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *dropProxy) serve(c net.Conn) {
+	defer c.Close()
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go io.Copy(up, c)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := up.Read(buf)
+		if n > 0 {
+			if p.dropNextReply.CompareAndSwap(true, false) {
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// WaitReplicas: accepted once the replica has the key; refused when no
+// replica acknowledges it in time, and the key then stays used.
+func TestRedisWaitReplicas(t *testing.T) {
+	const aclPassword = "wait-acl-0c9e2b"
+	primary := redistest.Start(t, redistest.Config{Password: redisPassword, Lines: []string{
+		// docs/several-instances.md's ACL with what WaitReplicas needs.
+		"user extauth on >" + aclPassword + " ~extauth:* resetchannels -@all +set +ping +wait",
+	}})
+	replica := redistest.Start(t, redistest.Config{Password: redisPassword, ReplicaOf: primary})
+	primary.WaitOnline(t, 1)
+	s := open(t, client(t, &redis.Options{Addr: primary.Addr, Password: redisPassword}), redisstore.Options{WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
+	until := time.Now().Add(time.Minute)
+	if !mustConsume(t, s, "w", until) || mustConsume(t, s, "w", until) {
+		t.Fatal("not single use with WaitReplicas")
+	}
+	if got := replica.CLI(t, "EXISTS", "extauth:w"); got != "1" {
+		t.Errorf("accepted before the replica had the key: EXISTS = %s", got)
+	}
+	acl := open(t, client(t, &redis.Options{Addr: primary.Addr, Username: "extauth", Password: aclPassword}), redisstore.Options{WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
+	if !mustConsume(t, acl, "acl", until) || mustConsume(t, acl, "acl", until) {
+		t.Fatal("not single use under the ACL user")
+	}
+
+	lone := redistest.Start(t, redistest.Config{})
+	l := open(t, client(t, &redis.Options{Addr: lone.Addr}), redisstore.Options{WaitReplicas: 1, WaitTimeout: 100 * time.Millisecond})
 	start := time.Now()
-	_, err := s.Consume(ctx, "paused", time.Now().Add(time.Minute))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("error %v, want context.DeadlineExceeded", err)
+	refused(t, l, context.Background(), "w", "0 of 1 replicas acknowledged the key within 100ms")
+	if el := time.Since(start); el < 100*time.Millisecond || el > 2*time.Second {
+		t.Errorf("refused after %v", el)
 	}
-	if el := time.Since(start); el > 800*time.Millisecond {
-		t.Errorf("returned after %v", el)
+	if mustConsume(t, l, "w", until) {
+		t.Fatal("a key refused for want of replicas was accepted later")
 	}
+}
+
+// Redis Cluster of three primaries: keys spread over every primary,
+// stores of four instances (one as the restricted ACL user) race for each, exactly one wins, and no
+// multi-key command ran: each node's command statistics list SET and
+// connection and cluster-topology commands only (a multi-key command
+// across slots would also fail with CROSSSLOT).
+func TestRedisCluster(t *testing.T) {
+	const aclPassword = "cluster-acl-55d1e0"
+	cl := redistest.StartCluster(t, 3, redistest.Config{Password: redisPassword, Lines: []string{
+		// docs/several-instances.md's ACL, plus what a cluster client reads.
+		"user extauth on >" + aclPassword + " ~extauth:* resetchannels -@all +set +ping +cluster|slots",
+	}})
+	var stores []*redisstore.Store
+	for i := range 3 {
+		o := &redis.ClusterOptions{Addrs: []string{cl.Nodes[i].Addr}, Password: redisPassword, ContextTimeoutEnabled: true}
+		if i == 2 {
+			o.Username, o.Password = "extauth", aclPassword
+		}
+		c := redis.NewClusterClient(o)
+		t.Cleanup(func() { c.Close() })
+		stores = append(stores, open(t, c, redisstore.Options{}))
+	}
+	url := "redis+cluster://:" + redisPassword + "@" + cl.Nodes[0].Addr + "?addr=" + cl.Nodes[1].Addr
+	fromURL, err := redisstore.NewFromURL(url, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromURL.Close()
+	stores = append(stores, fromURL)
+
+	until := time.Now().Add(time.Minute)
+	const keys = 300
+	var wins [keys]atomic.Int32
+	var wg sync.WaitGroup
+	for i := range keys {
+		for j, s := range stores {
+			wg.Go(func() {
+				ok, err := s.Consume(context.Background(), fmt.Sprintf("tx:%d", i), until)
+				if err != nil {
+					t.Errorf("store %d key %d: %v", j, i, err)
+				}
+				if ok {
+					wins[i].Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i := range wins {
+		if n := wins[i].Load(); n != 1 {
+			t.Errorf("key %d accepted %d times", i, n)
+		}
+	}
+	total := 0
+	for _, node := range cl.Nodes {
+		n, err := strconv.Atoi(node.CLI(t, "DBSIZE"))
+		if err != nil || n < keys/10 {
+			t.Errorf("%s holds %d keys (%v): not spread", node.Addr, n, err)
+		}
+		total += n
+		for _, line := range strings.Split(node.CLI(t, "INFO", "commandstats"), "\n") {
+			name, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+			if !ok {
+				continue
+			}
+			switch {
+			case name == "set", name == "ping", name == "hello", name == "auth", name == "info",
+				name == "dbsize", strings.HasPrefix(name, "cluster|"), strings.HasPrefix(name, "client|"),
+				strings.HasPrefix(name, "command"), name == "readonly":
+			default:
+				t.Errorf("%s ran %s", node.Addr, strings.TrimSpace(line))
+			}
+		}
+	}
+	if total != keys {
+		t.Errorf("%d keys in the cluster, want %d", total, keys)
+	}
+
+	// WaitReplicas on a cluster without replicas: the WAIT follows the SET
+	// to its primary, answers 0 and refuses.
+	w := open(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), Password: redisPassword, ContextTimeoutEnabled: true}),
+		redisstore.Options{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	refused(t, w, context.Background(), "tx:wait", "0 of 1 replicas")
 }

@@ -84,7 +84,7 @@ func fuzzSetup(tb testing.TB) (*SP, *idpMetadata, *samlidp.IdP) {
 	}
 	sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: "https://idp.example.test/metadata",
 		CertificatePEM: spCert, PrivateKeyPEM: spKey},
-		providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil),
+		providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil, 0),
 			Now: func() time.Time { return fuzzNow.Add(10 * time.Second) }},
 		Options{MetadataRetry: time.Hour})
 	if err != nil {

@@ -100,7 +100,7 @@ func withConfig(mod func(*Config)) fixtureOption   { return func(f *fixture) { m
 // SP that trusts it, and waits for the SP to load the IdP's metadata.
 func newFixture(t testing.TB, mods ...fixtureOption) *fixture {
 	t.Helper()
-	f := &fixture{t: t, store: store.NewMemory(nil)}
+	f := &fixture{t: t, store: store.NewMemory(nil, 0)}
 	key, cert := testKey(t, 0)
 	srv := harness.Serve(t, func(base string) http.Handler {
 		idp, err := samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
@@ -271,7 +271,7 @@ func offlineSP(t testing.TB, cfg Config, opts Options, now time.Time) *SP {
 	if opts.MetadataRetry == 0 {
 		opts.MetadataRetry = time.Hour
 	}
-	sp, err := New(cfg, providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil),
+	sp, err := New(cfg, providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil, 0),
 		Now: func() time.Time { return now }}, opts)
 	if err != nil {
 		t.Fatal(err)

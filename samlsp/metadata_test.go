@@ -92,7 +92,7 @@ func TestMetadataFetchTimesOutAndCloseIsPrompt(t *testing.T) {
 	f.sp.Close()
 	sp, err := New(f.cfg, providers.Env{
 		CallbackURL: testACS, HTTPClient: outbound.NewClient(nil, 100*time.Millisecond, 0),
-		Store: store.NewMemory(nil),
+		Store: store.NewMemory(nil, 0),
 	}, Options{MetadataRetry: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestMetadataURLMustBeHTTPS(t *testing.T) {
 		"":                                 false,
 	} {
 		sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: u}, providers.Env{
-			CallbackURL: testACS, HTTPClient: &http.Client{Transport: refuse{}}, Store: store.NewMemory(nil),
+			CallbackURL: testACS, HTTPClient: &http.Client{Transport: refuse{}}, Store: store.NewMemory(nil, 0),
 		}, Options{})
 		if sp != nil {
 			sp.Close()

@@ -35,6 +35,7 @@ import (
 	"github.com/crewjam/saml"
 	dsig "github.com/russellhaering/goxmldsig"
 
+	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -520,48 +521,10 @@ func invalid(message string, cause error) *providers.Error {
 
 // SafeReturnPath returns s as a relative path when it is one, or when it is
 // an absolute URL of origin; ok is false for anything that could leave the
-// site (//evil, /\evil, encoded slashes, other schemes).
-func SafeReturnPath(s, origin string) (path string, ok bool) {
-	if s == "" || len(s) > 2048 {
-		return "", false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\\' {
-			return "", false
-		}
-	}
-	if strings.HasPrefix(s, "/") {
-		if strings.HasPrefix(s, "//") {
-			return "", false
-		}
-		u, err := url.Parse(s)
-		if err != nil || u.Scheme != "" || u.Host != "" {
-			return "", false
-		}
-		// A decoded path that starts with // or /\ is how browsers and
-		// proxies end up elsewhere after one more decoding.
-		if p := u.Path; strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
-			return "", false
-		}
-		if low := strings.ToLower(u.RawPath); strings.HasPrefix(low, "/%2f") || strings.HasPrefix(low, "/%5c") {
-			return "", false
-		}
-		return u.String(), true
-	}
-	u, err := url.Parse(s)
-	if err != nil || !u.IsAbs() || u.User != nil {
-		return "", false
-	}
-	if u.Scheme+"://"+u.Host != origin {
-		return "", false
-	}
-	rel := &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery, Fragment: u.Fragment}
-	p := rel.String()
-	if p == "" {
-		p = "/"
-	}
-	return SafeReturnPath(p, origin)
-}
+// site, however often it is decoded (//evil, /\evil, /%2F%2Fevil,
+// /%09/evil.com, other schemes). It applies the same rules as
+// extauth.SafeReturnTo.
+func SafeReturnPath(s, origin string) (path string, ok bool) { return safepath.OnSite(s, origin) }
 
 // redactedConfig is Config as it may be printed, the private key reduced
 // to whether it is set: Config's fields without its methods, so that

@@ -6,10 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"flag"
 	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -84,11 +88,33 @@ func TestDemoDeniedConsent(t *testing.T) {
 }
 
 func TestDemoFlags(t *testing.T) {
-	if err := run([]string{"-config", "does-not-exist.yml", "-addr", "127.0.0.1:0"}); err == nil {
+	if err := run([]string{"-config", "does-not-exist.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
 		t.Fatal("missing config file accepted")
 	}
-	if err := run([]string{"-bogus"}); err == nil {
-		t.Fatal("unknown flag accepted")
+	if err := run([]string{"-bogus"}, io.Discard); err == nil || errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("unknown flag: %v", err)
+	}
+	var usage strings.Builder
+	if err := run([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp (exit 0)", err)
+	}
+	if !strings.Contains(usage.String(), "EXTAUTH_COOKIE_KEY") || !strings.Contains(usage.String(), "-config") {
+		t.Errorf("usage does not say what -config needs:\n%s", usage.String())
+	}
+}
+
+// go run ./examples/demo -h exits 0 with the usage.
+func TestDemoHelpExitsZero(t *testing.T) {
+	if os.Getenv("EXTAUTH_DEMO_MAIN") == "1" {
+		os.Args = []string{"demo", "-h"}
+		main()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoHelpExitsZero$")
+	cmd.Env = append(os.Environ(), "EXTAUTH_DEMO_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Usage: go run ./examples/demo") {
+		t.Fatalf("demo -h: %v\n%s", err, out)
 	}
 }
 
@@ -150,6 +176,14 @@ func TestDemoSAMLSignIn(t *testing.T) {
 // samlSignIn signs b in through the development IdP's login page.
 func samlSignIn(t *testing.T, b *harness.Browser, base string) {
 	t.Helper()
+	samlSignInFrom(t, b, base, "")
+}
+
+// samlSignInFrom is samlSignIn with the IdP's POST to the callback sent from
+// idpOrigin, as a browser marks a form posted by another site's page ("" for
+// the demo's own origin, where the development IdP lives).
+func samlSignInFrom(t *testing.T, b *harness.Browser, base, idpOrigin string) {
+	t.Helper()
 	// The SP fetches the IdP metadata in the background; the first
 	// attempts may answer 503 until it has.
 	var login *harness.Response
@@ -167,9 +201,32 @@ func samlSignIn(t *testing.T, b *harness.Browser, base string) {
 	form := formOf(login.Body)
 	form.Set("decision", "approve")
 	post := b.PostForm(base+"/dev/saml/sso", form)
-	page := b.PostForm(base+"/users/auth/saml/callback", formOf(post.Body))
+	req, _ := http.NewRequest(http.MethodPost, base+"/users/auth/saml/callback", strings.NewReader(formOf(post.Body).Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if idpOrigin != "" {
+		saved := b.Header
+		b.Header = http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {idpOrigin}}
+		defer func() { b.Header = saved }()
+	}
+	page := b.Do(req)
 	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">ada@example.org</b>`) {
 		t.Fatalf("after SAML sign-in: %s %s", page.URL, page.Body)
+	}
+}
+
+// The demo runs behind Go's http.CrossOriginProtection: an IdP on another
+// site still completes a SAML sign-in (AllowCrossSiteCallbacks), and a
+// cross-site POST anywhere else is refused.
+func TestDemoCrossOriginProtection(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	samlSignInFrom(t, b, base, "https://idp.example.org")
+	b.Header = http.Header{"Sec-Fetch-Site": {"cross-site"}, "Origin": {"https://evil.example"}}
+	if resp := b.PostForm(base+"/logout", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site POST to /logout answered %d, want 403", resp.StatusCode)
+	}
+	if resp := b.PostForm(base+"/users/auth/saml", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site sign-in start answered %d, want 403", resp.StatusCode)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,18 +30,27 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h asked for the usage, which was printed: not a failure.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
-	configPath := fs.String("config", "", "secrets file with real providers (default: built-in development providers)")
-	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, else development)")
+	configPath := fs.String("config", "", "secrets file with real providers (default: built-in development providers);\nneeds EXTAUTH_COOKIE_KEY, 32 bytes in base64 or hex")
+	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, $RAILS_ENV, $APP_ENV, else development)")
 	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./examples/demo [flags]\n\nThe extauth demo: sign in with six providers. Without -config it runs offline\non built-in development providers.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -140,7 +150,11 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)
-	return mux, func() { a.Close() }, nil
+	// Go's protection against cross-origin POSTs, with a bypass for the
+	// routes identity providers POST to from their own site.
+	cop := http.NewCrossOriginProtection()
+	a.AllowCrossSiteCallbacks(cop)
+	return cop.Handler(mux), func() { a.Close() }, nil
 }
 
 func cfgWarnings(cfg *extauth.Config) []string {

@@ -44,7 +44,9 @@ type Browser struct {
 	Jar    *cookiejar.Jar
 	// Hops lists every URL requested, redirects included, in order.
 	Hops []string
-	// Header is added to every request (Sec-Fetch-Site, Origin, ...).
+	// Header is added to every request. It starts with Sec-Fetch-Site:
+	// same-origin, as a current browser sends it when a page of the app
+	// starts a sign-in; tests of other starts change or delete it.
 	Header http.Header
 }
 
@@ -54,7 +56,7 @@ func NewBrowser(t testing.TB) *Browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Browser{T: t, Jar: jar, Header: http.Header{}}
+	b := &Browser{T: t, Jar: jar, Header: http.Header{"Sec-Fetch-Site": {"same-origin"}}}
 	b.Client = &http.Client{
 		Jar:     jar,
 		Timeout: 30 * time.Second,

@@ -59,38 +59,106 @@ func NewClient(base *http.Client, timeout time.Duration, maxBody int64) *http.Cl
 			ForceAttemptHTTP2:     true,
 		}
 	}
+	// The time-out is a deadline on each request's context, set by the
+	// transport, rather than http.Client.Timeout, which starts a goroutine
+	// and a timer per request to enforce it.
 	return &http.Client{
-		Transport: &limitTransport{base: rt, max: maxBody},
-		Jar:       jar,
-		Timeout:   timeout,
-		// Providers' token and profile endpoints have no business redirecting
-		// us; following would let a compromised endpoint point our
-		// credentials elsewhere.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport:     &limitTransport{base: rt, max: maxBody, timeout: timeout},
+		Jar:           jar,
+		CheckRedirect: checkRedirect,
 	}
 }
 
+// Timeout returns the time-out of a client NewClient made: each request,
+// its body read included, and each redirect hop is bounded by it. Zero for
+// other clients.
+func Timeout(c *http.Client) time.Duration {
+	if t, ok := c.Transport.(*limitTransport); ok {
+		return t.timeout
+	}
+	return 0
+}
+
+// MaxRedirects bounds the redirects a document fetch follows.
+const MaxRedirects = 3
+
+type documentKey struct{}
+
+// Document marks ctx as the fetch of a public document (SAML metadata,
+// OpenID Connect discovery, a key set), whose URL may move: the client then
+// follows up to MaxRedirects redirects of a GET that stay on https, or go
+// from http to https (http to http only between loopback hosts, for
+// development), never to another scheme, never carrying credentials. Every
+// other request (token, profile, logout) follows none: a provider's
+// endpoints have no business redirecting us, and following would let a
+// compromised one point our credentials elsewhere. Each hop is under the
+// client's time-out and size bound.
+func Document(ctx context.Context) context.Context {
+	return context.WithValue(ctx, documentKey{}, true)
+}
+
+// ErrRedirect is wrapped by the error of a document fetch whose redirect is
+// refused.
+var ErrRedirect = errors.New("redirect refused")
+
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	if first.Context().Value(documentKey{}) == nil || first.Method != http.MethodGet {
+		return http.ErrUseLastResponse
+	}
+	if len(via) > MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, MaxRedirects)
+	}
+	prev, next := via[len(via)-1].URL, req.URL
+	if next.User != nil {
+		return fmt.Errorf("%w: to a URL with credentials", ErrRedirect)
+	}
+	switch {
+	case next.Scheme == "https":
+	case next.Scheme == "http" && prev.Scheme == "http" && isLoopback(prev.Hostname()) && isLoopback(next.Hostname()):
+	default:
+		return fmt.Errorf("%w: from %s to %s", ErrRedirect, prev.Scheme, Redact(next))
+	}
+	req.Header.Del("Authorization")
+	req.Header.Del("Cookie")
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 type limitTransport struct {
-	base http.RoundTripper
-	max  int64
+	base    http.RoundTripper
+	max     int64
+	timeout time.Duration
 }
 
 func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
+	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	if resp.ContentLength > t.max {
 		resp.Body.Close()
+		cancel()
 		return nil, fmt.Errorf("%s %s: %w", r.Method, Redact(r.URL), ErrBodyTooLarge)
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.max}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.max, cancel: cancel}
 	return resp, nil
 }
 
+// limitedBody bounds a body and ends its request's deadline when closed.
 type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc     io.ReadCloser
+	left   int64
+	cancel context.CancelFunc
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -111,7 +179,11 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.rc.Close() }
+func (b *limitedBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}
 
 // Redact returns u without its query, fragment and user information, for
 // error messages: a provider URL may carry a token or a code.

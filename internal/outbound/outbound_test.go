@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -99,8 +100,42 @@ func TestRedact(t *testing.T) {
 
 func TestBaseClientTimeoutWins(t *testing.T) {
 	c := NewClient(&http.Client{Timeout: time.Second}, time.Minute, 0)
-	if c.Timeout != time.Second {
-		t.Errorf("Timeout = %v", c.Timeout)
+	if Timeout(c) != time.Second || c.Timeout != 0 {
+		t.Errorf("Timeout = %v, http.Client.Timeout = %v", Timeout(c), c.Timeout)
+	}
+}
+
+// The deadline bounds the headers and the body, and ends with the body.
+func TestTimeoutCoversTheBody(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("partial"))
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/hang" {
+			<-release
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := NewClient(nil, 200*time.Millisecond, 0)
+	start := time.Now()
+	resp, err := c.Get(srv.URL + "/hang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !IsTimeout(err) || time.Since(start) > 2*time.Second {
+		t.Errorf("a hanging body: %v after %v", err, time.Since(start))
+	}
+	resp, err = c.Get(srv.URL + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "partial" {
+		t.Errorf("a quick body: %q %v", b, err)
 	}
 }
 
@@ -111,5 +146,87 @@ func TestIsTimeoutFlattened(t *testing.T) {
 	}
 	if IsTimeout(errors.New("connection refused")) || IsTimeout(nil) {
 		t.Error("not a time-out")
+	}
+}
+
+// Documents (metadata, discovery) follow up to three redirects that stay on
+// https or go from http to https; nothing else follows any.
+func TestDocumentRedirects(t *testing.T) {
+	var sawAuth []string
+	final := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawAuth = append(sawAuth, r.Header.Get("Authorization")+r.Header.Get("Cookie"))
+		io.WriteString(w, "document")
+	}))
+	defer final.Close()
+	var hops func(w http.ResponseWriter, r *http.Request)
+	tlsHop := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hops(w, r) }))
+	defer tlsHop.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hops(w, r) }))
+	defer plain.Close()
+	hops = func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/doc" {
+			io.WriteString(w, "document")
+			return
+		}
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		to := r.URL.Query().Get("to")
+		if n > 1 {
+			to = tlsHop.URL + "/?n=" + strconv.Itoa(n-1) + "&to=" + url.QueryEscape(to)
+		}
+		http.Redirect(w, r, to, http.StatusFound)
+	}
+	c := NewClient(&http.Client{Transport: final.Client().Transport}, time.Second, 100)
+	get := func(ctx context.Context, method, u string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, method, u, nil)
+		req.Header.Set("Authorization", "Bearer LEAK")
+		req.AddCookie(&http.Cookie{Name: "c", Value: "LEAK"})
+		resp, err := c.Do(req)
+		if err == nil {
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	doc := Document(context.Background())
+	hop := func(base string, n int, to string) string {
+		return base + "/?n=" + strconv.Itoa(n) + "&to=" + url.QueryEscape(to)
+	}
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		verb string
+		u    string
+		ok   bool
+	}{
+		{"https to https, 3 hops", doc, "GET", hop(tlsHop.URL, 3, final.URL), true},
+		{"4 hops", doc, "GET", hop(tlsHop.URL, 4, final.URL), false},
+		{"http to https", doc, "GET", hop(plain.URL, 1, final.URL), true},
+		{"loopback http to http", doc, "GET", hop(plain.URL, 1, plain.URL+"/doc"), true},
+		{"https to http", doc, "GET", hop(tlsHop.URL, 1, plain.URL), false},
+		{"to another scheme", doc, "GET", hop(tlsHop.URL, 1, "ftp://example.org/x"), false},
+		{"to a URL with credentials", doc, "GET", hop(tlsHop.URL, 1, strings.Replace(final.URL, "https://", "https://u:p@", 1)), false},
+		{"not a document", context.Background(), "GET", hop(tlsHop.URL, 1, final.URL), false},
+		{"a POST", doc, "POST", hop(tlsHop.URL, 1, final.URL), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sawAuth = nil
+			resp, err := get(tt.ctx, tt.verb, tt.u)
+			followed := err == nil && resp.StatusCode == http.StatusOK
+			if tt.ok != followed {
+				status := 0
+				if resp != nil {
+					status = resp.StatusCode
+				}
+				t.Fatalf("followed=%v (status %d, err %v), want %v", followed, status, err, tt.ok)
+			}
+			if !tt.ok && err != nil && !errors.Is(err, ErrRedirect) {
+				t.Errorf("refusal %v does not wrap ErrRedirect", err)
+			}
+			for _, a := range sawAuth {
+				if a != "" {
+					t.Errorf("credentials carried over a redirect: %q", a)
+				}
+			}
+		})
 	}
 }

@@ -2,51 +2,165 @@
 package store
 
 import (
+	"container/heap"
 	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Memory is a single-instance Store: a map of keys to expiry, swept lazily.
+// DefaultMaxEntries bounds a Memory store when NewMemory is given no bound.
+const DefaultMaxEntries = 100_000
+
+// ErrFull is wrapped by the error of a Consume that found the store holding
+// its maximum of live entries.
+var ErrFull = errors.New("memory store is full")
+
+// Memory is a single-instance Store: a set of keys, each held until its
+// expiry, with at most a fixed number held at once.
+//
+// At the bound it refuses new keys with an error rather than forgetting a
+// live one: a key forgotten before its expiry could be consumed a second
+// time, which is the replay the store exists to stop. Expired keys are
+// always reclaimed first, so the bound only bites while that many are live.
+//
+// Keys are spread over shards, each with its own lock, so that concurrent
+// sign-ins (of different tenants, say) do not queue on one mutex; the bound
+// is one count for the whole store.
 type Memory struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	keys    map[string]time.Time
-	lastGC  time.Time
-	gcEvery time.Duration
+	now    func() time.Time
+	max    int64
+	held   atomic.Int64
+	seed   maphash.Seed
+	shards [shardCount]shard
 }
 
-// NewMemory returns an empty store using now as its clock (time.Now if nil).
-func NewMemory(now func() time.Time) *Memory {
+const shardCount = 32
+
+type shard struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+	// byExpiry holds each key of keys exactly once, soonest expiry first:
+	// every Consume reclaims the shard's expired ones before it looks a key
+	// up, so a key is never in keys after its expiry and never pushed twice.
+	byExpiry expiryHeap
+	_        [64]byte // keeps shards' locks off each other's cache lines
+}
+
+// NewMemory returns an empty store using now as its clock (time.Now if nil)
+// that holds at most maxEntries keys (DefaultMaxEntries if not positive).
+func NewMemory(now func() time.Time, maxEntries int) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, keys: make(map[string]time.Time), gcEvery: time.Minute}
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	m := &Memory{now: now, max: int64(maxEntries), seed: maphash.MakeSeed()}
+	for i := range m.shards {
+		m.shards[i].keys = make(map[string]struct{})
+	}
+	return m
 }
 
 // Consume records key until the given time and reports whether it was new.
+// When the store already holds its maximum of live keys, a new key is
+// refused with an error wrapping ErrFull; a key already held is still
+// reported as used.
 func (m *Memory) Consume(_ context.Context, key string, until time.Time) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	if now.Sub(m.lastGC) > m.gcEvery {
-		for k, exp := range m.keys {
-			if !now.Before(exp) {
-				delete(m.keys, k)
-			}
-		}
-		m.lastGC = now
+	s := &m.shards[maphash.String(m.seed, key)%shardCount]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := floorMilli(m.now())
+	for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
+		e := heap.Pop(&s.byExpiry).(entry)
+		delete(s.keys, e.key)
+		m.held.Add(-1)
 	}
-	if exp, ok := m.keys[key]; ok && now.Before(exp) {
+	if _, held := s.keys[key]; held {
 		return false, nil
 	}
-	m.keys[key] = until
+	expires := ceilMilli(until)
+	if expires <= now {
+		// Used now and expired already: nothing left to remember.
+		return true, nil
+	}
+	if m.held.Load() >= m.max {
+		// Other shards may hold expired keys not reclaimed yet: they go
+		// before anyone is refused.
+		m.reclaim(s, now)
+	}
+	if m.held.Add(1) > m.max {
+		m.held.Add(-1)
+		return false, fmt.Errorf("%w: %d single-use values held, none expired yet (MaxEntries %d)", ErrFull, m.held.Load(), m.max)
+	}
+	s.keys[key] = struct{}{}
+	heap.Push(&s.byExpiry, entry{expires: expires, key: key})
 	return true, nil
 }
 
-// Len reports how many keys are held, for tests of the sweep.
+// reclaim drops the expired keys of every shard but mine, whose lock the
+// caller holds and which it just reclaimed (nil: every shard).
+func (m *Memory) reclaim(mine *shard, now int64) {
+	for i := range m.shards {
+		s := &m.shards[i]
+		if s == mine {
+			continue
+		}
+		s.mu.Lock()
+		for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
+			e := heap.Pop(&s.byExpiry).(entry)
+			delete(s.keys, e.key)
+			m.held.Add(-1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Len reports how many live keys are held, reclaiming the expired ones.
 func (m *Memory) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.keys)
+	m.reclaim(nil, floorMilli(m.now()))
+	return int(m.held.Load())
+}
+
+// Max reports the bound on held keys.
+func (m *Memory) Max() int { return int(m.max) }
+
+// floorMilli and ceilMilli are t in Unix milliseconds, rounded down and
+// up: a key is held at least until its expiry, and an int64 of
+// milliseconds spans every time a host will pass (a zero time.Time too,
+// which UnixNano could not count).
+func floorMilli(t time.Time) int64 { return t.UnixMilli() }
+
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// entry is a key and its expiry in Unix milliseconds: 24 bytes, the
+// key's bytes shared with the map.
+type entry struct {
+	expires int64
+	key     string
+}
+
+// expiryHeap is a container/heap of entries, soonest expiry on top.
+type expiryHeap []entry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires < h[j].expires }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(entry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = entry{} // drop the key's reference
+	*h = old[:len(old)-1]
+	return e
 }

@@ -3,6 +3,7 @@
 package extauth_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,28 +13,81 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/pgtest"
 	"github.com/extauth/extauth/internal/redistest"
+	"github.com/extauth/extauth/pgstore"
 	"github.com/extauth/extauth/redisstore"
 )
 
-const sharedRedisPassword = "shared-redis-3e9a61"
+// The shared stores, driven through the real routes: what one instance of an
+// application accepted, another instance sharing the store refuses.
+
+const (
+	sharedRedisPassword = "shared-redis-3e9a61"
+	sharedPGPassword    = "shared-pg-9c04d2"
+)
 
 // twoRedisStores are what two instances of an application hold: each its
-// own Store, with its own connections, to the one Redis.
-func twoRedisStores(t *testing.T) (*redistest.Server, extauth.Store, extauth.Store) {
+// own client and Store, to the one Redis.
+func twoRedisStores(t testing.TB) (*redistest.Server, extauth.Store, extauth.Store) {
 	t.Helper()
 	srv := redistest.Start(t, redistest.Config{Password: sharedRedisPassword})
 	open := func() extauth.Store {
-		s, err := redisstore.New(srv.Addr, redisstore.Options{Password: extauth.NewSecret(sharedRedisPassword)})
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: sharedRedisPassword, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(c, redisstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return srv, open(), open()
+}
+
+// twoClusterStores are two instances' stores on a Redis Cluster of three
+// primaries.
+func twoClusterStores(t testing.TB) (*redistest.Cluster, extauth.Store, extauth.Store) {
+	t.Helper()
+	cl := redistest.StartCluster(t, 3, redistest.Config{Password: sharedRedisPassword})
+	open := func() extauth.Store {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), Password: sharedRedisPassword, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(c, redisstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return cl, open(), open()
+}
+
+// twoPGStores are two instances' stores, each on its own pool, on one
+// PostgreSQL started with settings; the first migrates.
+func twoPGStores(t testing.TB, settings ...string) (*pgxpool.Pool, extauth.Store, extauth.Store) {
+	t.Helper()
+	srv := pgtest.Start(t, sharedPGPassword, settings...)
+	var first *pgxpool.Pool
+	open := func() extauth.Store {
+		pool := srv.Pool(t)
+		if first == nil {
+			first = pool
+		}
+		s, err := pgstore.New(pool, pgstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		return s
 	}
-	return srv, open(), open()
+	return first, open(), open()
 }
 
 // samlReplayToSecond signs in on one instance, then replays the browser's
@@ -109,33 +163,80 @@ func TestSAMLReplayToSecondInstanceSharingRedis(t *testing.T) {
 	}
 }
 
+// The same on Redis Cluster: the keys of one sign-in live in different
+// slots, and each is one single-key command.
+func TestSAMLReplayToSecondInstanceSharingRedisCluster(t *testing.T) {
+	cl, one, two := twoClusterStores(t)
+	rec, accepted := samlReplayToSecond(t, one, two)
+	if rec.Code != http.StatusBadRequest || accepted {
+		t.Fatalf("replay on the second instance: %d %s", rec.Code, rec.Body)
+	}
+	total := 0
+	for _, node := range cl.Nodes {
+		n, _ := strconv.Atoi(node.CLI(t, "DBSIZE"))
+		total += n
+	}
+	if total != 3 {
+		t.Errorf("%d keys in the cluster, want the transaction, request and assertion", total)
+	}
+}
+
+// The same on PostgreSQL.
+func TestSAMLReplayToSecondInstanceSharingPostgres(t *testing.T) {
+	pool, one, two := twoPGStores(t)
+	rec, accepted := samlReplayToSecond(t, one, two)
+	if rec.Code != http.StatusBadRequest || accepted {
+		t.Fatalf("replay on the second instance: %d %s", rec.Code, rec.Body)
+	}
+	rows, err := pool.Query(context.Background(), `SELECT key FROM extauth_single_use WHERE expires > now() ORDER BY key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		rows.Scan(&k)
+		keys = append(keys, k)
+	}
+	if len(keys) != 3 || !strings.HasPrefix(keys[0], "saml:assertion:") || !strings.HasPrefix(keys[1], "saml:request:") || !strings.HasPrefix(keys[2], "tx:") {
+		t.Errorf("rows: %q", keys)
+	}
+}
+
 // Why the store must be shared: with one memory store per instance the
 // same replay gets through. This keeps the test above honest.
 func TestSAMLReplayToSecondInstanceSeparateMemoryStores(t *testing.T) {
-	rec, accepted := samlReplayToSecond(t, extauth.NewMemoryStore(), extauth.NewMemoryStore())
+	rec, accepted := samlReplayToSecond(t, extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), extauth.NewMemoryStore(extauth.MemoryStoreOptions{}))
 	if rec.Code != http.StatusOK || !accepted {
-		t.Fatalf("without a shared store the replay was refused (%d %s): the Redis test proves nothing", rec.Code, rec.Body)
+		t.Fatalf("without a shared store the replay was refused (%d %s): the shared-store tests prove nothing", rec.Code, rec.Body)
 	}
 }
 
 // blog_oauth2: the callback URL and transaction cookie, replayed to the
 // second instance after the first finished the sign-in, are refused there
-// before the token endpoint is called.
-func TestBlogOAuth2ReplayToSecondInstanceSharingRedis(t *testing.T) {
+// before the token endpoint is called, with Redis or PostgreSQL shared.
+func TestBlogOAuth2ReplayToSecondInstanceSharingAStore(t *testing.T) {
 	for _, c := range []struct {
 		name       string
+		stores     func(t testing.TB) (extauth.Store, extauth.Store)
 		shared     bool
 		wantStatus int
 		wantTokens int
 	}{
-		{"shared Redis", true, http.StatusBadRequest, 1},
-		{"separate memory stores", false, 0, 2},
+		{"shared Redis", func(t testing.TB) (extauth.Store, extauth.Store) {
+			_, a, b := twoRedisStores(t)
+			return a, b
+		}, true, http.StatusBadRequest, 1},
+		{"shared PostgreSQL", func(t testing.TB) (extauth.Store, extauth.Store) {
+			_, a, b := twoPGStores(t)
+			return a, b
+		}, true, http.StatusBadRequest, 1},
+		{"separate memory stores", func(testing.TB) (extauth.Store, extauth.Store) {
+			return extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), extauth.NewMemoryStore(extauth.MemoryStoreOptions{})
+		}, false, 0, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var first, second extauth.Store = extauth.NewMemoryStore(), extauth.NewMemoryStore()
-			if c.shared {
-				_, first, second = twoRedisStores(t)
-			}
+			first, second := c.stores(t)
 			one := newApp(t, func(o *extauth.Options) { o.Store = first })
 			b := harness.NewBrowser(t).NoFollow()
 			cb := mustURL(one.approve(b, one.start(b, nil)))

@@ -1,0 +1,134 @@
+package extauth
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// startVerdict is what the authorize route does with a start request.
+type startVerdict int
+
+const (
+	startAllow   startVerdict = iota
+	startRefuse               // 403 csrf_detected
+	startConfirm              // the interstitial: the user must click
+)
+
+// confirmField carries the interstitial's token back in its POST; the same
+// value is in a SameSite=Strict cookie (a double submit), so that only a
+// form this site served can carry it.
+const confirmField = "extauth_confirm"
+
+// startVerdict decides whether a request may start a sign-in: a login CSRF
+// defence (CVE-2015-9284), since a start that another site can trigger lets
+// it sign the visitor in, or link an account, with the IdP session the
+// browser happens to have. Browsers mark their requests: Sec-Fetch-Site on
+// every request to a secure origin (and localhost), Origin on every POST.
+// docs/security.md has the table this implements.
+func (a *Auth) startVerdict(r *http.Request, m mount) (startVerdict, string) {
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	switch {
+	case origin == "null":
+		// A sandboxed frame, or a cross-origin redirect of a POST.
+		return startRefuse, "Origin null"
+	case site == "cross-site" || site == "same-site":
+		// Never this site's own origin. Trusted only when the host says
+		// so: a login button on a sibling subdomain or another site of
+		// the host's. A GET carries no Origin; its Referer names the
+		// page's origin unless the page hid it, and then it is refused.
+		from := origin
+		if from == "" {
+			from = refererOrigin(r)
+		}
+		if a.trusted[from] {
+			return startAllow, ""
+		}
+		return startRefuse, "Sec-Fetch-Site " + site + " from an untrusted origin"
+	case origin != "":
+		if origin == m.origin || a.trusted[origin] {
+			return startAllow, ""
+		}
+		return startRefuse, "foreign Origin"
+	case site == "same-origin" || site == "none":
+		// none: the user typed the URL or used a bookmark.
+		return startAllow, ""
+	case site != "":
+		return startRefuse, "unknown Sec-Fetch-Site value"
+	}
+	// No fetch metadata and no Origin: a GET from a browser on a plain
+	// http site (which gets no Sec-Fetch-Site) or an old one, or a client
+	// that is not a browser. Nothing says who started it, so the user
+	// confirms with a click on a page of ours, which nobody can frame;
+	// that POST carries Origin in every current browser, and in older ones
+	// the double-submitted token.
+	if r.Method == http.MethodPost && m.confirmed(r) {
+		return startAllow, ""
+	}
+	return startConfirm, ""
+}
+
+func refererOrigin(r *http.Request) string {
+	u, err := url.Parse(r.Header.Get("Referer"))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func (m mount) confirmCookieName() string {
+	if m.secure {
+		return "__Host-extauth_confirm"
+	}
+	return "extauth_confirm"
+}
+
+func (m mount) confirmed(r *http.Request) bool {
+	c, err := r.Cookie(m.confirmCookieName())
+	if err != nil || c.Value == "" {
+		return false
+	}
+	v := r.PostFormValue(confirmField)
+	return subtle.ConstantTimeCompare([]byte(v), []byte(c.Value)) == 1
+}
+
+// confirmStart answers a start request nobody vouches for with a page on
+// which the user confirms the sign-in with a click. It does not submit
+// itself: a page of ours that posted on its own would carry our own Origin
+// and prove nothing about who sent the browser here.
+func (a *Auth) confirmStart(w http.ResponseWriter, r *http.Request, m mount, returnTo string) {
+	token := randomString(16)
+	http.SetCookie(w, &http.Cookie{Name: m.confirmCookieName(), Value: token, Path: "/", MaxAge: int(a.ttl.Seconds()),
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteStrictMode})
+	fields := []formField{{confirmField, token}}
+	if returnTo != "/" {
+		fields = append(fields, formField{"return_to", returnTo})
+	}
+	writePostForm(w, http.StatusOK, postForm{
+		Title:  "Sign in",
+		Prompt: "Continue to sign in with " + m.name + "?",
+		Button: "Continue",
+		Action: m.base.Path + m.authorizePath(m.name),
+		Fields: fields,
+	})
+}
+
+// parseTrustedOrigins checks Options.TrustedOrigins: each an origin,
+// scheme://host[:port], nothing more.
+func parseTrustedOrigins(list []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	var errs []error
+	for _, o := range list {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ToLower(o) != o {
+			errs = append(errs, fmt.Errorf("extauth: Options.TrustedOrigins: %q is not an origin (lowercase scheme://host[:port])", o))
+			continue
+		}
+		out[u.Scheme+"://"+u.Host] = true
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,459 @@
+package extauth_test
+
+import (
+	"bufio"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// The documentation is README.md and docs/*.md. Two rules keep it honest:
+// every relative link resolves (the file exists, and an #anchor names one of
+// its headings), and every Go snippet is code that compiles, because it is
+// part of an Example function.
+
+// docPages returns README.md and every page under docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append([]string{"README.md"}, pages...)
+	if len(pages) < 2 {
+		t.Fatalf("found no docs pages beside README.md: %v", pages)
+	}
+	return pages
+}
+
+// mdLine is one line of a Markdown page, with whether it is inside a fenced
+// code block and, for fence openings, the block's info string.
+type mdLine struct {
+	n       int // 1-based
+	text    string
+	inFence bool
+}
+
+type codeBlock struct {
+	lang  string
+	start int // line of the opening fence
+	lines []string
+}
+
+// readMarkdown splits a page into its lines and fenced code blocks.
+func readMarkdown(t *testing.T, path string) ([]mdLine, []codeBlock) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		lines  []mdLine
+		blocks []codeBlock
+		cur    *codeBlock
+		fence  string
+	)
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		text := sc.Text()
+		trimmed := strings.TrimSpace(text)
+		switch {
+		case cur == nil && openingFence(trimmed) != "":
+			fence = openingFence(trimmed)
+			info := strings.Fields(trimmed[len(fence):])
+			lang := ""
+			if len(info) > 0 {
+				lang = strings.ToLower(info[0])
+			}
+			blocks = append(blocks, codeBlock{lang: lang, start: n})
+			cur = &blocks[len(blocks)-1]
+			lines = append(lines, mdLine{n, text, true})
+		case cur != nil && strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "":
+			cur = nil
+			lines = append(lines, mdLine{n, text, true})
+		case cur != nil:
+			cur.lines = append(cur.lines, text)
+			lines = append(lines, mdLine{n, text, true})
+		default:
+			lines = append(lines, mdLine{n, text, false})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cur != nil {
+		t.Errorf("%s:%d: code block never closed", path, cur.start)
+	}
+	return lines, blocks
+}
+
+// openingFence returns the run of backticks or tildes that opens a fenced
+// code block on this (trimmed) line, or "" when the line opens none. As in
+// CommonMark, a backtick fence's info string holds no backtick, so that
+// "```` ```go ```` block" is inline code, not a fence.
+func openingFence(line string) string {
+	for _, c := range "`~" {
+		run := strings.TrimLeft(line, string(c))
+		n := len(line) - len(run)
+		if n < 3 {
+			continue
+		}
+		if c == '`' && strings.Contains(run, "`") {
+			return ""
+		}
+		return line[:n]
+	}
+	return ""
+}
+
+var (
+	atxHeading = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
+	codeSpan   = regexp.MustCompile("`+[^`]*`+")
+	mdLink     = regexp.MustCompile(`!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
+	inlineLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+)
+
+// anchors returns the anchors GitHub gives the headings of a page: the
+// heading's text, lowercased, without punctuation, spaces turned into
+// hyphens; a repeated one gets -1, -2, ...
+func anchors(lines []mdLine) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, l := range lines {
+		if l.inFence {
+			continue
+		}
+		m := atxHeading.FindStringSubmatch(l.text)
+		if m == nil {
+			continue
+		}
+		a := slug(m[2])
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// slug applies GitHub's heading-anchor rule to a heading's Markdown text.
+func slug(heading string) string {
+	text := inlineLink.ReplaceAllString(heading, "$1")
+	text = strings.NewReplacer("`", "", "*", "").Replace(text)
+	var b strings.Builder
+	for _, r := range strings.ToLower(text) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestSlug(t *testing.T) {
+	for heading, want := range map[string]string{
+		"Security": "security",
+		"Callback URL to register with each provider":                  "callback-url-to-register-with-each-provider",
+		"microblog (Twitter-style OAuth 1.0a)":                         "microblog-twitter-style-oauth-10a",
+		"Registering with Google (`search_oauth2`)":                    "registering-with-google-search_oauth2",
+		"`extauth keygen`":                                             "extauth-keygen",
+		"Tunables (`extauth.Options.OIDC`, a `providers.OIDCOptions`)": "tunables-extauthoptionsoidc-a-providersoidcoptions",
+		"The [demo](x.md) *now*":                                       "the-demo-now",
+	} {
+		if got := slug(heading); got != want {
+			t.Errorf("slug(%q) = %q, want %q", heading, got, want)
+		}
+	}
+}
+
+func TestOpeningFence(t *testing.T) {
+	for line, want := range map[string]string{
+		"```go":                     "```",
+		"````":                      "````",
+		"~~~ yaml":                  "~~~",
+		"``not a fence":             "",
+		"```` ```go ```` is inline": "",
+		"~~~ a `tilde` fence":       "~~~",
+		"text":                      "",
+	} {
+		if got := openingFence(line); got != want {
+			t.Errorf("openingFence(%q) = %q, want %q", line, got, want)
+		}
+	}
+}
+
+// TestDocsLinks checks every relative link of README.md and docs/*.md: the
+// target exists and, for a Markdown target, the #anchor is one of its
+// headings.
+func TestDocsLinks(t *testing.T) {
+	pages := docPages(t)
+	headings := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := headings[path]; ok {
+			return a
+		}
+		lines, _ := readMarkdown(t, path)
+		headings[path] = anchors(lines)
+		return headings[path]
+	}
+	checked := 0
+	for _, page := range pages {
+		lines, _ := readMarkdown(t, page)
+		for _, l := range lines {
+			if l.inFence {
+				continue
+			}
+			text := codeSpan.ReplaceAllString(l.text, "")
+			for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+				target := m[2]
+				u, err := url.Parse(target)
+				if err != nil {
+					t.Errorf("%s:%d: link %q does not parse: %v", page, l.n, target, err)
+					continue
+				}
+				if u.Scheme != "" || u.Host != "" {
+					continue // absolute: not ours to check offline
+				}
+				checked++
+				file := page
+				if u.Path != "" {
+					file = filepath.Join(filepath.Dir(page), filepath.FromSlash(u.Path))
+				}
+				info, err := os.Stat(file)
+				if err != nil {
+					t.Errorf("%s:%d: link %q: %s does not exist", page, l.n, target, file)
+					continue
+				}
+				if u.Fragment == "" {
+					continue
+				}
+				if info.IsDir() || !strings.HasSuffix(file, ".md") {
+					t.Errorf("%s:%d: link %q: an anchor into %s, which is not a Markdown page", page, l.n, target, file)
+					continue
+				}
+				if a := anchorsOf(file); !a[u.Fragment] {
+					t.Errorf("%s:%d: link %q: %s has no heading with anchor #%s (it has: %s)",
+						page, l.n, target, file, u.Fragment, strings.Join(slices.Sorted(mapKeys(a)), " "))
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("found no relative link at all: the link pattern is broken")
+	}
+}
+
+func mapKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// compiledCode is a body of Go code that the build compiles: an Example
+// function's body, or a whole file of the examples/ programs.
+type compiledCode struct {
+	where string
+	lines []string // trimmed, blank lines left out
+}
+
+// compiledCodes collects the bodies of every Example function in the
+// repository's _test.go files and every .go file under examples/.
+func compiledCodes(t *testing.T) []compiledCode {
+	t.Helper()
+	var out []compiledCode
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
+				name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		srcLines := strings.Split(string(src), "\n")
+		if strings.HasPrefix(filepath.ToSlash(path), "examples/") {
+			out = append(out, compiledCode{path, codeLines(srcLines)})
+		}
+		if !strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("parse %s: %w", path, err)
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Example") {
+				continue
+			}
+			from := fset.Position(fn.Body.Lbrace).Line // the body starts after the brace's line
+			to := fset.Position(fn.Body.Rbrace).Line - 1
+			if to < from {
+				continue // a one-line body holds no snippet
+			}
+			out = append(out, compiledCode{fmt.Sprintf("%s %s", path, fn.Name.Name), codeLines(srcLines[from:to])})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// codeLines trims every line and leaves out the blank ones, so that a
+// snippet matches whatever its indentation and spacing in the Example.
+func codeLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// contains reports whether want appears in have, contiguously, in order.
+func contains(have, want []string) bool {
+	for i := 0; i+len(want) <= len(have); i++ {
+		if slices.Equal(have[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
+// longestPrefix returns how many leading lines of want appear contiguously
+// somewhere in one of the codes, for a failure message that points at the
+// first line that differs.
+func longestPrefix(codes []compiledCode, want []string) (int, string) {
+	best, where := 0, ""
+	for _, c := range codes {
+		for n := len(want); n > best; n-- {
+			if contains(c.lines, want[:n]) {
+				best, where = n, c.where
+				break
+			}
+		}
+	}
+	return best, where
+}
+
+// TestDocsGoSnippetsAreCompiled enforces the snippet rule: every ```go
+// block of README.md and docs/*.md appears, line for line (indentation and
+// blank lines aside), in the body of an Example function of a _test.go file,
+// or in a program under examples/, so that it compiles and, with an Output
+// comment, runs.
+func TestDocsGoSnippetsAreCompiled(t *testing.T) {
+	codes := compiledCodes(t)
+	if len(codes) == 0 {
+		t.Fatal("found no Example function: the search is broken")
+	}
+	snippets := 0
+	for _, page := range docPages(t) {
+		_, blocks := readMarkdown(t, page)
+		for _, b := range blocks {
+			if b.lang != "go" {
+				continue
+			}
+			snippets++
+			want := codeLines(b.lines)
+			if len(want) == 0 {
+				t.Errorf("%s:%d: empty go block", page, b.start)
+				continue
+			}
+			if slices.ContainsFunc(codes, func(c compiledCode) bool { return contains(c.lines, want) }) {
+				continue
+			}
+			n, where := longestPrefix(codes, want)
+			if n == 0 {
+				t.Errorf("%s:%d: go block is in no Example function (first line %q)", page, b.start, want[0])
+				continue
+			}
+			t.Errorf("%s:%d: go block differs from %s at its line %q (the %d lines before it match)",
+				page, b.start, where, want[n], n)
+		}
+	}
+	if snippets == 0 {
+		t.Fatal("found no go block in the docs: the fence pattern is broken")
+	}
+}
+
+var repoURL = regexp.MustCompile(`https://github\.com/extauth/extauth/blob/main/([^\s)"'>\x60]+)`)
+
+// TestRepoURLsResolve checks the links into this repository that must be
+// absolute, such as those of the package documentation: each names a file
+// that exists and, with an #anchor into a Markdown page, one of its headings.
+func TestRepoURLsResolve(t *testing.T) {
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".md") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range repoURL.FindAllStringSubmatch(string(src), -1) {
+			checked++
+			file, fragment, _ := strings.Cut(strings.TrimRight(m[1], ".,;:"), "#")
+			if _, err := os.Stat(filepath.FromSlash(file)); err != nil {
+				t.Errorf("%s: %s names %s, which does not exist", path, m[0], file)
+				continue
+			}
+			if fragment == "" {
+				continue
+			}
+			lines, _ := readMarkdown(t, filepath.FromSlash(file))
+			if !anchors(lines)[fragment] {
+				t.Errorf("%s: %s: %s has no heading with anchor #%s", path, m[0], file, fragment)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("found no link into the repository: the package documentation should link the guides")
+	}
+}

@@ -1,0 +1,286 @@
+// Package pgtest runs a throwaway PostgreSQL server for the interop tests,
+// from the Debian package postgresql: initdb in a temporary directory, then
+// postgres on 127.0.0.1 at a free port, as an unprivileged user (nobody
+// when the tests run as root, which PostgreSQL refuses to be), stopped and
+// its directory removed when the test ends.
+//
+// postgres runs as the test's child rather than daemonised by pg_ctl, so
+// that it dies with the test binary should that be killed (a -timeout
+// panic) instead of outliving it.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Server is one running PostgreSQL.
+type Server struct {
+	// Addr is "127.0.0.1:<port>".
+	Addr string
+	// User is the superuser initdb made; Password its password.
+	User, Password string
+
+	t        testing.TB
+	bin      string // the directory of initdb and postgres
+	data     string
+	settings []string
+	cred     *syscall.Credential
+	mu       sync.Mutex
+	proc     *exec.Cmd
+	done     chan error
+	logMu    sync.Mutex
+	log      strings.Builder
+}
+
+// Durable are the settings under which a commit survives a power cut,
+// PostgreSQL's defaults, for measurements: Start otherwise turns fsync and
+// synchronous commits off, which a test server can do without.
+var Durable = []string{"fsync=on", "full_page_writes=on", "synchronous_commit=on"}
+
+// Start runs initdb and postgres and waits until it accepts connections.
+// settings are more "name=value" server settings, which win over the
+// fixed ones.
+func Start(t testing.TB, password string, settings ...string) *Server {
+	t.Helper()
+	bin, err := binDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{User: "extauth", Password: password, t: t, bin: bin, data: filepath.Join(base, "data"), settings: settings}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("postgres %s log:\n%s", s.Addr, s.Log())
+		}
+		os.RemoveAll(base)
+	})
+	if os.Geteuid() == 0 {
+		s.cred, err = nobody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(base, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pwfile := filepath.Join(base, "pw")
+	if err := os.WriteFile(pwfile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s.cred != nil {
+		if err := os.Chown(pwfile, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	initdb := s.command("initdb", "-D", s.data, "-U", s.User, "--pwfile="+pwfile, "--auth=scram-sha-256",
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	os.Remove(pwfile)
+	var lastErr error
+	// A free port can be taken between our probe and postgres's bind; try
+	// a few.
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if lastErr = s.run(); lastErr == nil {
+			return s
+		}
+	}
+	t.Fatal(lastErr)
+	return nil
+}
+
+// binDir finds initdb and postgres: on PATH, or where Debian puts them
+// (/usr/lib/postgresql/<version>/bin, the newest version).
+func binDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if dir := filepath.Dir(p); fileExists(filepath.Join(dir, "postgres")) {
+			return dir, nil
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(real), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if fileExists(filepath.Join(dirs[i], "initdb")) {
+			return dirs[i], nil
+		}
+	}
+	return "", fmt.Errorf("PostgreSQL is not installed: apt-get install postgresql")
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func nobody() (*syscall.Credential, error) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL will not run as root, and there is no user nobody to run it as: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+func (s *Server) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Dir = filepath.Dir(s.data)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+func (s *Server) run() error {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	args := []string{"-D", s.data, "-p", port,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=",
+		// A test server: nothing here must survive a power cut.
+		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
+		"-c", "max_connections=200"}
+	for _, kv := range s.settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := s.command("postgres", args...)
+	cmd.Stdout, cmd.Stderr = (*logWriter)(s), (*logWriter)(s)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	s.mu.Lock()
+	s.proc, s.done = cmd, done
+	s.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		pool, err := pgxpool.New(ctx, s.URL())
+		if err == nil {
+			err = pool.Ping(ctx)
+			pool.Close()
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case werr := <-done:
+			done <- werr
+			return fmt.Errorf("postgres exited (%v):\n%s", werr, s.Log())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return fmt.Errorf("postgres did not accept connections within 30s (%v):\n%s", err, s.Log())
+		}
+	}
+}
+
+// URL is a connection string for the server's postgres database.
+func (s *Server) URL() string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(s.User, s.Password), Host: s.Addr, Path: "/postgres", RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// Pool opens a pgx pool on the server, closed when the test ends.
+func (s *Server) Pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Stop shuts the server down (fast shutdown: open sessions are ended) and
+// waits for it to exit. It does nothing to a stopped server.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.proc, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case err := <-done:
+		done <- err
+		return
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		done <- <-done
+	}
+}
+
+// Restart starts a stopped server again on the same port.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.run(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Log is what postgres wrote, across restarts.
+func (s *Server) Log() string {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.log.String()
+}
+
+type logWriter Server
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	return w.log.Write(p)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,81 @@
+package extauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// readyPoll is how often Ready looks again at a provider that is not ready.
+const readyPoll = 20 * time.Millisecond
+
+// Ready reports whether every provider that needs a document from its
+// provider before it can sign anyone in (SAML metadata, OpenID Connect
+// discovery) has it, asking for it when it has none, and waits for them until
+// ctx is done. It returns nil when all are ready, or an error naming each
+// provider that is not, and why. Tests call it instead of polling through
+// 503s; ReadyHandler serves it to health checks. It covers the application's
+// own providers, not its tenants'.
+func (a *Auth) Ready(ctx context.Context) error {
+	var errs []error
+	for _, name := range a.site.order {
+		if err := waitReady(ctx, a.site.strategies[name]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("extauth: not ready: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// waitReady waits for one strategy: OpenID Connect's Discover, or SAML's
+// metadata, which its background refresh fetches.
+func waitReady(ctx context.Context, s Strategy) error {
+	var check func() error
+	switch s := s.(type) {
+	case interface{ Discover(context.Context) error }:
+		check = func() error { return s.Discover(ctx) }
+	case interface{ Ready() bool }:
+		check = func() error {
+			if s.Ready() {
+				return nil
+			}
+			return errors.New("no copy of the identity provider's metadata yet")
+		}
+	default:
+		return nil
+	}
+	t := time.NewTicker(readyPoll)
+	defer t.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// ReadyHandler answers health checks with Ready: 200 "ready", or 503 and the
+// providers that are not, waiting at most 5 seconds.
+func (a *Auth) ReadyHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := a.Ready(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, err)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+}

@@ -253,9 +253,9 @@ func escapeXML(b *strings.Builder, s string) {
 
 // deflateLevel is the DEFLATE level of the redirect binding. An
 // AuthnRequest is about 700 bytes: compressing it saves some 300 bytes of
-// URL but costs a Huffman table per request, 10-25 µs here, more than all
-// the rest of a sign-in start; stored DEFLATE blocks cost 0.1 µs and every
-// inflater reads them (BENCHMARKS.md has the measurements).
+// URL but costs a Huffman table per request, 8 to 17 µs here, as much as all
+// the rest of a sign-in start; stored DEFLATE blocks cost 0.07 µs and every
+// inflater reads them (BenchmarkDeflateLevels; BENCHMARKS.md).
 const deflateLevel = flate.NoCompression
 
 // deflaters reuse DEFLATE writers: each holds a 64 KiB window.

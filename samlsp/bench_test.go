@@ -1,7 +1,13 @@
 package samlsp
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,7 +28,20 @@ var _ providers.Store = alwaysFresh{}
 // The strategy's own hot paths, for profiling; bench/ compares them with
 // crewjam through the routes.
 
+// BenchmarkBegin measures building the redirect AuthnRequest, unsigned and
+// signed, beside the floor of the signed one: an RSA-2048 PKCS #1 v1.5
+// signature with the same key.
 func BenchmarkBegin(b *testing.B) {
+	key, _ := testKey(b, 1)
+	sum := sha256.Sum256([]byte("SAMLRequest=...&RelayState=...&SigAlg=..."))
+	b.Run("rsa_sign_floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, signed := range []bool{false, true} {
 		mods := []fixtureOption{}
 		name := "unsigned"
@@ -72,6 +91,33 @@ func BenchmarkComplete(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkDeflateLevels compresses the AuthnRequest Begin sends at each
+// DEFLATE level, with a reused writer, and reports the bytes out: the
+// measurement behind deflateLevel.
+func BenchmarkDeflateLevels(b *testing.B) {
+	f := newFixture(b)
+	var x bytes.Buffer
+	f.sp.md.current().authn[0].write(&x, "id-0123456789abcdef0123456789abcdef01234567", time.Now())
+	for _, level := range []int{flate.NoCompression, flate.HuffmanOnly, flate.BestSpeed, 5, flate.BestCompression} {
+		w, err := flate.NewWriter(nil, level)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out bytes.Buffer
+		b.Run(fmt.Sprintf("level=%d", level), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out.Reset()
+				w.Reset(&out)
+				w.Write(x.Bytes())
+				w.Close()
+			}
+			b.ReportMetric(float64(x.Len()), "bytes-in")
+			b.ReportMetric(float64(out.Len()), "bytes-out")
 		})
 	}
 }

@@ -475,16 +475,15 @@ func ParseKeyPair(certPEM, keyPEM string) (*rsa.PrivateKey, *x509.Certificate, e
 	return key, cert, nil
 }
 
-// crewjamSP returns a fresh crewjam ServiceProvider for one operation. Each
-// call gets its own value so that per-request hooks (the signature verifier)
-// never leak into another request.
+// crewjamSP returns a fresh crewjam ServiceProvider that builds our SP
+// metadata and the logout messages we send; callers may change their copy
+// (its SignatureMethod) for one message. It never reads what we receive.
 func (sp *SP) crewjamSP(md *idpMetadata) *saml.ServiceProvider {
 	c := &saml.ServiceProvider{
 		EntityID:          sp.cfg.SPEntityID,
 		AcsURL:            *sp.acs,
 		SloURL:            *sp.slo,
 		MetadataURL:       *sp.metaURL,
-		HTTPClient:        sp.env.HTTPClient,
 		AuthnNameIDFormat: saml.NameIDFormat(sp.opts.NameIDFormat),
 		LogoutBindings:    []string{saml.HTTPRedirectBinding, saml.HTTPPostBinding},
 	}
@@ -495,12 +494,6 @@ func (sp *SP) crewjamSP(md *idpMetadata) *saml.ServiceProvider {
 		c.Key = sp.key
 		c.Certificate = sp.cert
 		c.SignatureMethod = dsig.RSASHA256SignatureMethod
-	}
-	if sp.cfg.AuthnContext != "" {
-		c.RequestedAuthnContext = &saml.RequestedAuthnContext{
-			Comparison:           "exact",
-			AuthnContextClassRef: sp.cfg.AuthnContext,
-		}
 	}
 	return c
 }

@@ -150,6 +150,19 @@ func writeFuzzCorpus(tb testing.TB, sp *SP, idp *samlidp.IdP) {
 	s.SignResponse = true
 	s.EncryptTo = sp.cert
 	write("encrypted", forge(s))
+	// Shapes that reach the namespace resolution and the other ciphers.
+	s = spec()
+	s.Namespaces = samlidp.NSRebound
+	s.EncryptTo, s.Encryption = sp.cert, samlidp.Encryption{Cipher: samlidp.AES256GCM, KeyTransport: samlidp.RSAOAEP11,
+		OAEPDigest: samlidp.DigestSHA256, MGF: samlidp.MGF1SHA256, Key: samlidp.KeyRetrievalMethod}
+	write("rebound-encrypted-gcm", forge(s))
+	s = spec()
+	s.Namespaces, s.SignResponse = samlidp.NSDefault, true
+	write("default-namespaces-both-signed", forge(s))
+	s = spec()
+	s.Namespaces = samlidp.NSMixed
+	s.EncryptTo, s.Encryption = sp.cert, samlidp.Encryption{Cipher: samlidp.TripleDESCBC, Key: samlidp.KeyCarriedName, RelyOnContext: true}
+	write("mixed-3des", forge(s))
 	for n := 1; n <= 8; n++ {
 		src := valid
 		if n <= 2 {
@@ -171,6 +184,7 @@ func TestFuzzCorpusSeedsAreMeaningful(t *testing.T) {
 	sp, md, _ := fuzzSetup(t)
 	now := fuzzNow.Add(10 * time.Second)
 	for name, wantOK := range map[string]bool{"signed-assertion": true, "signed-response": true, "encrypted": true,
+		"rebound-encrypted-gcm": true, "default-namespaces-both-signed": true, "mixed-3des": true,
 		"xsw1": false, "xsw3": false, "xsw8": false, "doctype": false} {
 		raw := readSeed(t, name)
 		if _, err := sp.check(raw, fuzzRequestID, md, now); (err == nil) != wantOK {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,21 @@ func TestSPMetadata(t *testing.T) {
 		uses := map[string]bool{}
 		for _, kd := range d.KeyDescriptors {
 			uses[kd.Use] = len(kd.KeyInfo.X509Data.X509Certificates) == 1
+			if kd.Use != "encryption" {
+				continue
+			}
+			// What we decrypt, authenticated encryption first, and never
+			// rsa-1_5 unless allowed.
+			var algs []string
+			for _, m := range kd.EncryptionMethods {
+				algs = append(algs, m.Algorithm)
+			}
+			if len(algs) < 9 || algs[0] != "http://www.w3.org/2009/xmlenc11#aes256-gcm" ||
+				!slices.Contains(algs, "http://www.w3.org/2001/04/xmlenc#tripledes-cbc") ||
+				!slices.Contains(algs, "http://www.w3.org/2009/xmlenc11#rsa-oaep") ||
+				slices.Contains(algs, "http://www.w3.org/2001/04/xmlenc#rsa-1_5") {
+				t.Errorf("encryption methods %v", algs)
+			}
 		}
 		if signed != (uses["signing"] && uses["encryption"]) || (!signed && len(d.KeyDescriptors) != 0) {
 			t.Errorf("key descriptors = %v (key pair %v)", uses, signed)

@@ -29,7 +29,9 @@
 // extauth command, the failure
 // codes an Error carries and what is logged: [Operating]. Testing a host's
 // own hooks through the routes: [Testing your app]. What extauth guarantees
-// about a sign-in and the tests that prove it: [Security model].
+// about a sign-in and the tests that prove it: [Security model]. Sessions,
+// signing out at the provider (and hearing that it signed the user out) and
+// renewing tokens: [After sign-in].
 //
 // [Configuration]: https://github.com/extauth/extauth/blob/main/docs/configuration.md
 // [OAuth providers]: https://github.com/extauth/extauth/blob/main/docs/oauth.md
@@ -39,6 +41,7 @@
 // [Operating]: https://github.com/extauth/extauth/blob/main/docs/operating.md
 // [Testing your app]: https://github.com/extauth/extauth/blob/main/docs/testing-your-app.md
 // [Security model]: https://github.com/extauth/extauth/blob/main/docs/security.md
+// [After sign-in]: https://github.com/extauth/extauth/blob/main/docs/after-sign-in.md
 package extauth
 
 import (
@@ -207,8 +210,16 @@ type Options struct {
 	Now func() time.Time
 
 	// SAML holds the SAML service provider's tunables (clock skew, NameID
-	// format, unsolicited responses, single-logout hooks, ...).
+	// format, unsolicited responses, ...). Its single-logout hooks, when
+	// set, win over Logout's for SAML.
 	SAML samlsp.Options
+
+	// Logout connects signing out to the host's sessions for every
+	// protocol: ending the provider's session (SAML single logout, OpenID
+	// Connect RP-initiated logout) and hearing that the provider ended one
+	// (a SAML IdP's LogoutRequest, OpenID Connect back- and front-channel
+	// logout).
+	Logout LogoutOptions `json:"-"`
 
 	// Extra mounts more providers beside the built-in ones, such as a goth
 	// provider adapted with providers.Goth. Their names must not clash.
@@ -260,6 +271,8 @@ type Auth struct {
 	// callbackBudget bounds everything one callback does, so several slow
 	// provider calls cannot add up past it.
 	callbackBudget time.Duration
+	logout         LogoutOptions
+	logoutReturnTo string
 }
 
 // New validates cfg and o and builds one strategy per configured provider.
@@ -303,6 +316,9 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		ttl:        o.TransactionTTL,
 		strictPOST: o.StrictPOST,
 		now:        o.Now,
+
+		logout:         o.Logout,
+		logoutReturnTo: logoutReturnTo(o.Logout),
 	}
 	if a.log == nil {
 		a.log = slog.Default()

@@ -1,5 +1,15 @@
 package extauth
 
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/extauth/extauth/internal/redact"
+)
+
 // Config is the typed form of the secrets file: the sixteen settings of the
 // specification, grouped by provider, plus the documented extensions (the
 // *_site endpoint overrides). A provider whose settings are all empty is not
@@ -23,15 +33,66 @@ type Config struct {
 	// OIDC: oidc_client_id, oidc_client_secret, oidc_issuer.
 	OIDC OIDCConfig
 
-	// Tenants holds the configuration of each tenant of the tenants:
-	// section, by name: the environment's settings overlaid by the
-	// tenant's. Options.TenantOf says which tenant a request is for.
+	// Warnings lists what loading noticed and tolerated, such as a key that
+	// looks like a misspelling of one of ours ("twiter_key"), in the order
+	// found. Warnings never contain values. Most are slog.LevelWarn; a few
+	// are notes that need no action, such as twitter_key being read as
+	// microblog_key: WarningLevel tells them apart and LogWarnings logs each
+	// at its level. The warnings of tenants are included, each prefixed with
+	// "tenants.<name>: ".
+	Warnings []string
+
+	// Environment is the environment section that was read ("production"),
+	// or "" for a flat file, which has no sections.
+	Environment string
+	// EnvironmentSource says why Environment was chosen: "Env option",
+	// "EXTAUTH_ENV", "RAILS_ENV" or "APP_ENV" when it came from that option
+	// or variable, "default" when none was given and it is development; ""
+	// for a flat file.
+	EnvironmentSource string
+
+	// Tenant is the name of the tenant this configuration is for, "" for
+	// an environment's own configuration.
+	Tenant string
+	// Tenants maps each tenant of the file's tenants: section to its full
+	// effective configuration: the environment's settings with the
+	// tenant's own entries replacing them key by key (see ParseConfig).
+	// Each value has Tenant set and no Tenants of its own; its Warnings are
+	// those about its own entries. Nil when the file has no tenants.
+	// Options.TenantOf says which tenant a request is for.
 	Tenants map[string]*Config
 
-	// Warnings lists what loading noticed and tolerated, such as a key that
-	// looks like a misspelling of one of ours ("twiter_key"). Warnings never
-	// contain values.
-	Warnings []string
+	// levels holds the level of each of Warnings when the loader set them.
+	levels []slog.Level
+}
+
+// WarningLevel returns the level of Warnings[i]: slog.LevelInfo for a note
+// that needs no action, slog.LevelWarn for the rest (and for warnings a host
+// added to the slice itself).
+func (c *Config) WarningLevel(i int) slog.Level {
+	if i >= 0 && i < len(c.levels) && i < len(c.Warnings) {
+		return c.levels[i]
+	}
+	return slog.LevelWarn
+}
+
+// LogWarnings logs each of Warnings to logger at its level, with the message
+// "extauth: config" and the text as the attribute "warning".
+func (c *Config) LogWarnings(ctx context.Context, logger *slog.Logger) {
+	for i, w := range c.Warnings {
+		logger.Log(ctx, c.WarningLevel(i), "extauth: config", "warning", w)
+	}
+}
+
+// Format prints the configuration for every verb as %v (or %+v, %#v) does,
+// with its secrets redacted. Without it, a verb that does not apply to a
+// pointer (%q of the Tenants map) would make fmt print each tenant's
+// configuration raw, its secrets included.
+func (c Config) Format(f fmt.State, verb rune) { redact.Format(f, verb, c) }
+
+// TenantNames returns the names of Tenants, sorted.
+func (c *Config) TenantNames() []string {
+	return slices.Sorted(maps.Keys(c.Tenants))
 }
 
 // OAuthProvider is the registration of an OAuth provider: the key and secret

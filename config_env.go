@@ -2,27 +2,105 @@ package extauth
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
-// ErrTemplate is the class of problems with a ${VAR} or <%= ENV[...] %>
-// look-up that cannot be evaluated: any other ERB, a malformed reference, or
-// ENV.fetch of an unset variable without a default.
+// ErrTemplate is the class of problems with a ${VAR} or ERB look-up that
+// cannot be evaluated: ERB other than <%= ENV[...] %> look-ups, a malformed
+// reference, or ENV.fetch of an unset variable without a default.
 var ErrTemplate = errors.New("unsupported or failed variable look-up")
 
-// expand substitutes the variable look-ups of one decoded value. It runs on
-// the value after YAML parsing, so a variable can never add keys or change
-// the structure of the file, and its result is not expanded again.
+// The sources of the environment's name, in the order they are tried; the
+// values of Config.EnvironmentSource.
+const (
+	envFromOption  = "Env option"
+	envFromDefault = "default"
+)
+
+// envVariables name the environment section, the first one set winning:
+// extauth's own, then the ones Rails and other frameworks set.
+var envVariables = []string{"EXTAUTH_ENV", "RAILS_ENV", "APP_ENV"}
+
+// chooseEnvironment returns the environment section to read and why.
+func chooseEnvironment(o loadOptions) (name, source string) {
+	if o.env != "" {
+		return o.env, envFromOption
+	}
+	for _, v := range envVariables {
+		if name, ok := o.lookup(v); ok && name != "" {
+			return name, v
+		}
+	}
+	return "development", envFromDefault
+}
+
+// why says how the environment was chosen, for messages.
+func why(source string) string {
+	switch source {
+	case envFromOption:
+		return "chosen with the Env option"
+	case envFromDefault:
+		return "the default: EXTAUTH_ENV, RAILS_ENV and APP_ENV are not set"
+	}
+	return "from " + source
+}
+
+// expand substitutes the look-ups of one decoded value: the tokens the ERB
+// pass left (see renderERB) and ${VAR}. It runs on the value after YAML
+// parsing, so a variable can never add keys or change the structure of the
+// file, and its result is not expanded again.
 func (l *loader) expand(p Provider, key, s string) (string, bool) {
-	if !strings.Contains(s, "${") && !strings.Contains(s, "<%") {
+	if !strings.Contains(s, "${") && !l.erb.has(s) {
 		return s, true
+	}
+	// Every tag of a value that is read counts as read, also those after
+	// one that fails: the value's problem covers them.
+	for rest := s; ; {
+		_, tag, after, isTag := l.erb.next(rest)
+		if !isTag {
+			break
+		}
+		tag.used, rest = true, after
 	}
 	var b strings.Builder
 	for s != "" {
-		i := strings.IndexAny(s, "$<")
+		before, tag, after, isTag := l.erb.next(s)
+		ok := l.expandDollars(&b, p, key, before)
+		if !ok {
+			return "", false
+		}
+		if !isTag {
+			break
+		}
+		if reason := tag.problem(); reason != "" {
+			l.problem(p, key, reason, ErrTemplate)
+			return "", false
+		}
+		v, set := l.lookup(tag.ref.name)
+		switch {
+		case set:
+		case tag.ref.hasDefault:
+			v = tag.ref.def
+		case tag.ref.required:
+			l.problem(p, key, fmt.Sprintf("needs environment variable %s, which is not set (ENV.fetch without a default, line %d)", tag.ref.name, tag.line), ErrTemplate)
+			return "", false
+		default:
+			v = l.variable(key, tag.ref.name)
+		}
+		b.WriteString(v)
+		s = after
+	}
+	return b.String(), true
+}
+
+// expandDollars writes s to b with its ${VAR} references substituted.
+func (l *loader) expandDollars(b *strings.Builder, p Provider, key, s string) bool {
+	for s != "" {
+		i := strings.IndexByte(s, '$')
 		if i < 0 {
 			b.WriteString(s)
-			break
+			return true
 		}
 		b.WriteString(s[:i])
 		s = s[i:]
@@ -34,46 +112,56 @@ func (l *loader) expand(p Provider, key, s string) (string, bool) {
 			end := strings.IndexByte(s, '}')
 			if end < 0 || !isVarName(s[2:end]) {
 				l.problem(p, key, "has a ${ that is not a ${NAME} reference (write $${ for a literal ${)", ErrTemplate)
-				return "", false
+				return false
 			}
 			b.WriteString(l.variable(key, s[2:end]))
 			s = s[end+1:]
-		case strings.HasPrefix(s, "<%%"):
-			b.WriteString("<%")
-			s = s[3:]
-		case strings.HasPrefix(s, "<%="):
-			end := strings.Index(s, "%>")
-			if end < 0 {
-				l.problem(p, key, "has an unterminated <%= tag", ErrTemplate)
-				return "", false
-			}
-			ref, ok := parseENV(strings.TrimSpace(strings.TrimSuffix(s[3:end], "-")))
-			if !ok {
-				l.problem(p, key, `has ERB other than <%= ENV["NAME"] %> or <%= ENV.fetch("NAME", "default") %>`, ErrTemplate)
-				return "", false
-			}
-			v, set := l.lookup(ref.name)
-			switch {
-			case set:
-			case ref.hasDefault:
-				v = ref.def
-			case ref.required:
-				l.problem(p, key, "needs environment variable "+ref.name+", which is not set (ENV.fetch without a default)", ErrTemplate)
-				return "", false
-			default:
-				v = l.variable(key, ref.name)
-			}
-			b.WriteString(v)
-			s = s[end+2:]
-		case strings.HasPrefix(s, "<%"):
-			l.problem(p, key, `has ERB code; only <%= ENV["NAME"] %> look-ups are supported`, ErrTemplate)
-			return "", false
 		default:
-			b.WriteByte(s[0])
+			b.WriteByte('$')
 			s = s[1:]
 		}
 	}
-	return b.String(), true
+	return true
+}
+
+// expandKey substitutes the ERB look-ups of a mapping key (a tenant's name
+// from the environment, say). ${VAR} is not a look-up in keys, as in Rails.
+// A tag that cannot be evaluated stays unused, for sweep to report, and
+// shows as <%…%>.
+func (l *loader) expandKey(s string) string {
+	if !l.erb.has(s) {
+		return s
+	}
+	var b strings.Builder
+	for s != "" {
+		before, tag, after, isTag := l.erb.next(s)
+		b.WriteString(before)
+		if !isTag {
+			break
+		}
+		s = after
+		if tag.kind != erbLookup {
+			b.WriteString("<%…%>")
+			continue
+		}
+		first := !tag.used
+		tag.used = true
+		v, set := l.lookup(tag.ref.name)
+		switch {
+		case set:
+		case tag.ref.hasDefault:
+			v = tag.ref.def
+		case tag.ref.required && first:
+			l.general = append(l.general, Problem{
+				Reason: fmt.Sprintf("line %d: a key needs environment variable %s, which is not set (ENV.fetch without a default)", tag.line, tag.ref.name),
+				Err:    ErrTemplate,
+			})
+		case first:
+			l.warn(fmt.Sprintf("line %d: environment variable %s is not set (in a key)", tag.line, tag.ref.name))
+		}
+		b.WriteString(v)
+	}
+	return b.String()
 }
 
 // variable returns the value of an optional variable, noting when it is
@@ -82,8 +170,8 @@ func (l *loader) expand(p Provider, key, s string) (string, bool) {
 func (l *loader) variable(key, name string) string {
 	v, ok := l.lookup(name)
 	if !ok {
-		l.warn("%s: environment variable %s is not set", key, name)
-		l.hints[key] = append(l.hints[key], "environment variable "+name+" is not set")
+		l.warn(key + ": environment variable " + name + " is not set")
+		l.hint(key, "environment variable "+name+" is not set")
 	}
 	return v
 }

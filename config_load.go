@@ -3,6 +3,7 @@ package extauth
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -19,17 +20,19 @@ type loadOptions struct {
 }
 
 // Env selects the environment section (development, production, ...) of a
-// sectioned, Rails-style file. Without it the section named by the EXTAUTH_ENV
-// variable is read, else development. A flat file has no sections, so the
-// option does not apply to it.
+// sectioned, Rails-style file. Without it the section is named by the first
+// of the variables EXTAUTH_ENV, RAILS_ENV and APP_ENV that is set and not
+// empty, else it is development; Config.Environment and
+// Config.EnvironmentSource say which and why. A flat file has no sections,
+// so the option does not apply to it.
 func Env(name string) ConfigOption {
 	return func(o *loadOptions) { o.env = name }
 }
 
-// LookupEnv replaces os.LookupEnv for EXTAUTH_ENV and for the ${VAR} and
-// <%= ENV[...] %> look-ups in values, so that tests and hosts with their own
-// secret store never have to touch the process environment. A nil f behaves
-// as if no variable were set.
+// LookupEnv replaces os.LookupEnv for EXTAUTH_ENV, RAILS_ENV, APP_ENV and
+// for the ${VAR} and <%= ENV[...] %> look-ups, so that tests and hosts with
+// their own secret store never have to touch the process environment. A nil
+// f behaves as if no variable were set.
 func LookupEnv(f func(string) (string, bool)) ConfigOption {
 	return func(o *loadOptions) {
 		if f == nil {
@@ -73,15 +76,43 @@ func LoadConfig(path string, opts ...ConfigOption) (*Config, error) {
 //
 // Only the selected environment is read (see Env); it must exist. A shared
 // section, as Rails' config_for knows it, is merged under it key by key (not
-// deeply), the environment's own values winning.
+// deeply), the environment's own values winning. A top-level mapping that
+// carries an anchor and is merged elsewhere, or holds no extauth setting
+// (default, maps and apis in Consul Democracy's file), is taken for shared
+// values, not an environment, in the messages about environments.
 //
-// String values may look variables up after YAML parsing, so that no
-// variable can change the structure of the file: ${VAR}, <%= ENV["VAR"] %>
-// (or single quotes), <%= ENV["VAR"] || "default" %>,
-// <%= ENV.fetch("VAR", "default") %> and <%= ENV.fetch("VAR") { "default" } %>.
+// The providers' real names are read as aliases of extauth's slugs, as
+// Consul Democracy's file names them: twitter_key, twitter_secret and
+// twitter_site for microblog_*, facebook_* for socialnet_*, google_oauth2_*
+// for search_oauth2_* and wordpress_oauth2_* for blog_oauth2_*. Config.Warnings
+// notes, once per provider and at slog.LevelInfo, which names were read as
+// which. A setting given under both names in one mapping with different,
+// non-empty values is an error naming both keys.
+//
+// Rails runs the file through ERB before YAML, and so does ParseConfig, with
+// only these tags: <%= ENV["VAR"] %> (or single quotes),
+// <%= ENV["VAR"] || "default" %>, <%= ENV.fetch("VAR", "default") %>,
+// <%= ENV.fetch("VAR") { "default" } %> and ENV.fetch("VAR"), comments
+// (<%# ... %>) and <%% for a literal <%. A tag may be anywhere, also inside
+// a quoted string or a key, and is replaced by the variable's value verbatim
+// once the YAML is parsed, so that no value can change the structure of the
+// file. ${VAR} is looked up in values too, and $${ stands for a literal ${.
 // An unset variable without a default reads as empty and adds a warning,
-// except in ENV.fetch("VAR"), which fails as it would in Ruby. $${ stands
-// for a literal ${ and <%% for a literal <%; any other ${ or ERB is an error.
+// except in ENV.fetch("VAR"), which fails as it would in Ruby. ERB code
+// (<% if %>) is an error wherever it is, naming its line; any other <%= %>
+// expression is an error in a setting extauth reads, and is ignored with a
+// warning elsewhere.
+//
+// An environment may hold a tenants: mapping from tenant names (see
+// ValidTenantName) to settings that override the environment's for that
+// tenant, key by key as Consul Democracy merges them: a key the tenant gives
+// replaces the environment's value whole (saml_additional_settings
+// included), and an empty value clears it. A tenant may so add providers the
+// environment lacks, and switches one off by emptying all of its required
+// settings (the key and secret, and blog_oauth2_site; saml_sp_entity_id and
+// saml_idp_metadata_url; the three oidc settings): its other settings are
+// then dropped too. Config.Tenants holds each tenant's resulting
+// configuration; its problems name the tenant.
 //
 // Numbers and booleans are read as the text written in the file, null as an
 // empty string. Keys that are not settings are ignored; those that look like
@@ -131,48 +162,86 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.env == "" {
-		if v, ok := o.lookup("EXTAUTH_ENV"); ok && v != "" {
-			o.env = v
-		} else {
-			o.env = "development"
-		}
-	}
+	env, source := chooseEnvironment(o)
 
+	text, tags := renderERB(data)
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		if bad := tags.firstBad(); bad != nil {
+			return nil, nil, fmt.Errorf("parse YAML: %w; line %d has ERB that extauth does not support, which may be why (%w)", err, bad.line, ErrTemplate)
+		}
 		return nil, nil, fmt.Errorf("parse YAML: %w", err)
 	}
-	l := &loader{lookup: o.lookup, budget: maxMergeWork, hints: map[string][]string{}}
-	settings, where, err := l.selectSettings(&doc, o.env)
+	l := &loader{
+		lookup: o.lookup,
+		// Work proportional to the file is legitimate (10,000 tenants
+		// each merging a shared anchor); only expansion beyond it is not.
+		budget: maxMergeWork + 8*len(data),
+		erb:    tags,
+	}
+	l.scope = &scope{}
+	sel, err := l.selectSettings(&doc, env, source)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := l.decode(settings, where)
-	cfg.Warnings = l.warnings
 
-	problems := l.problems
-	if err := cfg.Validate(); err != nil {
-		var ve *ValidationError
-		errors.As(err, &ve)
-		for _, p := range ve.Problems {
-			// A value that could not be read already has its problem;
-			// saying it is also missing or malformed would be noise.
-			if l.failed(p.Key) {
-				continue
-			}
-			if h := l.hints[p.Key]; len(h) > 0 && errors.Is(p.Err, ErrMissingSetting) {
-				p.Reason += " (" + strings.Join(h, "; ") + ")"
-			}
-			problems = append(problems, p)
+	cfg := &Config{}
+	if !sel.flat {
+		cfg.Environment, cfg.EnvironmentSource = env, source
+	}
+	var tenants *entry
+	fs := cfg.fields()
+	read := l.apply(cfg, fs, sel.settings)
+	for i, e := range sel.settings {
+		if e.key == keyTenants {
+			tenants = &sel.settings[i]
 		}
 	}
-	return cfg, problems, nil
+	if len(read) == 0 && tenants == nil {
+		l.warn(sel.where + " has no extauth settings; no provider is configured")
+	}
+	for _, f := range fs {
+		if f.check != nil && f.key != "saml_sp_entity_id" && plainHTTP(f.get()) {
+			l.warn(f.key + " uses plain http outside localhost; use https")
+		}
+	}
+	problems := l.scope.finish(cfg.problems(nil))
+	if tenants != nil {
+		problems = append(problems, l.tenants(cfg, tenants.val)...)
+	}
+	l.sweep()
+	l.aliasNotes()
+	cfg.Warnings, cfg.levels = l.warnings, l.levels
+	return cfg, append(problems, l.general...), nil
+}
+
+// finish returns the problems of scope s: those found while reading its
+// values, then those of validation, less the ones a value that could not be
+// read already explains, with the reasons a setting came out empty.
+func (s *scope) finish(validation []Problem) []Problem {
+	out := s.problems
+	for _, p := range validation {
+		// A value that could not be read already has its problem; saying
+		// it is also missing or malformed would be noise.
+		if s.failed(p.Key) {
+			continue
+		}
+		if h := s.hints[p.Key]; len(h) > 0 && errors.Is(p.Err, ErrMissingSetting) {
+			p.Reason += " (" + strings.Join(h, "; ") + ")"
+		}
+		out = append(out, p)
+	}
+	for i := range out {
+		out[i].Tenant = s.tenant
+		out[i].Reason += s.aliasNote(out[i])
+	}
+	return out
 }
 
 // maxMergeWork bounds the mapping entries visited while resolving aliases and
-// << merges: yaml.v3 hands nodes over unexpanded, so a small file could
-// otherwise make us walk an exponential number of them.
+// << merges, beyond a share proportional to the file: yaml.v3 hands nodes
+// over unexpanded, so a small file could otherwise make us walk an
+// exponential number of them.
 const maxMergeWork = 100_000
 
 // maxMergeDepth bounds nested merges, and so cycles (an anchor merged into
@@ -180,103 +249,240 @@ const maxMergeWork = 100_000
 const maxMergeDepth = 32
 
 type loader struct {
-	lookup   func(string) (string, bool)
-	budget   int
-	problems []Problem
+	lookup func(string) (string, bool)
+	budget int
+	erb    *erbTags
+	// scope is the configuration being read: the environment's, or one
+	// tenant's.
+	*scope
+	// warnings are every warning of the file, tenants' included, with
+	// their levels.
 	warnings []string
+	levels   []slog.Level
+	// general are problems that belong to no setting, such as ERB code
+	// outside any value extauth reads.
+	general []Problem
+	// aliases lists, per provider, the other names the file used for its
+	// settings, for one note each.
+	aliases map[Provider][]string
+}
+
+// scope is what the loader knows of one configuration while reading it.
+type scope struct {
+	tenant string
+	// env is the environment's scope, for a tenant's.
+	env      *scope
+	problems []Problem
+	// warnings and levels are a tenant's own.
+	warnings []string
+	levels   []slog.Level
 	// hints explains why a setting came out empty, for its missing-setting
 	// problem: unset variables, likely misspellings.
 	hints map[string][]string
+	// written maps each setting the scope gives to the name it gives it
+	// under (twitter_key for microblog_key).
+	written map[string]string
+}
+
+func (s *scope) failed(key string) bool {
+	return slices.ContainsFunc(s.problems, func(p Problem) bool { return p.Key == key })
+}
+
+// aliasNote returns " (twitter_secret in this file)" for a problem with a
+// setting of a provider that the file names by its other name, so that the
+// operator finds the line; "" otherwise.
+func (s *scope) aliasNote(p Problem) string {
+	for sc := s; sc != nil; sc = sc.env {
+		if as, ok := sc.written[p.Key]; ok {
+			if as == p.Key {
+				return ""
+			}
+			return " (" + as + " in this file)"
+		}
+	}
+	for sc := s; sc != nil; sc = sc.env {
+		for key, as := range sc.written {
+			if as != key && providerOf(key) == p.Provider && p.Provider != "" {
+				return " (" + aliasFor(p.Key) + " in this file)"
+			}
+		}
+	}
+	return ""
 }
 
 func (l *loader) problem(p Provider, key, reason string, err error) {
 	l.problems = append(l.problems, Problem{Provider: p, Key: key, Reason: reason, Err: err})
 }
 
-func (l *loader) warn(format string, args ...any) {
-	l.warnings = append(l.warnings, fmt.Sprintf(format, args...))
+func (l *loader) warn(msg string) { l.warnAt(slog.LevelWarn, msg) }
+
+// warnAt records a warning of the current scope: a tenant's is prefixed with
+// its name and kept among its own as well.
+func (l *loader) warnAt(level slog.Level, msg string) {
+	if l.tenant != "" {
+		msg = "tenants." + l.tenant + ": " + msg
+		l.scope.warnings = append(l.scope.warnings, msg)
+		l.scope.levels = append(l.scope.levels, level)
+	}
+	l.warnings = append(l.warnings, msg)
+	l.levels = append(l.levels, level)
 }
 
-func (l *loader) failed(key string) bool {
-	return slices.ContainsFunc(l.problems, func(p Problem) bool { return p.Key == key })
+func (l *loader) hint(key, msg string) {
+	if l.hints == nil {
+		l.hints = map[string][]string{}
+	}
+	l.hints[key] = append(l.hints[key], msg)
+}
+
+// selection is the mapping that holds the settings and how to name it.
+type selection struct {
+	settings []entry
+	where    string
+	flat     bool
 }
 
 // selectSettings finds the mapping that holds the settings: the top level of
-// a flat file, or the selected environment of a sectioned one. where names it
-// for warnings.
-func (l *loader) selectSettings(doc *yaml.Node, env string) (settings []entry, where string, err error) {
+// a flat file, or the selected environment of a sectioned one.
+func (l *loader) selectSettings(doc *yaml.Node, env, source string) (selection, error) {
+	flat := selection{where: "the file", flat: true}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, "the file", nil
+		return flat, nil
 	}
 	root, err := deref(doc.Content[0])
 	if err != nil {
-		return nil, "", err
+		return selection{}, err
 	}
 	if isNull(root) {
-		return nil, "the file", nil
+		return flat, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, "", errors.New("the top level must be a mapping of settings or of environments")
+		return selection{}, errors.New("the top level must be a mapping of settings or of environments")
 	}
-	top, dups, err := l.entries(root, 0)
+	top, dups, err := l.entries(root, 0, true)
 	if err != nil {
-		return nil, "", err
+		return selection{}, err
 	}
-	if slices.ContainsFunc(top, func(e entry) bool { return isSettingKey(e.key) }) {
+	if slices.ContainsFunc(top, func(e entry) bool { return isSettingKey(e.key) || e.key == keyTenants }) {
 		l.duplicates(dups, "")
-		return top, "the file", nil
+		flat.settings = top
+		return flat, nil
 	}
 	if slices.Contains(dups, env) {
-		return nil, "", fmt.Errorf("environment %s is given more than once", env)
+		return selection{}, fmt.Errorf("environment %s is given more than once", env)
 	}
 
-	var sections []string
+	var envs, anchors []string
 	var selected, shared *yaml.Node
+	var targets map[*yaml.Node]bool
 	for _, e := range top {
 		v, err := deref(e.val)
 		if err != nil {
-			return nil, "", err
+			return selection{}, err
 		}
 		if v.Kind != yaml.MappingNode && !isNull(v) {
 			continue
 		}
-		sections = append(sections, e.key)
-		switch e.key {
-		case env:
+		if e.key == env {
 			selected = v
-		case "shared":
+		}
+		switch {
+		case e.key == "shared":
 			shared = v
+		case e.val.Kind == yaml.MappingNode && e.val.Anchor != "":
+			if targets == nil {
+				targets = aliasTargets(doc)
+			}
+			if targets[e.val] || !l.holdsSettings(e.val) {
+				anchors = append(anchors, e.key)
+				continue
+			}
+			envs = append(envs, e.key)
+		default:
+			envs = append(envs, e.key)
 		}
 	}
 	if selected == nil {
-		if len(sections) == 0 {
-			return nil, "", fmt.Errorf("%w: %q (the file has neither settings at the top level nor environment sections)",
-				ErrUnknownEnvironment, env)
-		}
-		return nil, "", fmt.Errorf("%w: %q (the file has sections %s)", ErrUnknownEnvironment, env, strings.Join(sections, ", "))
+		return selection{}, unknownEnvironment(env, source, envs, anchors, shared != nil)
 	}
-	where = "environment " + env
+	sel := selection{where: "environment " + env}
 	own, dups, err := l.sectionEntries(selected)
 	if err != nil {
-		return nil, "", fmt.Errorf("environment %s: %w", env, err)
+		return selection{}, fmt.Errorf("environment %s: %w", env, err)
 	}
 	l.duplicates(dups, "")
 	if shared == nil || env == "shared" {
-		return own, where, nil
+		sel.settings = own
+		return sel, nil
 	}
 	base, dups, err := l.sectionEntries(shared)
 	if err != nil {
-		return nil, "", fmt.Errorf("section shared: %w", err)
+		return selection{}, fmt.Errorf("section shared: %w", err)
 	}
 	l.duplicates(dups, "")
-	return overlay(base, own), where, nil
+	sel.settings = overlay(base, own)
+	return sel, nil
+}
+
+// unknownEnvironment says that env is not a section of the file, why env was
+// chosen, and which environments there are, leaving out the sections that
+// only hold shared values.
+func unknownEnvironment(env, source string, envs, anchors []string, shared bool) error {
+	if len(envs) == 0 && len(anchors) == 0 && !shared {
+		return fmt.Errorf("%w: %q (%s; the file has neither settings at the top level nor environment sections)",
+			ErrUnknownEnvironment, env, why(source))
+	}
+	msg := fmt.Sprintf("%q (%s); ", env, why(source))
+	if len(envs) == 0 {
+		msg += "the file has no environment sections"
+	} else {
+		msg += "the file's environments are " + strings.Join(envs, ", ")
+		if near := suggest(env, envs, nil); near != "" {
+			msg += "; did you mean " + near + "?"
+		}
+	}
+	var others []string
+	if len(anchors) > 0 {
+		others = append(others, "anchors of shared values, not environments: "+strings.Join(anchors, ", "))
+	}
+	if shared {
+		others = append(others, "shared applies to every environment")
+	}
+	if len(others) > 0 {
+		msg += " (" + strings.Join(others, "; ") + ")"
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownEnvironment, msg)
+}
+
+// aliasTargets returns the nodes that some alias of doc refers to: the
+// anchors that are merged or repeated elsewhere.
+func aliasTargets(doc *yaml.Node) map[*yaml.Node]bool {
+	out := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			out[n.Alias] = true
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return out
+}
+
+// holdsSettings reports whether mapping n, merges included, gives any
+// extauth setting or tenants.
+func (l *loader) holdsSettings(n *yaml.Node) bool {
+	es, _, err := l.entries(n, 0, true)
+	return err == nil && slices.ContainsFunc(es, func(e entry) bool { return isSettingKey(e.key) || e.key == keyTenants })
 }
 
 func (l *loader) sectionEntries(n *yaml.Node) ([]entry, []string, error) {
 	if isNull(n) {
 		return nil, nil, nil
 	}
-	return l.entries(n, 0)
+	return l.entries(n, 0, true)
 }
 
 // overlay returns base with the entries of top replacing or following it.
@@ -297,25 +503,35 @@ func overlay(base, top []entry) []entry {
 // secrets, but other keys of the host's file are none of our business.
 func (l *loader) duplicates(keys []string, prefix string) {
 	for _, k := range keys {
-		if prefix == "" && !isSettingKey(k) {
+		if prefix == "" && !isSettingKey(canonicalKey(k)) && k != keyTenants {
 			continue
 		}
-		l.problem(providerOf(prefix+k), prefix+k, "is given more than once", ErrInvalidSetting)
+		key := prefix + canonicalKey(k)
+		l.problem(providerOf(key), key, "is given more than once", ErrInvalidSetting)
 	}
 }
 
 // entry is one key of a mapping with merges resolved.
 type entry struct {
+	// key is the key, or for a setting given under a provider's other name
+	// the setting it stands for (microblog_key for twitter_key).
 	key string
+	// as is the key as written.
+	as  string
 	val *yaml.Node
+	// other is the same setting given in the same mapping under its other
+	// name as well, for the loader to check that the two agree.
+	other *entry
 }
 
 // entries lists the keys of mapping n in file order with its << merges
 // resolved: merged keys appear where the merge is, keys written in n win over
 // merged ones, and earlier merges win over later ones, as yaml.v3 decodes
 // them. A key written twice keeps its last value and is returned in dups.
-// Keys that are not scalars cannot be settings and are left out.
-func (l *loader) entries(n *yaml.Node, depth int) (out []entry, dups []string, err error) {
+// With settings, the keys are settings' (see entry.key), so that an alias
+// and its setting override each other as one key does. Keys that are not
+// scalars cannot be settings and are left out.
+func (l *loader) entries(n *yaml.Node, depth int, settings bool) (out []entry, dups []string, err error) {
 	if depth > maxMergeDepth {
 		return nil, nil, errors.New("<< merges nest too deeply (is an anchor merged into itself?)")
 	}
@@ -323,15 +539,24 @@ func (l *loader) entries(n *yaml.Node, depth int) (out []entry, dups []string, e
 	if l.budget < 0 {
 		return nil, nil, errors.New("too many aliases and << merges")
 	}
+	name := func(kn *yaml.Node) (key, as string, ok bool) {
+		as, ok = l.keyOf(kn)
+		if !ok || !settings {
+			return as, as, ok
+		}
+		return canonicalKey(as), as, true
+	}
 	explicit := map[string]bool{}
+	written := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, ok := keyOf(n.Content[i])
+		k, as, ok := name(n.Content[i])
 		if !ok || isMergeKey(n.Content[i]) {
 			continue
 		}
-		if explicit[k] {
-			dups = append(dups, k)
+		if written[as] {
+			dups = append(dups, as)
 		}
+		written[as] = true
 		explicit[k] = true
 	}
 	index := map[string]int{}
@@ -340,6 +565,10 @@ func (l *loader) entries(n *yaml.Node, depth int) (out []entry, dups []string, e
 		switch {
 		case seen && fromMerge:
 		case seen:
+			if out[i].as != e.as {
+				prev := out[i]
+				e.other = &prev
+			}
 			out[i] = e
 		case fromMerge && explicit[e.key]:
 		default:
@@ -350,8 +579,8 @@ func (l *loader) entries(n *yaml.Node, depth int) (out []entry, dups []string, e
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
 		if !isMergeKey(kn) {
-			if k, ok := keyOf(kn); ok {
-				add(entry{key: k, val: vn}, false)
+			if k, as, ok := name(kn); ok {
+				add(entry{key: k, as: as, val: vn}, false)
 			}
 			continue
 		}
@@ -360,7 +589,7 @@ func (l *loader) entries(n *yaml.Node, depth int) (out []entry, dups []string, e
 			return nil, nil, err
 		}
 		for _, src := range sources {
-			merged, _, err := l.entries(src, depth+1)
+			merged, _, err := l.entries(src, depth+1, settings)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -402,12 +631,12 @@ func isMergeKey(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Value == "<<" && n.ShortTag() == "!!merge"
 }
 
-func keyOf(n *yaml.Node) (string, bool) {
+func (l *loader) keyOf(n *yaml.Node) (string, bool) {
 	n, err := deref(n)
 	if err != nil || n.Kind != yaml.ScalarNode {
 		return "", false
 	}
-	return n.Value, true
+	return l.expandKey(n.Value), true
 }
 
 // deref follows aliases. An alias can only name an anchor defined before it,
@@ -429,40 +658,101 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// decode turns the settings mapping into a Config, recording problems and
-// warnings on l.
-func (l *loader) decode(settings []entry, where string) *Config {
-	cfg := &Config{}
-	fields := map[string]field{}
-	for _, f := range cfg.fields() {
-		fields[f.key] = f
-	}
-	found := false
+// apply reads settings onto cfg, recording problems and warnings on l: the
+// environment's onto an empty Config, a tenant's onto a copy of the
+// environment's. It returns the settings it read, tenants aside.
+// fs are cfg's fields.
+func (l *loader) apply(cfg *Config, fs []field, settings []entry) (read []string) {
 	for _, e := range settings {
-		if e.key == keyAdditional {
-			found = true
+		switch {
+		case e.key == keyTenants:
+			if l.tenant != "" {
+				l.warn("tenants cannot be nested; this tenants: is ignored")
+			}
+			continue
+		case e.key == keyAdditional:
 			cfg.SAML.Additional = l.additional(e.val)
+			read = append(read, e.key)
 			continue
 		}
-		f, ok := fields[e.key]
+		i, ok := settingIndex[e.key]
 		if !ok {
-			l.suggestSetting(e.key)
+			l.suggestSetting(e.as)
 			continue
 		}
-		found = true
-		if v, ok := l.scalar(f.provider, f.key, e.val); ok {
+		f := fs[i]
+		if v, ok := l.read(f, e); ok {
 			f.set(v)
 		}
+		read = append(read, f.key)
 	}
-	if !found {
-		l.warn("%s has no extauth settings; no provider is configured", where)
+	return read
+}
+
+// read returns the value of setting f from e, and notes the name it was
+// given under. A setting given under both its names must have one value.
+func (l *loader) read(f field, e entry) (string, bool) {
+	l.noteName(f.key, e.as)
+	v, ok := l.scalar(f.provider, f.key, e.val)
+	if e.other == nil {
+		return v, ok
 	}
-	for _, f := range cfg.fields() {
-		if f.check != nil && f.key != "saml_sp_entity_id" && plainHTTP(f.get()) {
-			l.warn("%s uses plain http outside localhost; use https", f.key)
+	l.noteName(f.key, e.other.as)
+	l.written[f.key] = f.key
+	w, ok2 := l.scalar(f.provider, f.key, e.other.val)
+	switch {
+	case !ok || !ok2:
+		return "", false
+	case v == "":
+		return w, true
+	case w != "" && w != v:
+		other := e.as
+		if other == f.key {
+			other = e.other.as
 		}
+		l.problem(f.provider, f.key, "and "+other+" are both given, with different values; keep one", ErrInvalidSetting)
+		return "", false
 	}
-	return cfg
+	return v, true
+}
+
+// noteName records that setting key was given as name, for the note on
+// aliases and for messages.
+func (l *loader) noteName(key, name string) {
+	if l.written == nil {
+		l.written = map[string]string{}
+	}
+	l.written[key] = name
+	if name == key {
+		return
+	}
+	if l.aliases == nil {
+		l.aliases = map[Provider][]string{}
+	}
+	p := providerOf(key)
+	if !slices.Contains(l.aliases[p], name) {
+		l.aliases[p] = append(l.aliases[p], name)
+	}
+}
+
+// aliasNotes adds one note per provider whose settings the file gave under
+// the provider's real name.
+func (l *loader) aliasNotes() {
+	for _, p := range BuiltinProviders() {
+		names := l.aliases[p]
+		if len(names) == 0 {
+			continue
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			return settingIndex[canonicalKey(a)] - settingIndex[canonicalKey(b)]
+		})
+		canon := make([]string, len(names))
+		for i, n := range names {
+			canon[i] = canonicalKey(n)
+		}
+		l.warnAt(slog.LevelInfo, fmt.Sprintf("%s read as %s (%s is extauth's name for %s)",
+			strings.Join(names, ", "), strings.Join(canon, ", "), p, providerAliases[p]))
+	}
 }
 
 // scalar reads a string setting: numbers and booleans as written, null as
@@ -495,22 +785,29 @@ func (l *loader) scalar(p Provider, key string, n *yaml.Node) (string, bool) {
 
 const keyAdditional = "saml_additional_settings"
 
-// mapping returns the entries of a nested mapping setting. Null, and the
-// empty string a template may leave, read as an empty mapping.
+// mapping returns the entries of a nested mapping setting. Null, and a
+// string that is empty once its variables are substituted, read as an empty
+// mapping.
 func (l *loader) mapping(key string, n *yaml.Node) []entry {
 	n, err := deref(n)
 	if err != nil {
 		l.problem(SAML, key, "is an alias that does not resolve", ErrInvalidSetting)
 		return nil
 	}
-	if isNull(n) || (n.Kind == yaml.ScalarNode && n.Value == "") {
+	if isNull(n) {
 		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+		v, ok := l.expand(SAML, key, n.Value)
+		if !ok || v == "" {
+			return nil
+		}
 	}
 	if n.Kind != yaml.MappingNode {
 		l.problem(SAML, key, "must be a mapping", ErrInvalidSetting)
 		return nil
 	}
-	entries, dups, err := l.entries(n, 0)
+	entries, dups, err := l.entries(n, 0, false)
 	if err != nil {
 		l.problem(SAML, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
 		return nil
@@ -542,7 +839,7 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "idp_metadata_certificate", "security"}
 			if near := suggest(e.key, known, nil); near != "" {
-				l.warn("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near)
+				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}
 			v, ok := l.scalar(SAML, key, e.val)
 			if ok {
@@ -564,7 +861,7 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 			if near := suggest(e.key, []string{"logout_requests_signed"}, nil); near != "" {
 				hint = "; did you mean logout_requests_signed?"
 			}
-			l.warn("%s.%s is not supported and is ignored%s", key, e.key, hint)
+			l.warn(fmt.Sprintf("%s.%s is not supported and is ignored%s", key, e.key, hint))
 			continue
 		}
 		s.LogoutRequestsSigned = l.boolean(key+"."+e.key, e.val)

@@ -6,20 +6,23 @@ import (
 	"strings"
 )
 
-// settingKeys returns the keys of the secrets file that extauth reads, in
-// the order of the specification.
-func settingKeys() []string {
+// settingKeys are the keys of the secrets file that extauth reads, in the
+// order of the specification, and settingIndex their positions, which are
+// also those of Config.fields. Both are fixed when the package loads.
+var settingKeys, settingIndex = func() ([]string, map[string]int) {
 	var keys []string
-	for _, f := range (&Config{}).fields() {
+	index := map[string]int{}
+	for i, f := range (&Config{}).fields() {
 		keys = append(keys, f.key)
+		index[f.key] = i
 		if f.key == "saml_idp_sso_service_url" {
 			keys = append(keys, keyAdditional)
 		}
 	}
-	return keys
-}
+	return keys, index
+}()
 
-func isSettingKey(k string) bool { return slices.Contains(settingKeys(), k) }
+func isSettingKey(k string) bool { return slices.Contains(settingKeys, k) }
 
 // providerOf returns the provider whose prefix key carries, or "".
 func providerOf(key string) Provider {
@@ -31,37 +34,63 @@ func providerOf(key string) Provider {
 	return ""
 }
 
-// formerKeys maps the keys under the providers' real names, which files
-// written for other software use (twitter_key), to ours (microblog_key).
-func formerKeys() map[string]string {
-	former := map[Provider]string{
-		Microblog:    "twitter",
-		Socialnet:    "facebook",
-		SearchOAuth2: "google_oauth2",
-		BlogOAuth2:   "wordpress_oauth2",
-	}
+// providerAliases are the providers' real names, under which files written
+// for other software, Consul Democracy's among them, give their settings
+// (twitter_key for microblog_key).
+var providerAliases = map[Provider]string{
+	Microblog:    "twitter",
+	Socialnet:    "facebook",
+	SearchOAuth2: "google_oauth2",
+	BlogOAuth2:   "wordpress_oauth2",
+}
+
+// settingAliases maps each setting's other name to the setting, and
+// aliasKeys lists the other names in the order of the settings.
+var settingAliases, aliasKeys = func() (map[string]string, []string) {
 	out := map[string]string{}
-	for _, k := range settingKeys() {
+	var keys []string
+	for _, k := range settingKeys {
 		p := providerOf(k)
-		if name, ok := former[p]; ok {
-			out[name+strings.TrimPrefix(k, string(p))] = k
+		if name, ok := providerAliases[p]; ok {
+			alias := name + strings.TrimPrefix(k, string(p))
+			out[alias] = k
+			keys = append(keys, alias)
 		}
 	}
-	return out
+	return out, keys
+}()
+
+// canonicalKey returns the setting key stands for: itself, or for another
+// name of a setting the setting.
+func canonicalKey(key string) string {
+	if k, ok := settingAliases[key]; ok {
+		return k
+	}
+	return key
+}
+
+// aliasFor returns the other name of setting key, or key when it has none.
+func aliasFor(key string) string {
+	p := providerOf(key)
+	if name, ok := providerAliases[p]; ok {
+		return name + strings.TrimPrefix(key, string(p))
+	}
+	return key
 }
 
 // suggestSetting warns about an unknown key that looks meant for extauth: a
-// near-miss of one of our keys (or of a provider's real name), or a key with
-// one of our provider prefixes. Other keys of the host's file, like
-// secret_key_base, are left alone.
+// near-miss of one of our keys or of their other names (the suggestion is
+// the name the file is closest to: twiter_key, did you mean twitter_key?), or
+// a key with one of our provider prefixes. Other keys of the host's file,
+// like secret_key_base, are left alone.
 func (l *loader) suggestSetting(name string) {
-	if near := suggest(name, settingKeys(), formerKeys()); near != "" {
-		l.warn("%s is not an extauth setting and is ignored; did you mean %s?", name, near)
-		l.hints[near] = append(l.hints[near], "the file has "+name)
+	if near := suggest(name, slices.Concat(settingKeys, aliasKeys), nil); near != "" {
+		l.warn(name + " is not an extauth setting and is ignored; did you mean " + near + "?")
+		l.hint(canonicalKey(near), "the file has "+name)
 		return
 	}
 	if providerOf(name) != "" {
-		l.warn("%s is not an extauth setting and is ignored", name)
+		l.warn(name + " is not an extauth setting and is ignored")
 	}
 }
 

@@ -30,7 +30,7 @@ func TestDistance(t *testing.T) {
 }
 
 func TestSettingKeys(t *testing.T) {
-	keys := settingKeys()
+	keys := settingKeys
 	if len(keys) != 19 {
 		t.Fatalf("%d keys: %v", len(keys), keys)
 	}

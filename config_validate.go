@@ -32,6 +32,9 @@ const minRSABits = 2048
 // Problem is one thing wrong with a configuration. It names the setting and
 // never holds its value, so it is safe to log.
 type Problem struct {
+	// Tenant is the tenant whose configuration has the problem, empty for
+	// the environment's own.
+	Tenant string
 	// Provider is the provider the setting belongs to, empty for none.
 	Provider Provider
 	// Key is the setting, like "blog_oauth2_site", with a dotted path below
@@ -44,12 +47,20 @@ type Problem struct {
 	Err error
 }
 
-// Error reads like "blog_oauth2: blog_oauth2_site is missing".
+// Error reads like "blog_oauth2: blog_oauth2_site is missing", or for a
+// tenant "tenants.city_a: oidc: oidc_client_id is missing".
 func (p Problem) Error() string {
-	if p.Provider == "" {
-		return p.Key + " " + p.Reason
+	msg := p.Reason
+	if p.Key != "" {
+		msg = p.Key + " " + p.Reason
 	}
-	return string(p.Provider) + ": " + p.Key + " " + p.Reason
+	if p.Provider != "" {
+		msg = string(p.Provider) + ": " + msg
+	}
+	if p.Tenant != "" {
+		msg = "tenants." + p.Tenant + ": " + msg
+	}
+	return msg
 }
 
 // Unwrap returns the class of the problem.
@@ -112,17 +123,19 @@ func (f field) set(v string) {
 }
 
 func (c *Config) fields() []field {
-	oauth := func(p Provider, o *OAuthProvider, siteRequired bool) []field {
-		return []field{
-			{key: string(p) + "_key", provider: p, required: true, str: &o.Key},
-			{key: string(p) + "_secret", provider: p, required: true, sec: &o.Secret},
-			{key: string(p) + "_site", provider: p, required: siteRequired, check: checkHTTPURL, str: &o.Site},
-		}
+	fs := make([]field, 0, numFields)
+	oauth := func(p Provider, o *OAuthProvider, siteRequired bool) {
+		k := oauthKeys[p]
+		fs = append(fs,
+			field{key: k[0], provider: p, required: true, str: &o.Key},
+			field{key: k[1], provider: p, required: true, sec: &o.Secret},
+			field{key: k[2], provider: p, required: siteRequired, check: checkHTTPURL, str: &o.Site},
+		)
 	}
-	fs := oauth(Microblog, &c.Microblog, false)
-	fs = append(fs, oauth(Socialnet, &c.Socialnet, false)...)
-	fs = append(fs, oauth(SearchOAuth2, &c.SearchOAuth2, false)...)
-	fs = append(fs, oauth(BlogOAuth2, &c.BlogOAuth2, true)...)
+	oauth(Microblog, &c.Microblog, false)
+	oauth(Socialnet, &c.Socialnet, false)
+	oauth(SearchOAuth2, &c.SearchOAuth2, false)
+	oauth(BlogOAuth2, &c.BlogOAuth2, true)
 	return append(fs,
 		field{key: "saml_sp_entity_id", provider: SAML, required: true, check: checkEntityID, str: &c.SAML.SPEntityID},
 		field{key: "saml_idp_metadata_url", provider: SAML, required: true, check: checkMetadataURL, str: &c.SAML.IdPMetadataURL},
@@ -133,6 +146,19 @@ func (c *Config) fields() []field {
 	)
 }
 
+// numFields is the number of fields, for fields to allocate once: it runs
+// for every tenant of a file, and there may be many.
+const numFields = 4*3 + 6
+
+// oauthKeys are the keys of each OAuth provider's settings, made once.
+var oauthKeys = func() map[Provider][3]string {
+	out := map[Provider][3]string{}
+	for _, p := range []Provider{Microblog, Socialnet, SearchOAuth2, BlogOAuth2} {
+		out[p] = [3]string{string(p) + "_key", string(p) + "_secret", string(p) + "_site"}
+	}
+	return out
+}()
+
 // Validate reports every problem of the configuration at once as a
 // *ValidationError, or nil. LoadConfig and ParseConfig call it; hosts that
 // build or change a Config in code should call it too.
@@ -141,13 +167,35 @@ func (c *Config) fields() []field {
 // error; one with some but not all of its required settings is. URLs must be
 // absolute http or https (saml_sp_entity_id may also be a URN), and a SAML
 // key pair must be a parsing, matching RSA pair of at least 2048 bits.
+//
+// Tenants are validated too, each problem naming its tenant: the names (see
+// ValidTenantName), and each tenant's configuration. A tenant's provider
+// whose settings are the environment's has the environment's problems,
+// which are reported once, for the environment.
 func (c *Config) Validate() error {
 	if c == nil {
 		return &ValidationError{Problems: []Problem{{Key: "config", Reason: "is nil", Err: ErrMissingSetting}}}
 	}
+	ps := c.problems(nil)
+	for _, name := range c.TenantNames() {
+		ps = append(ps, c.tenantProblems(name, c.Tenants[name])...)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: ps}
+}
+
+// problems returns the problems of c's own settings. With a base, the
+// configuration c is a tenant of, providers whose settings equal base's are
+// skipped: their problems are base's.
+func (c *Config) problems(base *Config) []Problem {
 	var ps []Problem
 	fs := c.fields()
 	for _, p := range BuiltinProviders() {
+		if base != nil && c.sameProvider(base, p) {
+			continue
+		}
 		used := p == SAML && !c.SAML.Additional.isZero()
 		for _, f := range fs {
 			used = used || (f.provider == p && f.get() != "")
@@ -159,19 +207,18 @@ func (c *Config) Validate() error {
 			v := f.get()
 			switch {
 			case v == "" && f.required && used:
-				ps = append(ps, Problem{p, f.key, "is missing", ErrMissingSetting})
+				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
-					ps = append(ps, Problem{p, f.key, reason, ErrInvalidSetting})
+					ps = append(ps, Problem{Provider: p, Key: f.key, Reason: reason, Err: ErrInvalidSetting})
 				}
 			}
 		}
 	}
-	ps = append(ps, c.SAML.Additional.problems()...)
-	if len(ps) == 0 {
-		return nil
+	if base == nil || !c.sameProvider(base, SAML) {
+		ps = append(ps, c.SAML.Additional.problems()...)
 	}
-	return &ValidationError{Problems: ps}
+	return ps
 }
 
 // Providers lists the configured providers in the order of the
@@ -214,7 +261,7 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	const pre = keyAdditional + "."
 	var ps []Problem
 	bad := func(key, reason string, err error) {
-		ps = append(ps, Problem{SAML, pre + key, reason, err})
+		ps = append(ps, Problem{Provider: SAML, Key: pre + key, Reason: reason, Err: err})
 	}
 	if s.RelayState != "" && !isRelativePath(s.RelayState) && checkHTTPURL(s.RelayState) != "" {
 		bad("RelayState", "must be a relative path (/...) or an absolute http or https URL", ErrInvalidSetting)
@@ -230,7 +277,7 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	for _, p := range s.Custom {
 		switch {
 		case p.Name == "":
-			ps = append(ps, Problem{SAML, keyAdditional, "has a custom entry with an empty name", ErrInvalidSetting})
+			ps = append(ps, Problem{Provider: SAML, Key: keyAdditional, Reason: "has a custom entry with an empty name", Err: ErrInvalidSetting})
 		case containsFold(reserved, p.Name):
 			bad(p.Name, "is a parameter of the SAML binding and cannot be a custom entry", ErrInvalidSetting)
 		case strings.Contains(p.Value, "-----BEGIN"):
@@ -282,7 +329,7 @@ func (s SAMLAdditionalSettings) keyPairProblems() []Problem {
 	)
 	var ps []Problem
 	bad := func(key, reason string, err error) {
-		ps = append(ps, Problem{SAML, key, reason, err})
+		ps = append(ps, Problem{Provider: SAML, Key: key, Reason: reason, Err: err})
 	}
 	var certPub *rsa.PublicKey
 	switch {

@@ -50,6 +50,12 @@ type Identity struct {
 	// Raw is the provider's profile or claims as received, for fields the
 	// normalized ones do not cover.
 	Raw map[string]any `json:"extra,omitempty"`
+	// SessionID names the provider's session of the sign-in, when the
+	// provider names it: the OpenID Connect sid claim, the SAML
+	// SessionIndex. A provider's logout (LogoutEvent.Session) names the
+	// same session, so hosts that honour the provider's logouts index
+	// their sessions by (Provider, SessionID).
+	SessionID string `json:"sid,omitempty"`
 	// SAML is set for SAML sign-ins: what single logout and attribute
 	// mapping need.
 	SAML *SAMLInfo `json:"saml,omitempty"`
@@ -115,6 +121,7 @@ func identityFrom(p *providers.Identity) *Identity {
 		Image:         p.Image,
 		Tokens:        Tokens(p.Tokens),
 		Raw:           p.Raw,
+		SessionID:     p.SessionID,
 		SAML:          (*SAMLInfo)(p.SAML),
 	}
 }
@@ -135,6 +142,7 @@ func (id *Identity) strategyIdentity() *providers.Identity {
 		Image:         id.Image,
 		Tokens:        providers.Tokens(id.Tokens),
 		Raw:           id.Raw,
+		SessionID:     id.SessionID,
 		SAML:          (*providers.SAMLInfo)(id.SAML),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -44,7 +45,9 @@ var (
 // Route is one route mounted by Mount.
 type Route struct {
 	Provider Provider
-	// Purpose is "authorize" or "callback" (SAML adds "metadata" and "logout").
+	// Purpose is "authorize" or "callback"; SAML adds "metadata" and
+	// "logout", OpenID Connect "logout", "post_logout",
+	// "backchannel_logout" and "frontchannel_logout".
 	Purpose string
 	// Path is the route's path; each also answers with a ".json" suffix.
 	Path    string
@@ -70,19 +73,20 @@ type mount struct {
 }
 
 // Routes lists the mounted routes: two per provider, plus the extra routes
-// of strategies that have them (Methods nil: the handler decides).
+// of strategies that have them, their own and the logout routes (Methods
+// nil: the handler decides).
 func (a *Auth) Routes() []Route {
 	st := a.site
 	var out, extra []Route
 	for _, name := range st.order {
 		out = append(out, st.providerRoutes(name)...)
+		purposes := logoutPurposes(st.strategies[name])
 		if er, ok := st.strategies[name].(extraRouter); ok {
-			var purposes []string
 			for p := range er.ExtraRoutes() {
 				purposes = append(purposes, p)
 			}
-			extra = append(extra, st.extraRoutes(name, purposes)...)
 		}
+		extra = append(extra, st.extraRoutes(name, purposes)...)
 	}
 	return append(out, extra...)
 }
@@ -134,8 +138,11 @@ func (o Options) Routes(ps ...Provider) ([]Route, error) {
 // strategy. TestRoutesForMatchesBuiltStrategies holds it to what the
 // strategies serve.
 func builtinExtraRoutes(p Provider) []string {
-	if p == SAML {
+	switch p {
+	case SAML:
 		return []string{"metadata", "logout"}
+	case OIDC, SearchOAuth2:
+		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel}
 	}
 	return nil
 }
@@ -185,20 +192,33 @@ func (a *Auth) Mount(mux *http.ServeMux) {
 // from their own site: the SAML callback (Assertion Consumer Service) and
 // its single-logout route. CrossOriginProtection would refuse these
 // cross-origin POSTs with 403; extauth checks them itself (signatures, the
-// transaction cookie, single use). Call it once per p, after New.
+// transaction cookie, single use). With tenants, SAML's routes are let
+// through for every tenant. Call it once per p, after New.
 func (a *Auth) AllowCrossSiteCallbacks(p *http.CrossOriginProtection) {
 	st := a.site
+	paths := map[string]bool{}
 	for _, name := range st.order {
 		s := st.strategies[name]
 		if !crossSite(s) {
 			continue
 		}
-		p.AddInsecureBypassPattern("POST " + st.callbackPath(name))
+		paths[st.callbackPath(name)] = true
 		if er, ok := s.(extraRouter); ok {
 			for purpose := range er.ExtraRoutes() {
-				p.AddInsecureBypassPattern("POST " + st.extraPath(name, purpose))
+				paths[st.extraPath(name, purpose)] = true
 			}
 		}
+	}
+	if a.tenants != nil {
+		// Tenants are built later, and any of them may have SAML.
+		name := a.slug(string(SAML))
+		paths[st.callbackPath(name)] = true
+		for _, purpose := range builtinExtraRoutes(SAML) {
+			paths[st.extraPath(name, purpose)] = true
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		p.AddInsecureBypassPattern("POST " + path)
 	}
 }
 
@@ -241,6 +261,10 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.ServeHTTP(w, r)
 				return
 			}
+		}
+		if h, ok := a.logoutRoute(st, name, purpose); ok {
+			h.ServeHTTP(w, r)
+			return
 		}
 	}
 	name, callback, format, ok := parseRoute(rest)

@@ -2,10 +2,9 @@ package extauth_test
 
 import (
 	"bytes"
-	"context"
 	"crypto"
-	"crypto/subtle"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,11 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/oidcop"
 	"github.com/extauth/extauth/internal/harness"
-	"golang.org/x/oauth2"
 )
 
 const (
@@ -55,15 +52,36 @@ type oidcApp struct {
 	Auth   *extauth.Auth
 	OP     *oidcop.OP
 	Google *oidcop.OP
-	Logs   *bytes.Buffer
+	Logs   *lockedLog
 	clock  *clock
 	signIns
+}
+
+// lockedLog collects log records that background work (discovery
+// refreshes) writes while the test reads them.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type oidcSetup struct {
 	op     func(*oidcop.Config)
 	google func(*oidcop.Config) // non-nil configures search_oauth2 too
 	opts   func(*extauth.Options)
+	// mux adds the host's own routes beside extauth's.
+	mux func(*http.ServeMux, *extauth.Auth)
 }
 
 // opServer serves an OP that is built once the app's URL is known.
@@ -78,7 +96,7 @@ func opServer(t *testing.T) (*httptest.Server, *atomic.Pointer[oidcop.OP]) {
 
 func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 	t.Helper()
-	a := &oidcApp{t: t, Logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
+	a := &oidcApp{t: t, Logs: &lockedLog{}, clock: &clock{t: time.Now()}}
 	opSrv, opPtr := opServer(t)
 	gSrv, gPtr := opServer(t)
 	srv := harness.Serve(t, func(base string) http.Handler {
@@ -86,6 +104,10 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 			Issuer: opSrv.URL + "/op", ClientID: oidcClientID, ClientSecret: oidcSecret,
 			RedirectURIs: []string{base + "/users/auth/oidc/callback"},
 			AutoApprove:  true, Keys: opKeys()["RS256"][:1], Now: a.clock.Now,
+			// The registration values extauth routes prints.
+			PostLogoutRedirectURIs: []string{base + "/users/auth/oidc/post_logout"},
+			BackchannelLogoutURI:   base + "/users/auth/oidc/backchannel_logout",
+			FrontchannelLogoutURI:  base + "/users/auth/oidc/frontchannel_logout",
 		}
 		if s.op != nil {
 			s.op(&oc)
@@ -118,7 +140,7 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 		o := extauth.Options{
 			BaseURL:   base,
 			CookieKey: testKey,
-			Logger:    debugLogger(a.Logs),
+			Logger:    slog.New(slog.NewTextHandler(a.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Now:       a.clock.Now,
 			OnSuccess: a.onSuccess,
 		}
@@ -130,8 +152,13 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 			t.Fatal(err)
 		}
 		a.Auth = auth
+		t.Cleanup(func() { auth.Close() })
 		mux := http.NewServeMux()
 		auth.Mount(mux)
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "home") })
+		if s.mux != nil {
+			s.mux(mux, auth)
+		}
 		return mux
 	})
 	a.URL = srv.URL
@@ -296,7 +323,8 @@ func TestOIDCUnknownKidRefetchesOnce(t *testing.T) {
 	if _, err := a.OP.AddKey(opKeys()["RS256"][1]); err != nil {
 		t.Fatal(err)
 	}
-	a.clock.Add(time.Hour)
+	// Past the key refresh interval, within the discovery's lifetime.
+	a.clock.Add(time.Minute)
 	for range 10 {
 		if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
 			t.Fatalf("after rotation: %d %s", resp.StatusCode, resp.Body)
@@ -307,6 +335,85 @@ func TestOIDCUnknownKidRefetchesOnce(t *testing.T) {
 	}
 	if n := a.OP.Hits(oidcop.Discovery); n != 1 {
 		t.Errorf("%d discovery fetches", n)
+	}
+}
+
+// eventually retries f until it reports true, for what happens in the
+// background, and fails the test after a few seconds.
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+	}
+}
+
+// TestOIDCDiscoveryRefreshFollowsRotation moves the provider's token
+// endpoint and key set, and signs with a key published only at the new
+// one: sign-ins fail while the held discovery copy is fresh, and follow
+// once its lifetime (the OP's max-age=3600) has passed.
+func TestOIDCDiscoveryRefreshFollowsRotation(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t)
+	if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	a.OP.RotateEndpoints()
+	if _, err := a.OP.AddKey(opKeys()["RS256"][1]); err != nil {
+		t.Fatal(err)
+	}
+	a.clock.Add(59 * time.Minute)
+	wantCode(t, b.Get(a.URL+"/users/auth/oidc"), http.StatusBadRequest, "invalid_response")
+	a.clock.Add(time.Minute)
+	// The first sign-in past the lifetime starts the refresh and is
+	// served the held copy meanwhile.
+	eventually(t, "a sign-in through the moved endpoints", func() bool {
+		return b.Get(a.URL+"/users/auth/oidc").StatusCode == http.StatusOK
+	})
+	if n := a.OP.Hits(oidcop.Discovery); n != 2 {
+		t.Errorf("%d discovery fetches, want 2", n)
+	}
+	if n := a.OP.Hits(oidcop.JWKS); n != 2 {
+		t.Errorf("%d key set fetches, want one at each jwks_uri", n)
+	}
+	if !strings.Contains(a.Logs.String(), "endpoints changed") {
+		t.Errorf("the log does not say the endpoints moved:\n%s", a.Logs)
+	}
+}
+
+// TestOIDCDiscoveryRefreshKeepsLastGoodCopy: a refresh that fails leaves
+// sign-ins on the last good copy, is retried after the back-off, not on
+// every sign-in, and a later one succeeds.
+func TestOIDCDiscoveryRefreshKeepsLastGoodCopy(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{})
+	b := harness.NewBrowser(t)
+	signIn := func() {
+		t.Helper()
+		if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in: %d %s\n%s", resp.StatusCode, resp.Body, a.Logs)
+		}
+	}
+	signIn()
+	a.OP.SetFaults(oidcop.DiscoveryDown)
+	a.clock.Add(2 * time.Hour)
+	signIn()
+	eventually(t, "a failed refresh", func() bool { return strings.Contains(a.Logs.String(), "keeping the last good copy") })
+	for range 5 {
+		signIn()
+	}
+	if n := a.OP.Hits(oidcop.Discovery); n != 2 {
+		t.Errorf("%d discovery fetches within the back-off, want 2", n)
+	}
+	a.OP.SetFaults()
+	a.clock.Add(2 * time.Second)
+	signIn()
+	eventually(t, "a refresh after the back-off", func() bool {
+		return strings.Contains(a.Logs.String(), "OpenID Connect discovery refreshed")
+	})
+	signIn()
+	if n := a.OP.Hits(oidcop.Discovery); n != 3 {
+		t.Errorf("%d discovery fetches once fresh again, want 3", n)
 	}
 }
 
@@ -455,6 +562,24 @@ func TestOIDCProviderDownAtStart(t *testing.T) {
 	a.clock.Add(5 * time.Second)
 	if resp := b.Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("once the provider is back: %d %s", resp.StatusCode, resp.Body)
+	}
+	assertNoRepeatedAttributes(t, a.Logs.String())
+}
+
+// assertNoRepeatedAttributes fails on a slog text line that names one
+// attribute twice ("provider=oidc provider=oidc"): a logger that already
+// carries an attribute must not be given it again.
+func assertNoRepeatedAttributes(t *testing.T, logs string) {
+	t.Helper()
+	attr := regexp.MustCompile(`(?:^| )([a-z_]+)=`)
+	for _, line := range strings.Split(logs, "\n") {
+		seen := map[string]bool{}
+		for _, m := range attr.FindAllStringSubmatch(line, -1) {
+			if seen[m[1]] {
+				t.Errorf("%s twice in: %s", m[1], line)
+			}
+			seen[m[1]] = true
+		}
 	}
 }
 
@@ -754,87 +879,57 @@ func TestOIDC10000SignInsOneDiscoveryOneKeyFetch(t *testing.T) {
 	}
 }
 
-// BenchmarkCallback/oidc measures the oidc callback route (cookie, state,
-// token exchange with the in-process fake OP, ID token verification,
-// identity) beside a baseline: the bare x/oauth2 Exchange and go-oidc Verify
-// (with the nonce compared) a hand-written client would run for the same
-// response. Authorization requests are prepared before the timer starts.
-func BenchmarkCallback(b *testing.B) {
-	b.Run("oidc", func(b *testing.B) {
-		p := newInprocApp(b)
-		if c, err := p.begin(); err != nil || p.finish(c) != nil {
-			b.Fatal("warm-up sign-in failed")
-		}
-		pending := make([]pendingCallback, b.N)
-		for i := range pending {
-			c, err := p.begin()
-			if err != nil {
-				b.Fatal(err)
+// A discovery document that moved (here a redirect to the same path with a
+// query, as a trailing-slash fix or a CDN does) is followed, and sign-in
+// works; one that moves to another scheme is not.
+func TestOIDCDiscoveryFollowsRedirect(t *testing.T) {
+	for _, tt := range []struct {
+		name, to string
+		ok       bool
+	}{{"moved", "/op/.well-known/openid-configuration?moved=1", true}, {"to another scheme", "ftp://127.0.0.1/discovery", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var op atomic.Pointer[oidcop.OP]
+			var redirected atomic.Int64
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration") && r.URL.RawQuery == "" {
+					redirected.Add(1)
+					http.Redirect(w, r, tt.to, http.StatusMovedPermanently)
+					return
+				}
+				op.Load().ServeHTTP(w, r)
+			}))
+			t.Cleanup(front.Close)
+			var hooked atomic.Int64
+			srv := harness.Serve(t, func(base string) http.Handler {
+				o, err := oidcop.New(oidcop.Config{Issuer: front.URL + "/op", ClientID: oidcClientID, ClientSecret: oidcSecret,
+					RedirectURIs: []string{base + "/users/auth/oidc/callback"}, AutoApprove: true, Keys: opKeys()["RS256"][:1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				op.Store(o)
+				a, err := extauth.New(&extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: o.Issuer()}},
+					extauth.Options{BaseURL: base, CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+						OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) { hooked.Add(1) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { a.Close() })
+				mux := http.NewServeMux()
+				a.Mount(mux)
+				return mux
+			})
+			resp := harness.NewBrowser(t).PostForm(srv.URL+"/users/auth/oidc.json", nil)
+			if redirected.Load() == 0 {
+				t.Fatal("discovery was never redirected: the test proves nothing")
 			}
-			pending[i] = c
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if err := p.finish(pending[i]); err != nil {
-				b.Fatal(err)
+			if got := resp.StatusCode == http.StatusOK; got != tt.ok {
+				t.Fatalf("authorize after a redirected discovery: %d %s", resp.StatusCode, resp.Body)
 			}
-		}
-	})
-	b.Run("oidc-baseline", func(b *testing.B) {
-		p := newInprocApp(b)
-		ctx := oidc.ClientContext(context.Background(), &http.Client{Transport: handlerTransport{p.op}})
-		provider, err := oidc.NewProvider(ctx, p.op.Issuer())
-		if err != nil {
-			b.Fatal(err)
-		}
-		conf := oauth2.Config{
-			ClientID: oidcClientID, ClientSecret: oidcSecret, Endpoint: provider.Endpoint(),
-			RedirectURL: inprocBase + "/users/auth/oidc/callback", Scopes: []string{"openid", "email", "profile"},
-		}
-		conf.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
-		verifier := provider.Verifier(&oidc.Config{ClientID: oidcClientID})
-		type prepared struct{ code, verifier, nonce string }
-		prepare := func() prepared {
-			v, nonce := oauth2.GenerateVerifier(), oauth2.GenerateVerifier()
-			rec := httptest.NewRecorder()
-			p.op.ServeHTTP(rec, httptest.NewRequest(http.MethodGet,
-				conf.AuthCodeURL("state", oauth2.S256ChallengeOption(v), oidc.Nonce(nonce)), nil))
-			u, err := url.Parse(rec.Header().Get("Location"))
-			if err != nil {
-				b.Fatal(err)
+			if tt.ok {
+				if r := harness.NewBrowser(t).PostForm(srv.URL+"/users/auth/oidc", nil); r.StatusCode != http.StatusOK || hooked.Load() != 1 {
+					t.Fatalf("sign-in: %d %s", r.StatusCode, r.Body)
+				}
 			}
-			return prepared{u.Query().Get("code"), v, nonce}
-		}
-		run := func(c prepared) error {
-			tok, err := conf.Exchange(ctx, c.code, oauth2.VerifierOption(c.verifier))
-			if err != nil {
-				return err
-			}
-			raw, _ := tok.Extra("id_token").(string)
-			idt, err := verifier.Verify(ctx, raw)
-			if err != nil {
-				return err
-			}
-			if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(c.nonce)) != 1 {
-				return errors.New("nonce")
-			}
-			var claims map[string]any
-			return idt.Claims(&claims)
-		}
-		if err := run(prepare()); err != nil {
-			b.Fatal(err)
-		}
-		pending := make([]prepared, b.N)
-		for i := range pending {
-			pending[i] = prepare()
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			if err := run(pending[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }

@@ -367,7 +367,8 @@ func TestRoutesForMatchesAuthRoutes(t *testing.T) {
 }
 
 // RoutesFor builds no strategy, so it must know which routes the built-in
-// ones add (SAML's metadata and logout): hold it to what they serve.
+// ones add (SAML's metadata and logout, OpenID Connect's logout routes):
+// hold it to what they serve.
 func TestRoutesForMatchesBuiltStrategies(t *testing.T) {
 	idp := httptest.NewServer(http.NotFoundHandler())
 	defer idp.Close()
@@ -376,6 +377,9 @@ func TestRoutesForMatchesBuiltStrategies(t *testing.T) {
 		Socialnet:  extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s")},
 		BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"},
 		SAML:       extauth.SAMLConfig{SPEntityID: "urn:example:sp", IdPMetadataURL: idp.URL + "/metadata"},
+		// Neither makes a request before a sign-in.
+		SearchOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s")},
+		OIDC:         extauth.OIDCConfig{ClientID: "c", ClientSecret: extauth.NewSecret("s"), Issuer: "https://op.example"},
 	}
 	a, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example/x", CookieKey: testKey,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -393,6 +397,14 @@ func TestRoutesForMatchesBuiltStrategies(t *testing.T) {
 	}
 	if !slices.ContainsFunc(got, func(r extauth.Route) bool { return r.URL == "https://app.example/x/users/auth/saml/metadata" }) {
 		t.Errorf("no SAML metadata route in %+v", got)
+	}
+	for _, p := range []string{"oidc", "search_oauth2"} {
+		for _, purpose := range []string{"logout", "post_logout", "backchannel_logout", "frontchannel_logout"} {
+			u := "https://app.example/x/users/auth/" + p + "/" + purpose
+			if !slices.ContainsFunc(got, func(r extauth.Route) bool { return r.URL == u && r.Purpose == purpose }) {
+				t.Errorf("no route %s in %+v", u, got)
+			}
+		}
 	}
 }
 

@@ -143,7 +143,7 @@ secret_key_base: LEAK-unrelated-value
 			len(cfg.Providers()) != 6 {
 			t.Fatalf("file not read as intended: %v", cfg.Providers())
 		}
-		for _, kind := range []string{"did you mean microblog_secret", "did you mean microblog_key", "UNSET_SITE is not set",
+		for _, kind := range []string{"did you mean microblog_secret", "did you mean twitter_key", "UNSET_SITE is not set",
 			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting"} {
 			if !strings.Contains(strings.Join(cfg.Warnings, "\n"), kind) {
 				t.Errorf("no warning %q in %q", kind, cfg.Warnings)
@@ -201,6 +201,52 @@ saml_additional_settings:
 			t.Errorf("only %d problems: %v", len(keys), err)
 		}
 		assertNoSecrets(t, "error", err, secrets)
+	})
+
+	t.Run("tenants", func(t *testing.T) {
+		env := vars("CITY_A_SECRET", "LEAK-env-tenant-secret")
+		src := `
+production:
+  oidc_client_id: oc
+  oidc_client_secret: LEAK-environment-oidc
+  oidc_issuer: https://id.example.org
+  tenants:
+    city_a:
+      oidc_client_secret: "<%= ENV["CITY_A_SECRET"] %>"
+      twitter_key: tk
+      twitter_secret: LEAK-tenant-twitter
+      facebook_secret: LEAK-tenant-half-filled
+      oidc_clent_secret: LEAK-tenant-typo
+      saml_sp_entity_id: urn:example:sp
+      saml_idp_metadata_url: https://idp.example.org/md
+      saml_additional_settings:
+        certificate: |
+` + indent(indent(indent(certPEM))) + `        private_key: |
+` + indent(indent(indent(keyPEM))) + `    city_b:
+      google_oauth2_key: gk
+      google_oauth2_secret: LEAK-tenant-google
+`
+		cfg, problems, err := inspect(t, src, env, extauth.Env("production"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := cfg.Tenants["city_a"], cfg.Tenants["city_b"]
+		// The values were read: the test would prove nothing otherwise.
+		if a == nil || b == nil || a.OIDC.ClientSecret.Value() != "LEAK-env-tenant-secret" || a.Microblog.Secret.Value() != "LEAK-tenant-twitter" ||
+			!a.SAML.Additional.HasKeyPair() || b.SearchOAuth2.Secret.Value() != "LEAK-tenant-google" || len(problems) != 1 ||
+			!strings.Contains(strings.Join(cfg.Warnings, "\n"), "oidc_clent_secret") {
+			t.Fatalf("file not read as intended: %+v %v %q", cfg.TenantNames(), problems, cfg.Warnings)
+		}
+		assertNoSecrets(t, "Config with tenants", cfg, secrets)
+		assertNoSecrets(t, "tenant Config", *a, secrets)
+		assertNoSecrets(t, "Tenants", cfg.Tenants, secrets)
+		assertNoSecrets(t, "Warnings", strings.Join(cfg.Warnings, "\n"), secrets)
+		assertNoSecrets(t, "tenant problem", problems[0], secrets)
+		_, err = extauth.ParseConfig([]byte(src), env, extauth.Env("production"))
+		assertNoSecrets(t, "error", err, secrets)
+		if !strings.Contains(err.Error(), "tenants.city_a: socialnet: socialnet_key is missing") {
+			t.Errorf("err = %v", err)
+		}
 	})
 
 	t.Run("broken files", func(t *testing.T) {
@@ -269,30 +315,33 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	}
 	tokens := extauth.Tokens{AccessToken: "LEAK-access", RefreshToken: "LEAK-refresh", Secret: "LEAK-token-secret", IDToken: "LEAK-id-token"}
 	values := map[string]any{
-		"Options":             opts,
-		"*Options":            &opts,
-		"*Auth":               a,
-		"MicroblogConfig":     mbCfg,
-		"SocialnetConfig":     snCfg,
-		"BlogOAuth2Config":    blogCfg,
-		"SearchOAuth2Config":  searchCfg,
-		"OIDCConfig":          oidcCfg,
-		"*OIDCConfig":         &oidcCfg,
-		"*Microblog":          must(providers.NewMicroblog(mbCfg, env)),
-		"*Socialnet":          must(providers.NewSocialnet(snCfg, env)),
-		"*BlogOAuth2":         must(providers.NewBlogOAuth2(blogCfg, env)),
-		"*SearchOAuth2":       must(providers.NewSearchOAuth2(searchCfg, env)),
-		"*OIDC":               must(providers.NewOIDC(oidcCfg, env)),
-		"Transaction":         providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret"},
-		"Identity":            extauth.Identity{UID: "u", Tokens: tokens},
-		"*Identity":           &extauth.Identity{UID: "u", Tokens: tokens},
-		"providers.Identity":  providers.Identity{UID: "u", Tokens: providers.Tokens(tokens)},
-		"Tokens":              tokens,
-		"samlsp.Config":       samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
-		"Config.SAML":         full.SAML,
-		"SAMLAdditional":      full.SAML.Additional,
-		"GothStrategy":        providers.Goth(github.New("gh-key", "LEAK-goth-secret", "https://app.example.org/cb")),
-		"Identity.GothUser()": (&extauth.Identity{UID: "u", Tokens: tokens}).GothUser().AccessToken == "LEAK-access",
+		"Options":                  opts,
+		"*Options":                 &opts,
+		"*Auth":                    a,
+		"MicroblogConfig":          mbCfg,
+		"SocialnetConfig":          snCfg,
+		"BlogOAuth2Config":         blogCfg,
+		"SearchOAuth2Config":       searchCfg,
+		"OIDCConfig":               oidcCfg,
+		"*OIDCConfig":              &oidcCfg,
+		"*Microblog":               must(providers.NewMicroblog(mbCfg, env)),
+		"*Socialnet":               must(providers.NewSocialnet(snCfg, env)),
+		"*BlogOAuth2":              must(providers.NewBlogOAuth2(blogCfg, env)),
+		"*SearchOAuth2":            must(providers.NewSearchOAuth2(searchCfg, env)),
+		"*OIDC":                    must(providers.NewOIDC(oidcCfg, env)),
+		"Transaction":              providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret"},
+		"Identity":                 extauth.Identity{UID: "u", Tokens: tokens},
+		"*Identity":                &extauth.Identity{UID: "u", Tokens: tokens},
+		"providers.Identity":       providers.Identity{UID: "u", Tokens: providers.Tokens(tokens)},
+		"Tokens":                   tokens,
+		"LogoutSession":            extauth.LogoutSession{IDToken: "LEAK-id-token", NameID: "n"},
+		"Identity.LogoutSession()": (&extauth.Identity{UID: "u", Tokens: tokens}).LogoutSession(),
+		"providers.LogoutSession":  providers.LogoutSession{IDToken: "LEAK-id-token"},
+		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
+		"Config.SAML":              full.SAML,
+		"SAMLAdditional":           full.SAML.Additional,
+		"GothStrategy":             providers.Goth(github.New("gh-key", "LEAK-goth-secret", "https://app.example.org/cb")),
+		"Identity.GothUser()":      (&extauth.Identity{UID: "u", Tokens: tokens}).GothUser().AccessToken == "LEAK-access",
 	}
 	for name, v := range values {
 		assertNoSecrets(t, name, v, secrets)

@@ -88,7 +88,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 	}
 	for _, p := range cfg.Providers() {
 		slug := a.slug(string(p))
-		s, err := buildStrategy(p, cfg, env(slug), o)
+		s, err := buildStrategy(p, cfg, env(slug), withLogout(o, tenant))
 		if err != nil {
 			var pe *providers.Error
 			if errors.As(err, &pe) {

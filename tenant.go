@@ -103,8 +103,8 @@ func (a *Auth) siteFor(r *http.Request) (*site, error) {
 	if name == "" {
 		return a.site, nil
 	}
-	if !validSlug(name) {
-		return nil, fmt.Errorf("tenant name %q is not a lowercase slug: %w", name, ErrUnknownTenant)
+	if !ValidTenantName(name) {
+		return nil, fmt.Errorf("tenant name %q is not valid: %w", name, ErrUnknownTenant)
 	}
 	st, err := a.tenants.get(r.Context(), name)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -707,3 +709,69 @@ func BenchmarkTenantThroughput(b *testing.B) {
 // rounds is how many times BenchmarkTenantThroughput runs its two sides,
 // alternating: go test -count would repeat each side in a row.
 var rounds = flag.Int("rounds", 1, "rounds of the side-by-side benchmarks")
+
+// Behind http.CrossOriginProtection, a tenant's IdP posts to its SAML
+// callback cross-site, though the application's own site has no SAML.
+func TestTenantsBehindCrossOriginProtection(t *testing.T) {
+	ta := newTenantApp(t, []string{"a"}, nil)
+	cop := http.NewCrossOriginProtection()
+	ta.Auth.AllowCrossSiteCallbacks(cop)
+	mux := http.NewServeMux()
+	ta.Auth.Mount(mux)
+	mux.HandleFunc("POST /other", func(http.ResponseWriter, *http.Request) {})
+	h := cop.Handler(mux)
+	for path, refused := range map[string]bool{"/users/auth/saml/callback": false, "/users/auth/saml/logout": false, "/other": true} {
+		req := httptest.NewRequest(http.MethodPost, ta.url("a", path), strings.NewReader("SAMLResponse=x"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Origin", "https://idp.example.org")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		// Let through, extauth answers (a 400 or 503 of its own); refused,
+		// CrossOriginProtection's 403.
+		if (rec.Code == http.StatusForbidden) != refused {
+			t.Errorf("cross-site POST %s: %d %s, refused by CrossOriginProtection: want %v", path, rec.Code, rec.Body, refused)
+		}
+	}
+}
+
+// A file whose tenant is misconfigured does not load; read with
+// InspectConfig, it starts, and only that tenant's sign-ins fail.
+func TestBrokenFileTenantStaysInItsTenant(t *testing.T) {
+	ta := newTenantApp(t, nil, nil)
+	path := filepath.Join(t.TempDir(), "secrets.yml")
+	src := fmt.Sprintf(`production:
+  tenants:
+    good:
+      oidc_client_id: %s
+      oidc_client_secret: %q
+      oidc_issuer: %s
+    broken:
+      oidc_client_id: c
+      oidc_client_secret: LEAK-broken
+      oidc_issuer: not-a-url
+`, oidcClientID, oidcSecret, ta.OP.Issuer())
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := extauth.LoadConfig(path, extauth.Env("production")); err == nil || !strings.Contains(err.Error(), "tenants.broken") {
+		t.Fatalf("LoadConfig: %v, want a problem naming tenants.broken", err)
+	}
+	cfg, problems, err := extauth.InspectConfig(path, extauth.Env("production"))
+	if err != nil || len(problems) == 0 {
+		t.Fatalf("InspectConfig: %v, %v", problems, err)
+	}
+	a, err := extauth.New(cfg, extauth.Options{BaseURL: ta.url("", ""), CookieKey: testKey, TenantOf: extauth.SubdomainTenants("localhost"),
+		Logger: slog.New(slog.DiscardHandler), OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	for tn, want := range map[string]int{"good": http.StatusOK, "broken": http.StatusInternalServerError} {
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, newRequest(http.MethodPost, ta.url(tn, "/users/auth/oidc.json"), nil))
+		if rec.Code != want || strings.Contains(rec.Body.String(), "LEAK") {
+			t.Errorf("%s: %d %s, want %d", tn, rec.Code, rec.Body, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/harness"
@@ -27,6 +29,10 @@ type opClient struct {
 	ClientSecret            string   `json:"client_secret"`
 	RedirectURIs            []string `json:"redirect_uris"`
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	// The logout registration extauth routes prints.
+	PostLogoutRedirectURIs           []string `json:"post_logout_redirect_uris,omitempty"`
+	BackchannelLogoutURI             string   `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool     `json:"backchannel_logout_session_required,omitempty"`
 }
 
 // startOIDCProvider runs interop/oidcprovider/server.js (panva's certified
@@ -223,5 +229,141 @@ func TestOIDCProviderInterop(t *testing.T) {
 				t.Errorf("a secret reached the log:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// TestOIDCProviderLogoutAndRefresh registers the client with oidc-provider
+// as extauth routes prints it (post_logout_redirect_uri, back-channel
+// logout with sessions), signs in with offline access, renews the tokens,
+// then signs out through the logout route: the provider's logout page
+// ends its session, posts a logout token that reaches OnProviderLogout
+// with the sign-in's sid, and returns the browser with the state, which
+// lands on the host's page.
+func TestOIDCProviderLogoutAndRefresh(t *testing.T) {
+	const secret = "logout-interop-secret"
+	var (
+		mu      sync.Mutex
+		got     []*extauth.Identity
+		events  []extauth.LogoutEvent
+		done    []*extauth.Error
+		session extauth.LogoutSession
+		issuer  string
+		auth    *extauth.Auth
+		logs    lockedBuffer
+	)
+	srv := harness.Serve(t, func(base string) http.Handler {
+		issuer = startOIDCProvider(t, []opClient{{
+			ClientID: "extauth-logout", ClientSecret: secret,
+			RedirectURIs:                     []string{base + "/users/auth/oidc/callback"},
+			TokenEndpointAuthMethod:          providers.AuthMethodBasic,
+			PostLogoutRedirectURIs:           []string{base + "/users/auth/oidc/post_logout"},
+			BackchannelLogoutURI:             base + "/users/auth/oidc/backchannel_logout",
+			BackchannelLogoutSessionRequired: true,
+		}}, "")
+		cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: "extauth-logout", ClientSecret: extauth.NewSecret(secret), Issuer: issuer}}
+		var err error
+		auth, err = extauth.New(cfg, extauth.Options{
+			BaseURL:   base,
+			CookieKey: bytes.Repeat([]byte{7}, 32),
+			Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+			// oidc-provider issues a refresh token for offline_access,
+			// which it grants only with prompt=consent.
+			OIDC: providers.OIDCOptions{Scopes: []string{"openid", "email", "profile", "offline_access"}, Prompt: "consent"},
+			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+				mu.Lock()
+				got = append(got, id)
+				session = id.LogoutSession()
+				mu.Unlock()
+				fmt.Fprintf(w, "signed in as %s", id.UID)
+			},
+			Logout: extauth.LogoutOptions{
+				ReturnTo: "/signed-out",
+				Session: func(*http.Request, extauth.Provider) (extauth.LogoutSession, bool) {
+					mu.Lock()
+					defer mu.Unlock()
+					return session, session.IDToken != ""
+				},
+				OnProviderLogout: func(_ context.Context, e extauth.LogoutEvent) error {
+					mu.Lock()
+					events = append(events, e)
+					mu.Unlock()
+					return nil
+				},
+				Done: func(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+					mu.Lock()
+					done = append(done, err)
+					mu.Unlock()
+					http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+				},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		mux := http.NewServeMux()
+		auth.Mount(mux)
+		mux.HandleFunc("/signed-out", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "signed out") })
+		return mux
+	})
+	b := harness.NewBrowser(t)
+	login := b.PostForm(srv.URL+"/users/auth/oidc", nil)
+	consent := submit(t, b, login, url.Values{"login": {"alice"}, "password": {"any"}})
+	if resp := submit(t, b, consent, nil); resp.Body != "signed in as alice" {
+		t.Fatalf("sign-in: %s %d %s\nlogs:\n%s", resp.URL, resp.StatusCode, resp.Body, logs.String())
+	}
+	mu.Lock()
+	id := got[0]
+	mu.Unlock()
+	if id.SessionID == "" || id.Tokens.RefreshToken == "" {
+		t.Fatalf("sid %q, refresh token present %v", id.SessionID, id.Tokens.RefreshToken != "")
+	}
+
+	// A refresh yields a new access token, and a new ID token verified as
+	// the sign-in's was.
+	stale := *id
+	stale.Tokens.Expiry = time.Now().Add(-time.Minute)
+	ts, err := auth.TokenSource(context.Background(), &stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		t.Fatalf("refresh: %v\nlogs:\n%s", err, logs.String())
+	}
+	if tok.AccessToken == "" || tok.AccessToken == id.Tokens.AccessToken || !tok.Valid() {
+		t.Errorf("the refresh gave no new access token")
+	}
+
+	// RP-initiated logout, confirmed on the provider's page.
+	page := b.PostForm(srv.URL+"/users/auth/oidc/logout", nil)
+	if !strings.HasPrefix(page.URL.String(), issuer+"/session/end") {
+		t.Fatalf("logout went to %s (%d): %s", page.URL, page.StatusCode, page.Body)
+	}
+	hops := len(b.Hops)
+	resp := submit(t, b, page, url.Values{"logout": {"yes"}})
+	if resp.StatusCode != http.StatusOK || resp.Body != "signed out" {
+		t.Fatalf("logout ended at %s (%d): %s\nlogs:\n%s", resp.URL, resp.StatusCode, resp.Body, logs.String())
+	}
+	var back *url.URL
+	for _, h := range b.Hops[hops:] {
+		if u, err := url.Parse(h); err == nil && u.Path == "/users/auth/oidc/post_logout" {
+			back = u
+		}
+	}
+	if back == nil || back.Query().Get("state") == "" {
+		t.Errorf("the provider returned without our state: %v", b.Hops[hops:])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: "alice", Session: id.SessionID, Channel: extauth.LogoutBackChannel}
+	if len(events) != 1 || events[0] != want {
+		t.Errorf("back-channel logouts %+v, want [%+v]\nlogs:\n%s", events, want, logs.String())
+	}
+	if len(done) != 1 || done[0] != nil {
+		t.Errorf("Done saw %v", done)
+	}
+	if strings.Contains(logs.String(), id.Tokens.IDToken) || strings.Contains(logs.String(), tok.AccessToken) {
+		t.Errorf("a token reached the log")
 	}
 }

@@ -302,7 +302,7 @@ func (g *GothStrategy) fail(e *Error) *Error {
 	out := *e
 	out.Provider = g.p.Name()
 	if g.env.Logger != nil {
-		g.env.Logger.Debug("goth sign-in step failed", "provider", out.Provider, "code", string(out.Code), "reason", out.Message)
+		g.env.Logger.Debug("goth sign-in step failed", "code", string(out.Code), "reason", out.Message)
 	}
 	return &out
 }

@@ -32,6 +32,10 @@ type Identity struct {
 	// Raw is the provider's profile or claims as received, for fields the
 	// normalized ones do not cover.
 	Raw map[string]any `json:"extra,omitempty"`
+	// SessionID names the provider's session of the sign-in: the OpenID
+	// Connect sid claim, the SAML SessionIndex. LogoutEvent.Session
+	// carries the same value.
+	SessionID string `json:"sid,omitempty"`
 	// SAML is set for SAML sign-ins.
 	SAML *SAMLInfo `json:"saml,omitempty"`
 }

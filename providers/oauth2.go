@@ -49,6 +49,12 @@ func exchange(ctx context.Context, conf *oauth2.Config, client *http.Client, cod
 }
 
 func tokenError(err error) *Error {
+	return tokenErrorRefusing(err, "the provider refused the authorization code")
+}
+
+// tokenErrorRefusing is tokenError with refused as the message of a grant
+// the provider turned down.
+func tokenErrorRefusing(err error, refused string) *Error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		// The body of a token error may echo what we sent; keep only the
@@ -60,7 +66,7 @@ func tokenError(err error) *Error {
 		case re.Response.StatusCode >= 500:
 			return NewError(CodeProviderUnavailable, "the provider is unavailable", cause)
 		default:
-			return NewError(CodeInvalidResponse, "the provider refused the authorization code", cause)
+			return NewError(CodeInvalidResponse, refused, cause)
 		}
 	}
 	if strings.Contains(err.Error(), "oauth2: cannot parse") || strings.Contains(err.Error(), "oauth2: server response missing access_token") {

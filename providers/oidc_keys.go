@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/extauth/extauth/internal/outbound"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -23,8 +24,7 @@ var errUnknownKey = errors.New("no key of the provider's key set matches the tok
 const minRSABits = 2048
 
 // keySet is the provider's JWKS, fetched lazily and refetched when a token
-// names a key it does not hold. It implements go-oidc's KeySet, so go-oidc's
-// IDTokenVerifier does the claim checks while we decide which key may verify.
+// names a key it does not hold.
 //
 // We do not use go-oidc's RemoteKeySet for three reasons: it verifies a token
 // without a kid against every key in the set (OIDC Core 10.1 requires a kid
@@ -119,7 +119,7 @@ func (k *keySet) fetch(ctx context.Context, f *keyFetch) {
 }
 
 func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
-	body, err := fetchDocument(ctx, k.client, k.url, "key set")
+	_, body, err := fetchDocument(ctx, k.client, k.url, "key set")
 	if err != nil {
 		return nil, err
 	}
@@ -163,12 +163,19 @@ func usable(k *jose.JSONWebKey) bool {
 }
 
 // VerifySignature verifies a compact JWS against the key its header names
-// and returns the payload. It implements oidc.KeySet.
+// and returns the payload.
 func (k *keySet) VerifySignature(ctx context.Context, token string) ([]byte, error) {
 	jws, err := jose.ParseSignedCompact(token, k.algs)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the token: %w", err)
 	}
+	return k.verify(ctx, jws)
+}
+
+// verify checks the signature of a parsed JWS with the key its header names,
+// refetching the set once for a kid it does not hold, and returns the
+// payload.
+func (k *keySet) verify(ctx context.Context, jws *jose.JSONWebSignature) ([]byte, error) {
 	if len(jws.Signatures) != 1 {
 		return nil, errors.New("the token must carry exactly one signature")
 	}
@@ -226,18 +233,21 @@ func (k *keySet) verifyCached(jws *jose.JSONWebSignature, hdr jose.Header) ([]by
 }
 
 // fetchDocument GETs a provider document (discovery, key set) through the
-// bounded client and returns its body, classifying every failure.
-func fetchDocument(ctx context.Context, client *http.Client, url, what string) ([]byte, error) {
-	resp, body, err := get(ctx, client, url, "", "application/json", what)
+// bounded client and returns the answer and its body, classifying every
+// failure.
+func fetchDocument(ctx context.Context, client *http.Client, url, what string) (*http.Response, []byte, error) {
+	// A document may have moved (http to https, a CDN): its fetch follows
+	// up to three safe redirects; no other request does.
+	resp, body, err := get(outbound.Document(ctx), client, url, "", "application/json", what)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		code := CodeInvalidResponse
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			code = CodeProviderUnavailable
 		}
-		return nil, NewError(code, what+": the provider answered with an error", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
+		return nil, nil, NewError(code, what+": the provider answered with an error", fmt.Errorf("%s: HTTP %d", what, resp.StatusCode))
 	}
-	return body, nil
+	return resp, body, nil
 }

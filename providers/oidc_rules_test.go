@@ -1,8 +1,10 @@
 package providers_test
 
 import (
+	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/extauth/extauth/providers"
 )
@@ -68,6 +70,34 @@ func TestOIDCAuthMethod(t *testing.T) {
 	} {
 		if got, ok := providers.OIDCAuthMethod(tc.supported); got != tc.want || ok != tc.ok {
 			t.Errorf("OIDCAuthMethod(%q) = %q, %v; want %q, %v", tc.supported, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestOIDCDiscoveryLifetime(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	date := now.Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"nothing said", http.Header{}, 24 * time.Hour},
+		{"max-age within bounds", http.Header{"Cache-Control": {"public, max-age=7200"}}, 2 * time.Hour},
+		{"max-age below the minimum", http.Header{"Cache-Control": {"max-age=60"}}, time.Hour},
+		{"max-age above the maximum", http.Header{"Cache-Control": {"max-age=604800"}}, 24 * time.Hour},
+		{"huge max-age", http.Header{"Cache-Control": {"max-age=99999999999999999"}}, 24 * time.Hour},
+		{"Age is deducted", http.Header{"Cache-Control": {"max-age=18000"}, "Age": {"7200"}}, 3 * time.Hour},
+		{"no-store", http.Header{"Cache-Control": {"no-store"}}, time.Hour},
+		{"no-cache beside max-age", http.Header{"Cache-Control": {"max-age=7200", "no-cache"}}, time.Hour},
+		{"upper-case directive", http.Header{"Cache-Control": {"Max-Age=10800"}}, 3 * time.Hour},
+		{"garbage max-age", http.Header{"Cache-Control": {"max-age=soon"}}, 24 * time.Hour},
+		{"Expires less Date", http.Header{"Expires": {now.Add(5 * time.Hour).Format(http.TimeFormat)}, "Date": {date}}, 5 * time.Hour},
+		{"Expires in the past", http.Header{"Expires": {now.Add(-time.Hour).Format(http.TimeFormat)}}, time.Hour},
+		{"max-age wins over Expires", http.Header{"Cache-Control": {"max-age=7200"}, "Expires": {now.Add(9 * time.Hour).Format(http.TimeFormat)}}, 2 * time.Hour},
+	} {
+		if got := providers.OIDCDiscoveryLifetime(tc.header, now); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -83,6 +83,7 @@ func (sp *SP) identity(a *Assertion) *providers.Identity {
 		NickName:  a.first(nickAttrs...),
 		// SAML has no standard claim that the IdP verified the address.
 		EmailVerified: false,
+		SessionID:     a.SessionIndex,
 		SAML: &providers.SAMLInfo{
 			NameID:       a.NameID,
 			NameIDFormat: a.NameIDFormat,

@@ -62,7 +62,8 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 		return "", perr
 	}
 	if md.sloRedirect == "" {
-		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "the IdP metadata has no HTTP-Redirect single logout endpoint"}
+		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "the IdP metadata has no HTTP-Redirect single logout endpoint",
+			Err: providers.ErrNoProviderLogout}
 	}
 	if s.NameID == "" {
 		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "no NameID to log out"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,10 +30,11 @@ const (
 )
 
 func (c *cli) check(ctx context.Context, args []string) int {
-	f := c.newFlags("check", "-config FILE [-env ENV] [-base-url URL] [-timeout 10s] [-offline]",
+	f := c.newFlags("check", "-config FILE [-env ENV] [-tenant NAME | -all-tenants] [-base-url URL] [-timeout 10s] [-offline]",
 		`Validates a secrets file and reports each of the six providers as enabled,
 not configured, or broken with the reasons. Problems name settings, never
-their values: check never prints a secret.
+their values: check never prints a secret. It says which environment section
+it read and why, and fails when no provider is configured there.
 
 For SAML it fetches the IdP metadata from saml_idp_metadata_url, reads it by
 the application's rules (its signature checked with idp_metadata_certificate
@@ -48,11 +50,20 @@ own) that expire within 30 days are warned about.
 With -base-url it also builds each provider as the application would, which
 catches what only the provider's code checks.
 
+-tenant reports on one tenant of the environment's tenants: section (its
+configuration is the environment's with the tenant's settings over it),
+-all-tenants on each in turn. A tenant's base URL is not in the file: it is
+the tenant's name as a subdomain of -base-url, as the application derives it
+by default, or -base-url with the name for {tenant}, as in
+https://app.example.org/{tenant}. Documents that tenants share are fetched
+once.
+
 Exit status 1 means at least one error was found.
 `)
 	configPath := f.String("config", "", "the secrets file (required)")
-	env := f.String("env", "", "environment section of a Rails-style file (default: $EXTAUTH_ENV, else development)")
-	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org")
+	env := f.String("env", "", envHelp)
+	tf := addTenantFlags(f, true)
+	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; for tenants, {tenant} stands for the name")
 	timeout := f.Duration("timeout", defaultTimeout, "time-out of each request to a provider")
 	offline := f.Bool("offline", false, "do not fetch SAML metadata or OIDC discovery")
 	if done, code := f.parse(args); done {
@@ -64,24 +75,153 @@ Exit status 1 means at least one error was found.
 	case *timeout <= 0 || *timeout > maxTimeout:
 		return f.fail("-timeout must be positive and at most %s", maxTimeout)
 	}
-	if ok, code := checkBaseURL(f, *baseURL); !ok {
+	if ok, code := checkBaseURL(f, *baseURL, tf); !ok {
+		return code
+	}
+	if ok, code := tf.usage(f, *baseURL); !ok {
 		return code
 	}
 
-	cfg, problems, err := extauth.InspectConfig(*configPath, configOptions(*env)...)
+	cfg, problems, err := extauth.InspectConfig(*configPath, c.configOptions(*env)...)
 	if err != nil {
 		return c.errorf("check", "%v", err)
 	}
-	r := &checkReport{now: c.now(), broken: map[extauth.Provider][]string{}}
-	for _, p := range problems {
-		if p.Provider == "" {
-			r.general = append(r.general, p.Error())
-			continue
-		}
-		r.fail(p.Provider, p.Key+" "+p.Reason)
+	targets, err := tf.targets(cfg, *configPath, *baseURL)
+	if err != nil {
+		return c.errorf("check", "%v", err)
 	}
-	r.warnings = append(r.warnings, cfg.Warnings...)
-	enabled := cfg.Providers()
+	ck := &checker{
+		c: c, env: cfg, problems: problems, baseURL: *baseURL, offline: *offline,
+		prober: &prober{client: outbound.NewClient(nil, *timeout, maxDocumentBytes), timeout: *timeout},
+		probed: map[string]*checkReport{},
+	}
+	mode := checkEnvironment
+	switch {
+	case *tf.all:
+		mode = checkAllTenants
+	case *tf.name != "":
+		mode = checkOneTenant
+	}
+	errs, failed := 0, 0
+	for i, t := range targets {
+		r := ck.report(ctx, t, mode)
+		if i > 0 {
+			fmt.Fprintln(c.stdout)
+		}
+		header := "Checking " + *configPath + " (" + environment(cfg) + ")"
+		if t.tenant != "" {
+			header = "Checking tenant " + t.tenant + " of " + *configPath + " (" + environment(cfg) + ")"
+		}
+		r.print(c.stdout, header, t.cfg.Providers())
+		errs += r.errors()
+		if r.errors() > 0 {
+			failed++
+		}
+	}
+	if mode == checkAllTenants {
+		// What belongs to no tenant, said once rather than per tenant.
+		var rest []string
+		for _, p := range ck.problems {
+			if p.Tenant == "" && (p.Provider == "" || everyTenantOverrides(cfg, p.Provider)) {
+				rest = append(rest, p.Error())
+			}
+		}
+		if len(rest) > 0 {
+			fmt.Fprintf(c.stdout, "\nErrors in the file outside any tenant:\n")
+			for _, m := range rest {
+				fmt.Fprintf(c.stdout, "  - %s\n", m)
+			}
+			errs += len(rest)
+		}
+		fmt.Fprintf(c.stdout, "\n%s checked, %d with errors.\n", plural(len(targets), "tenant"), failed)
+	}
+	if errs > 0 {
+		fmt.Fprintf(c.stderr, "extauth check: %s\n", plural(errs, "error"))
+		return exitFail
+	}
+	return exitOK
+}
+
+// checker checks the environment or its tenants, one report each.
+type checker struct {
+	c        *cli
+	env      *extauth.Config
+	problems []extauth.Problem
+	baseURL  string
+	offline  bool
+	prober   *prober
+	// probed holds what a fetch found, by what was fetched, so that the
+	// tenants sharing an IdP or OP cost one request.
+	probed map[string]*checkReport
+}
+
+// checkMode is what check was asked to report on.
+type checkMode int
+
+const (
+	checkEnvironment checkMode = iota
+	checkOneTenant
+	checkAllTenants
+)
+
+// report checks one configuration: the environment's, or a tenant's.
+func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkReport {
+	r := &checkReport{now: ck.c.now(), broken: map[extauth.Provider][]string{}}
+	elsewhere := 0
+	for _, p := range ck.problems {
+		switch {
+		case t.tenant == "" && p.Tenant == "" && p.Provider != "":
+			r.fail(p.Provider, p.Key+" "+p.Reason)
+		case t.tenant == "":
+			// The environment's report lists every other problem too:
+			// any of them keeps the application from starting.
+			r.general = append(r.general, p.Error())
+		case p.Tenant == t.tenant && p.Provider != "":
+			r.fail(p.Provider, p.Key+" "+p.Reason)
+		case p.Tenant == t.tenant:
+			r.general = append(r.general, p.Error())
+		case p.Tenant == "" && p.Provider != "" && sameAs(t.cfg, ck.env, p.Provider):
+			// The environment's problem is the tenant's: it has the
+			// environment's settings for the provider.
+			r.fail(p.Provider, p.Key+" "+p.Reason)
+		case mode == checkAllTenants:
+			// Another tenant's problems are in its own report, the
+			// file's after every tenant's.
+		case p.Tenant == "" && p.Provider == "":
+			r.general = append(r.general, p.Error())
+		default:
+			elsewhere++
+		}
+	}
+	if elsewhere > 0 {
+		r.warn("problems elsewhere in the file (%d) keep it from loading; run extauth check without -tenant to see them", elsewhere)
+	}
+	tenantFlags := mode != checkEnvironment
+	for i, w := range t.cfg.Warnings {
+		if t.cfg.WarningLevel(i) < slog.LevelWarn {
+			r.notes = append(r.notes, w)
+		} else {
+			r.warnings = append(r.warnings, w)
+		}
+	}
+	enabled := t.cfg.Providers()
+	if len(enabled) == 0 && len(r.broken) == 0 {
+		switch {
+		case t.tenant != "":
+			r.general = append(r.general, "no provider is configured for tenant "+t.tenant)
+		case !tenantFlags && anyTenantConfigured(t.cfg):
+			r.notes = append(r.notes, "the environment configures no provider of its own; its tenants do (check them with -tenant NAME or -all-tenants)")
+		default:
+			r.general = append(r.general, "no provider is configured"+inEnvironment(t.cfg))
+		}
+	}
+	if t.tenant == "" && len(t.cfg.Tenants) > 0 && !tenantFlags {
+		r.notes = append(r.notes, fmt.Sprintf("the environment has %s (%s); check one with -tenant NAME, or all with -all-tenants",
+			plural(len(t.cfg.Tenants), "tenant"), strings.TrimPrefix(strings.TrimPrefix(tenantList(t.cfg), "its tenants are "), "it has ")))
+	}
+	if t.tenant != "" && t.cfg.SAML.Configured() && t.cfg.SAML.SPEntityID == ck.env.SAML.SPEntityID && ck.env.SAML.Configured() {
+		r.warn("saml: tenant %s has the environment's saml_sp_entity_id; an IdP tells service providers apart by it, so give each tenant its own", t.tenant)
+	}
 	// Only a provider whose settings are sound is built and probed: the
 	// reasons it is broken are already known.
 	var usable []extauth.Provider
@@ -90,40 +230,69 @@ Exit status 1 means at least one error was found.
 			usable = append(usable, p)
 		}
 	}
-	if len(enabled) == 0 && len(problems) == 0 {
-		r.warn("no provider is configured")
-	}
-
 	if len(r.broken[extauth.SAML]) == 0 {
-		r.spCertificate(cfg.SAML)
+		r.spCertificate(t.cfg.SAML)
 	}
-	if *baseURL != "" {
+	if t.baseURL != "" {
 		for _, p := range usable {
-			if err := buildProvider(cfg, p, *baseURL); err != nil {
+			if err := buildProvider(t.cfg, p, t.baseURL); err != nil {
 				r.fail(p, err.Error())
 			}
 		}
 	}
-	if !*offline {
-		pr := &prober{client: outbound.NewClient(nil, *timeout, maxDocumentBytes), timeout: *timeout, r: r}
+	if !ck.offline {
 		if slices.Contains(usable, extauth.SAML) {
-			pr.saml(ctx, cfg.SAML)
+			s := t.cfg.SAML
+			key := fmt.Sprintf("saml %q %q %v", s.IdPMetadataURL, s.IdPSSOServiceURL, s.Additional.HasKeyPair())
+			ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
 		}
 		if slices.Contains(usable, extauth.OIDC) {
-			pr.oidc(ctx, cfg.OIDC.Issuer)
+			issuer := t.cfg.OIDC.Issuer
+			ck.probe(r, "oidc "+issuer, func(pr *prober) { pr.oidc(ctx, issuer) })
 		}
 	}
+	return r
+}
 
-	header := "Checking " + *configPath
-	if *env != "" {
-		header += " (environment " + *env + ")"
+// probe runs fetch against a report of its own, once per key, and adds
+// what it found to r.
+func (ck *checker) probe(r *checkReport, key string, fetch func(pr *prober)) {
+	found, ok := ck.probed[key]
+	if !ok {
+		found = &checkReport{now: r.now, broken: map[extauth.Provider][]string{}}
+		pr := *ck.prober
+		pr.r = found
+		fetch(&pr)
+		ck.probed[key] = found
 	}
-	r.print(c.stdout, header, enabled)
-	if n := r.errors(); n > 0 {
-		fmt.Fprintf(c.stderr, "extauth check: %s\n", plural(n, "error"))
-		return exitFail
+	for _, s := range found.sections {
+		r.section(s.title).rows = append(r.section(s.title).rows, s.rows...)
 	}
-	return exitOK
+	for p, reasons := range found.broken {
+		r.broken[p] = append(r.broken[p], reasons...)
+	}
+	r.warnings = append(r.warnings, found.warnings...)
+}
+
+// everyTenantOverrides reports whether no tenant of cfg has the
+// environment's settings for p, so that no tenant's report shows the
+// environment's problems with p.
+func everyTenantOverrides(cfg *extauth.Config, p extauth.Provider) bool {
+	for _, t := range cfg.Tenants {
+		if sameAs(t, cfg, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyTenantConfigured(cfg *extauth.Config) bool {
+	for _, t := range cfg.Tenants {
+		if len(t.Providers()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkReport gathers what check finds, to print it in a fixed order.
@@ -132,6 +301,8 @@ type checkReport struct {
 	broken   map[extauth.Provider][]string
 	general  []string
 	warnings []string
+	// notes need no action, such as a setting read under its other name.
+	notes    []string
 	sections []*section
 }
 
@@ -191,6 +362,12 @@ func (r *checkReport) print(w io.Writer, header string, enabled []extauth.Provid
 			fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 		}
 		tw.Flush()
+	}
+	if len(r.notes) > 0 {
+		fmt.Fprintf(w, "\nNotes:\n")
+		for _, m := range r.notes {
+			fmt.Fprintf(w, "  - %s\n", m)
+		}
 	}
 	if len(r.warnings) > 0 {
 		fmt.Fprintf(w, "\nWarnings:\n")
@@ -280,21 +457,31 @@ func days(d time.Duration) string {
 }
 
 // buildProvider builds p alone, as extauth.New would in the application,
-// with a throwaway cookie key and a hook that is never called. New makes no
-// request to the provider.
+// with a throwaway cookie key and a hook that is never called. The SAML
+// strategy starts fetching the IdP metadata as soon as it is built: its
+// client refuses every request, so that building is about the settings
+// alone, and -offline holds. What providers serve is the prober's business.
 func buildProvider(cfg *extauth.Config, p extauth.Provider, baseURL string) error {
 	key := make([]byte, 32)
 	rand.Read(key)
 	a, err := extauth.New(only(cfg, p), extauth.Options{
-		BaseURL:   baseURL,
-		CookieKey: key,
-		Logger:    slog.New(slog.DiscardHandler),
-		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		BaseURL:    baseURL,
+		CookieKey:  key,
+		Logger:     slog.New(slog.DiscardHandler),
+		HTTPClient: &http.Client{Transport: noNetwork{}},
+		OnSuccess:  func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
 	})
 	if err != nil {
 		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "extauth: "+string(p)+": "))
 	}
 	return a.Close()
+}
+
+// noNetwork is a transport that refuses every request.
+type noNetwork struct{}
+
+func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("extauth check builds providers without the network")
 }
 
 // only returns a configuration with p's settings alone, so that New's

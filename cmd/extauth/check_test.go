@@ -85,12 +85,129 @@ func TestCheckBuildsProviders(t *testing.T) {
 	}
 }
 
+// A file that configures no provider fails check, which says where it
+// looked and why there.
 func TestCheckNoProvider(t *testing.T) {
 	path := writeConfig(t, "empty.yml", nil)
 	r := runAt(t, testNow, "check", "-config", path)
-	if r.code != exitOK || !strings.Contains(r.stdout, "  - no provider is configured\n") {
-		t.Errorf("exit %d\n%s", r.code, r.stdout)
+	if r.code != exitFail || !strings.Contains(r.stdout, "\nErrors:\n  - no provider is configured\n") ||
+		!strings.HasPrefix(r.stdout, "Checking "+path+" (a flat file, without environment sections)\n") || r.stderr != "extauth check: 1 error\n" {
+		t.Errorf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
+
+	sectioned := writeRaw(t, "sectioned.yml", "development:\n  oidc_client_id: ''\nproduction:\n  oidc_client_id: c\n  oidc_client_secret: s\n  oidc_issuer: https://id.example.org\n")
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want string
+		code int
+	}{
+		{nil, nil, "development, the default: EXTAUTH_ENV, RAILS_ENV and APP_ENV are not set", exitFail},
+		{map[string]string{"APP_ENV": "development"}, nil, "development, from APP_ENV", exitFail},
+		{map[string]string{"RAILS_ENV": "development", "APP_ENV": "production"}, nil, "development, from RAILS_ENV", exitFail},
+		{map[string]string{"EXTAUTH_ENV": "development", "RAILS_ENV": "production"}, nil, "development, from EXTAUTH_ENV", exitFail},
+		{map[string]string{"RAILS_ENV": "production"}, []string{"-env", "development"}, "development, from -env", exitFail},
+		{map[string]string{"RAILS_ENV": "production"}, nil, "production, from RAILS_ENV", exitOK},
+	} {
+		r := runEnv(t, testNow, c.env, append([]string{"check", "-offline", "-config", sectioned}, c.args...)...)
+		head := "Checking " + sectioned + " (environment " + c.want + ")\n"
+		if r.code != c.code || !strings.HasPrefix(r.stdout, head) {
+			t.Errorf("%v %v: exit %d\n%s", c.env, c.args, r.code, r.stdout)
+		}
+		if c.code == exitFail && !strings.Contains(r.stdout, "  - no provider is configured in environment "+c.want+"\n") {
+			t.Errorf("%v %v: no error naming the environment:\n%s", c.env, c.args, r.stdout)
+		}
+	}
+}
+
+// tenantsFixture is the providers fixture with city_a's own IdP, and the
+// rendered tenants.yml.
+func tenantsFixture(t *testing.T) (*providersFixture, string, replacer) {
+	t.Helper()
+	f := newProvidersFixture(t)
+	f.idp.serve("/city-a/metadata", "application/samlmetadata+xml", idpMetadata{
+		entityID: "https://idp.city-a.example.org/saml",
+		sso:      []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/city-a/sso"}},
+		certs:    []*x509.Certificate{idpCert(t, "idp.city-a.example.org", time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2032, 1, 1, 0, 0, 0, 0, time.UTC))},
+	}.xml(t))
+	path, repl := f.config(t, "tenants.yml", nil)
+	return f, path, repl
+}
+
+var production = map[string]string{"RAILS_ENV": "production"}
+
+func TestCheckTenants(t *testing.T) {
+	t.Run("the environment lists its tenants' problems", func(t *testing.T) {
+		_, path, repl := tenantsFixture(t)
+		r := runEnv(t, testNow, production, "check", "-config", path)
+		if r.code != exitFail || r.stderr != "extauth check: 1 error\n" {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		golden(t, "check_tenants_environment.golden", repl.apply(r.stdout))
+	})
+	t.Run("one tenant", func(t *testing.T) {
+		f, path, repl := tenantsFixture(t)
+		r := runEnv(t, testNow, production, "check", "-config", path, "-tenant", "city_a", "-base-url", "https://{tenant}.example.org")
+		if r.code != exitOK || r.stderr != "" {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		golden(t, "check_tenant_city_a.golden", repl.apply(r.stdout))
+		if want := []string{"/city-a/metadata"}; !slices.Equal(f.idp.paths, want) {
+			t.Errorf("IdP asked for %v, want %v", f.idp.paths, want)
+		}
+	})
+	t.Run("every tenant, each shared document fetched once", func(t *testing.T) {
+		f, path, repl := tenantsFixture(t)
+		r := runEnv(t, testNow, production, "check", "-config", path, "-all-tenants", "-base-url", "https://{tenant}.example.org")
+		if r.code != exitFail || r.stderr != "extauth check: 1 error\n" {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		golden(t, "check_all_tenants.golden", repl.apply(r.stdout))
+		paths := slices.Clone(f.idp.paths)
+		slices.Sort(paths)
+		if want := []string{"/city-a/metadata", "/metadata"}; !slices.Equal(paths, want) || f.op.hits.Load() != 1 {
+			t.Errorf("IdP asked for %v, want %v; OP %d times, want once", paths, want, f.op.hits.Load())
+		}
+		assertNoSecret(t, "check", r.stdout+r.stderr)
+	})
+	t.Run("a tenant without provider", func(t *testing.T) {
+		path := writeRaw(t, "t.yml", "oidc_client_id: c\noidc_client_secret: s\noidc_issuer: https://id.example.org\n"+
+			"tenants:\n  off: {oidc_client_id: '', oidc_client_secret: '', oidc_issuer: ''}\n")
+		r := runAt(t, testNow, "check", "-offline", "-config", path, "-tenant", "off")
+		if r.code != exitFail || !strings.Contains(r.stdout, "  - no provider is configured for tenant off\n") {
+			t.Errorf("exit %d\n%s", r.code, r.stdout)
+		}
+		// Only tenants have providers: the environment is then no error.
+		path = writeRaw(t, "t.yml", "production:\n  tenants:\n    a: {oidc_client_id: c, oidc_client_secret: s, oidc_issuer: https://id.example.org}\n")
+		r = runEnv(t, testNow, production, "check", "-offline", "-config", path)
+		if r.code != exitOK || !strings.Contains(r.stdout, "  - the environment configures no provider of its own; its tenants do") {
+			t.Errorf("exit %d\n%s", r.code, r.stdout)
+		}
+	})
+	t.Run("problems outside any tenant, once", func(t *testing.T) {
+		path := writeRaw(t, "t.yml", "oidc_client_id: c\noidc_issuer: https://id.example.org\n"+
+			"tenants:\n  a: {oidc_client_secret: s}\n  b: {oidc_client_secret: s}\n  Bad: {}\n")
+		r := runAt(t, testNow, "check", "-offline", "-config", path, "-all-tenants")
+		want := "\nErrors in the file outside any tenant:\n" +
+			"  - oidc: oidc_client_secret is missing\n" +
+			"  - tenants has a tenant named \"Bad\"; a tenant name is 1 to 63 lowercase letters, digits, - and _, starting and ending with a letter or digit\n" +
+			"\n2 tenants checked, 0 with errors.\n"
+		if r.code != exitFail || !strings.HasSuffix(r.stdout, want) || r.stderr != "extauth check: 2 errors\n" || strings.Count(r.stdout, "Bad") != 1 {
+			t.Errorf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+		}
+	})
+	t.Run("unknown tenant", func(t *testing.T) {
+		_, path, _ := tenantsFixture(t)
+		r := runEnv(t, testNow, production, "check", "-config", path, "-tenant", "city_d")
+		want := "extauth check: " + path + " has no tenant city_d in environment production, from RAILS_ENV (its tenants are city_a, city_b, city_c)\n"
+		if r.code != exitFail || r.stderr != want {
+			t.Errorf("exit %d, stderr %q\nwant %q", r.code, r.stderr, want)
+		}
+		r = runAt(t, testNow, "check", "-config", writeConfig(t, "empty.yml", nil), "-all-tenants")
+		if r.code != exitFail || !strings.HasSuffix(r.stderr, "empty.yml has no tenants\n") {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
 }
 
 func TestCheckUnreadableFile(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -27,14 +28,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // cli carries what the commands share. now is the clock certificate expiry
-// is judged by, so that tests can pin it.
+// is judged by, and lookup the process environment the secrets file reads
+// (EXTAUTH_ENV, RAILS_ENV, <%= ENV[...] %>), so that tests can pin both.
 type cli struct {
 	stdout, stderr io.Writer
 	now            func() time.Time
+	lookup         func(string) (string, bool)
 }
 
 func newCLI(stdout, stderr io.Writer, now func() time.Time) *cli {
-	return &cli{stdout: stdout, stderr: stderr, now: now}
+	return &cli{stdout: stdout, stderr: stderr, now: now, lookup: os.LookupEnv}
 }
 
 // command is one subcommand.
@@ -157,25 +160,55 @@ func (c *cli) errorf(cmd, format string, args ...any) int {
 }
 
 // checkBaseURL refuses a -base-url that extauth.New would refuse, as a usage
-// error, before any file is read.
-func checkBaseURL(f *flags, baseURL string) (ok bool, code int) {
+// error, before any file is read. A URL with {tenant} is a template, only
+// with -tenant or -all-tenants.
+func checkBaseURL(f *flags, baseURL string, tf tenantFlags) (ok bool, code int) {
 	if baseURL == "" {
 		return true, 0
 	}
-	if _, err := extauth.CallbackURL(baseURL, extauth.OIDC); err != nil {
+	if strings.Contains(baseURL, tenantPlaceholder) && !tf.given() {
+		return false, f.fail("%s in -base-url stands for a tenant's name: give -tenant NAME or -all-tenants", tenantPlaceholder)
+	}
+	if _, err := extauth.CallbackURL(baseURLFor(baseURL, "tenant"), extauth.OIDC); err != nil {
 		// The value is not repeated: it may hold a user and password.
-		return false, f.fail("-base-url must be an absolute http or https URL without user information, query or fragment, like https://app.example.org")
+		return false, f.fail("-base-url must be an absolute http or https URL without user information, query or fragment, like https://app.example.org or https://{tenant}.example.org")
 	}
 	return true, 0
 }
 
+// envHelp is the help of every -env flag.
+const envHelp = "environment section of a Rails-style file (default: $EXTAUTH_ENV, else $RAILS_ENV, else $APP_ENV, else development)"
+
 // configOptions turns -env into the loader's option; without it the loader
-// reads $EXTAUTH_ENV, else development, as the application does.
-func configOptions(env string) []extauth.ConfigOption {
-	if env == "" {
-		return nil
+// reads $EXTAUTH_ENV, $RAILS_ENV or $APP_ENV, else development, as the
+// application does.
+func (c *cli) configOptions(env string) []extauth.ConfigOption {
+	opts := []extauth.ConfigOption{extauth.LookupEnv(c.lookup)}
+	if env != "" {
+		opts = append(opts, extauth.Env(env))
 	}
-	return []extauth.ConfigOption{extauth.Env(env)}
+	return opts
+}
+
+// inEnvironment is " in " and environment(cfg), or "" for a flat file.
+func inEnvironment(cfg *extauth.Config) string {
+	if cfg.EnvironmentSource == "" {
+		return ""
+	}
+	return " in " + environment(cfg)
+}
+
+// environment says which section of the file cfg comes from, and why.
+func environment(cfg *extauth.Config) string {
+	switch cfg.EnvironmentSource {
+	case "":
+		return "a flat file, without environment sections"
+	case "default":
+		return "environment " + cfg.Environment + ", the default: EXTAUTH_ENV, RAILS_ENV and APP_ENV are not set"
+	case "Env option":
+		return "environment " + cfg.Environment + ", from -env"
+	}
+	return "environment " + cfg.Environment + ", from " + cfg.EnvironmentSource
 }
 
 // describeConfigError explains a file that does not load, naming settings

@@ -66,6 +66,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"metadata", "-base-url", "https://app.example"}, "extauth metadata: -config is required"},
 		{[]string{"metadata", "-config", "x.yml"}, "extauth metadata: -base-url is required"},
 		{[]string{"metadata", "-config", "x.yml", "-base-url", "ftp://app.example"}, "extauth metadata: -base-url must be"},
+		{[]string{"check", "-config", "x.yml", "-tenant", "a", "-all-tenants"}, "extauth check: -tenant and -all-tenants exclude each other"},
+		{[]string{"check", "-config", "x.yml", "-tenant", "City A"}, "extauth check: -tenant must be a tenant name"},
+		{[]string{"check", "-config", "x.yml", "-base-url", "https://{tenant}.example.org"}, "extauth check: {tenant} in -base-url stands for a tenant's name: give -tenant NAME or -all-tenants"},
+		{[]string{"routes", "-all", "-tenant", "a", "-base-url", "https://{tenant}.example.org"}, "extauth routes: -tenant and -all-tenants apply to -config"},
+		{[]string{"routes", "-config", "x.yml", "-all-tenants", "-base-url", "https://{tenant}:x/"}, "extauth routes: -base-url must be"},
+		{[]string{"metadata", "-config", "x.yml", "-base-url", "https://{tenant}.example.org"}, "extauth metadata: {tenant} in -base-url"},
+		{[]string{"metadata", "-config", "x.yml", "-all-tenants", "-base-url", "https://x.example.org"}, "extauth metadata: flag provided but not defined: -all-tenants"},
 	} {
 		r := runCLI(t, c.args...)
 		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, c.want) || !strings.Contains(r.stderr, "\nUsage: extauth "+c.args[0]) {
@@ -113,9 +120,9 @@ func TestRoutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	// Two routes per provider, and SAML's metadata and logout.
-	if len(doc.Routes) != 14 || len(doc.Register) != 6 {
-		t.Errorf("%d routes, %d registrations; want 14 and 6", len(doc.Routes), len(doc.Register))
+	// Two routes per provider, SAML's metadata and logout, four logout routes each for oidc and search_oauth2.
+	if len(doc.Routes) != 22 || len(doc.Register) != 6 {
+		t.Errorf("%d routes, %d registrations; want 22 and 6", len(doc.Routes), len(doc.Register))
 	}
 	for _, reg := range doc.Register {
 		if want := "https://app.example.org/users/auth/" + reg.Provider + "/callback"; reg.CallbackURL != want {
@@ -160,6 +167,80 @@ func TestRoutesBadConfig(t *testing.T) {
 	r = runCLI(t, "routes", "-config", path, "-base-url", "https://app.example.org")
 	if r.code != exitFail || r.stderr != "extauth routes: "+path+" configures no provider\n" {
 		t.Errorf("no provider: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// A tenant's routes are under its own base URL, with its own providers.
+func TestRoutesTenants(t *testing.T) {
+	_, path, _ := tenantsFixture(t)
+	dir := replacer{filepath.Dir(path): "$DIR"}
+	r := runEnv(t, testNow, production, "routes", "-config", path, "-tenant", "city_b", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitOK || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_tenant_city_b.golden", r.stdout)
+	// Without {tenant}, a tenant is a subdomain of the base URL, as in the
+	// application without Options.TenantBaseURL.
+	r2 := runEnv(t, testNow, production, "routes", "-config", path, "-tenant", "city_b", "-base-url", "https://example.org")
+	if r2.code != exitOK || r2.stdout != r.stdout {
+		t.Errorf("exit %d, stderr %q\n%s", r2.code, r2.stderr, r2.stdout)
+	}
+
+	fixed := writeRaw(t, "tenants.yml", strings.Replace(readFile(t, path), "facebook_key: only-a-key", "facebook_key: ''", 1))
+	r = runEnv(t, testNow, production, "routes", "-config", fixed, "-all-tenants", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_all_tenants.golden", r.stdout)
+
+	r = runEnv(t, testNow, production, "routes", "-config", fixed, "-all-tenants", "-base-url", "https://app.example.org/{tenant}", "-json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	golden(t, "routes_all_tenants_json.golden", r.stdout)
+	var doc struct {
+		Tenants []struct {
+			Tenant   string
+			BaseURL  string `json:"base_url"`
+			Register []struct {
+				Provider    string
+				CallbackURL string `json:"callback_url"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"city_a": {"saml", "oidc"}, "city_b": {"microblog", "saml", "oidc"}, "city_c": {"oidc"}}
+	if len(doc.Tenants) != 3 {
+		t.Fatalf("%d tenants", len(doc.Tenants))
+	}
+	for _, tenant := range doc.Tenants {
+		var got []string
+		for _, reg := range tenant.Register {
+			got = append(got, reg.Provider)
+			if wantURL := "https://app.example.org/" + tenant.Tenant + "/users/auth/" + reg.Provider + "/callback"; reg.CallbackURL != wantURL {
+				t.Errorf("%s: %s", tenant.Tenant, reg.CallbackURL)
+			}
+		}
+		if !slices.Equal(got, want[tenant.Tenant]) {
+			t.Errorf("%s: providers %v, want %v", tenant.Tenant, got, want[tenant.Tenant])
+		}
+	}
+
+	// city_c's problem keeps the file from loading, as the application
+	// would refuse it; city_b's routes do not depend on it, city_c's do.
+	r = runEnv(t, testNow, production, "routes", "-config", path, "-base-url", "https://app.example.org")
+	if r.code != exitFail || !strings.Contains(r.stderr, "  tenants.city_c: socialnet: socialnet_secret is missing (facebook_secret in this file)\n") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runEnv(t, testNow, production, "routes", "-config", path, "-tenant", "city_c", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitFail || !strings.Contains(r.stderr, "  tenants.city_c: socialnet: socialnet_secret is missing") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runEnv(t, testNow, production, "routes", "-config", path, "-tenant", "nope", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitFail || !strings.Contains(dir.apply(r.stderr), "$DIR/tenants.yml has no tenant nope") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 
@@ -209,6 +290,33 @@ func TestMetadata(t *testing.T) {
 	}
 }
 
+// A tenant's SP metadata has its entity ID and its ACS under its base URL.
+func TestMetadataTenant(t *testing.T) {
+	_, path, _ := tenantsFixture(t)
+	r := runEnv(t, testNow, production, "metadata", "-config", path, "-tenant", "city_a", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var ed saml.EntityDescriptor
+	if err := xml.Unmarshal([]byte(r.stdout), &ed); err != nil {
+		t.Fatal(err)
+	}
+	if ed.EntityID != "https://city-a.example.org/users/auth/saml/metadata" || len(ed.SPSSODescriptors) != 1 ||
+		ed.SPSSODescriptors[0].AssertionConsumerServices[0].Location != "https://city_a.example.org/users/auth/saml/callback" {
+		t.Errorf("entity %q, %+v", ed.EntityID, ed.SPSSODescriptors)
+	}
+	// city_c's own problem is in the way; once fixed, it has no SAML.
+	r = runEnv(t, testNow, production, "metadata", "-config", path, "-tenant", "city_c", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitFail || !strings.Contains(r.stderr, "\n  tenants.city_c: socialnet: socialnet_secret is missing") {
+		t.Errorf("city_c: exit %d, stderr %q", r.code, r.stderr)
+	}
+	fixed := writeRaw(t, "tenants.yml", strings.Replace(readFile(t, path), "facebook_key: only-a-key", "facebook_key: ''", 1))
+	r = runEnv(t, testNow, production, "metadata", "-config", fixed, "-tenant", "city_c", "-base-url", "https://{tenant}.example.org")
+	if r.code != exitFail || !strings.HasPrefix(r.stderr, "extauth metadata: saml is not configured in tenant city_c of ") {
+		t.Errorf("city_c: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 // Without SAML there is no SP metadata: the command says so and fails. The
 // path through Auth.SAMLMetadata is the one a SAML build takes too.
 func TestMetadataWithoutSAML(t *testing.T) {
@@ -238,6 +346,7 @@ func TestNoSecretPrinted(t *testing.T) {
 	f := newProvidersFixture(t)
 	all, _ := f.config(t, "all.yml", nil)
 	problems, _ := f.config(t, "problems.yml", nil)
+	tenants, _ := f.config(t, "tenants.yml", nil)
 	broken := writeRaw(t, "broken.yml", "oidc_client_secret: SECRET-oidc-c8e1\nblog_oauth2_secret: SECRET-blog-b3c5\n"+
 		"saml_sp_entity_id: urn:x:y\nsaml_additional_settings:\n  private_key: SECRET-microblog-4f1c\n  tenant: \"-----BEGIN SECRET-socialnet-9a2e\"\n")
 	for _, args := range [][]string{
@@ -252,8 +361,13 @@ func TestNoSecretPrinted(t *testing.T) {
 		{"routes", "-config", broken, "-base-url", "https://app.example.org"},
 		{"metadata", "-config", all, "-base-url", "https://app.example.org"},
 		{"metadata", "-config", broken, "-base-url", "https://app.example.org"},
+		{"check", "-config", tenants},
+		{"check", "-config", tenants, "-all-tenants", "-base-url", "https://{tenant}.example.org"},
+		{"check", "-config", tenants, "-tenant", "city_b"},
+		{"routes", "-config", tenants, "-all-tenants", "-base-url", "https://{tenant}.example.org", "-json"},
+		{"metadata", "-config", tenants, "-tenant", "city_a", "-base-url", "https://{tenant}.example.org"},
 	} {
-		r := runAt(t, testNow, args...)
+		r := runEnv(t, testNow, production, args...)
 		if r.stdout == "" && r.stderr == "" {
 			t.Errorf("%q printed nothing", args)
 		}

@@ -48,11 +48,24 @@ type result struct {
 	code           int
 }
 
-// runAt runs the command in-process with the clock at now.
+// runAt runs the command in-process with the clock at now and no
+// environment variables, so that neither RAILS_ENV nor anything else of the
+// machine running the tests changes what a file says.
 func runAt(t *testing.T, now time.Time, args ...string) result {
 	t.Helper()
+	return runEnv(t, now, nil, args...)
+}
+
+// runEnv is runAt with the environment variables env.
+func runEnv(t *testing.T, now time.Time, env map[string]string, args ...string) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := newCLI(&stdout, &stderr, func() time.Time { return now }).run(context.Background(), args)
+	c := newCLI(&stdout, &stderr, func() time.Time { return now })
+	c.lookup = func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+	code := c.run(context.Background(), args)
 	return result{stdout.String(), stderr.String(), code}
 }
 

@@ -21,7 +21,12 @@ func registerWhere(p extauth.Provider, spEntityID string, routes []extauth.Route
 	case extauth.Socialnet:
 		return "under Valid OAuth Redirect URIs (host plus path)"
 	case extauth.SearchOAuth2:
-		return "as an Authorized redirect URI of the OAuth client"
+		lines := []string{"as an Authorized redirect URI of the OAuth client"}
+		if logout := oidcLogoutLines(p, routes); len(logout) > 0 {
+			lines = append(lines, "Google has no logout endpoints; an issuer set with search_oauth2_site may take these:")
+			lines = append(lines, logout...)
+		}
+		return strings.Join(lines, "\n")
 	case extauth.BlogOAuth2:
 		return "as the client's Redirect URI in WP OAuth Server (OAuth Server > Clients)"
 	case extauth.SAML:
@@ -41,13 +46,66 @@ func registerWhere(p extauth.Provider, spEntityID string, routes []extauth.Route
 		}
 		return strings.Join(lines, "\n")
 	case extauth.OIDC:
-		return "as a redirect URI of the client"
+		lines := []string{"as a redirect URI of the client"}
+		if logout := oidcLogoutLines(p, routes); len(logout) > 0 {
+			lines = append(lines, "and in the client's logout settings:")
+			lines = append(lines, logout...)
+		}
+		return strings.Join(lines, "\n")
 	}
 	return "as the provider's redirect URI"
 }
 
+// logoutRegistration holds the OpenID Connect client metadata of p's logout
+// routes (RP-Initiated, Back-Channel and Front-Channel Logout 1.0). Both
+// session_required values are true: the provider then names the session
+// (sid), which the Identity carries, so one logout ends one session.
+type logoutRegistration struct {
+	PostLogoutRedirectURI             string `json:"post_logout_redirect_uri,omitempty"`
+	BackchannelLogoutURI              string `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired  bool   `json:"backchannel_logout_session_required,omitempty"`
+	FrontchannelLogoutURI             string `json:"frontchannel_logout_uri,omitempty"`
+	FrontchannelLogoutSessionRequired bool   `json:"frontchannel_logout_session_required,omitempty"`
+}
+
+func oidcLogout(p extauth.Provider, routes []extauth.Route) *logoutRegistration {
+	var reg logoutRegistration
+	for _, rt := range routes {
+		if rt.Provider != p {
+			continue
+		}
+		switch rt.Purpose {
+		case "post_logout":
+			reg.PostLogoutRedirectURI = rt.URL
+		case "backchannel_logout":
+			reg.BackchannelLogoutURI, reg.BackchannelLogoutSessionRequired = rt.URL, true
+		case "frontchannel_logout":
+			reg.FrontchannelLogoutURI, reg.FrontchannelLogoutSessionRequired = rt.URL, true
+		}
+	}
+	if reg == (logoutRegistration{}) {
+		return nil
+	}
+	return &reg
+}
+
+// oidcLogoutLines prints oidcLogout's values, one a line.
+func oidcLogoutLines(p extauth.Provider, routes []extauth.Route) []string {
+	reg := oidcLogout(p, routes)
+	if reg == nil {
+		return nil
+	}
+	return []string{
+		"  post_logout_redirect_uri              " + reg.PostLogoutRedirectURI,
+		"  backchannel_logout_uri                " + reg.BackchannelLogoutURI,
+		"  backchannel_logout_session_required   true",
+		"  frontchannel_logout_uri               " + reg.FrontchannelLogoutURI,
+		"  frontchannel_logout_session_required  true",
+	}
+}
+
 func (c *cli) routes(_ context.Context, args []string) int {
-	f := c.newFlags("routes", "(-config FILE [-env ENV] | -all) -base-url URL [-json]",
+	f := c.newFlags("routes", "(-config FILE [-env ENV] [-tenant NAME | -all-tenants] | -all) -base-url URL [-json]",
 		`Lists the routes extauth mounts for the providers a secrets file configures
 and, for each provider, the exact callback URL to register with it. The
 callback URL is the base URL plus /users/auth/<provider>/callback, never
@@ -56,11 +114,22 @@ derived from a request.
 -all lists the six providers whether configured or not: the callback URL is
 needed to register the application, before the provider hands out the key
 and secret the file will hold.
+
+For OpenID Connect it also prints the client's logout settings:
+post_logout_redirect_uri, backchannel_logout_uri and frontchannel_logout_uri,
+each with session_required true.
+
+-tenant lists a tenant's routes (the providers of the environment's
+configuration with the tenant's settings over it), -all-tenants every
+tenant's. A tenant's base URL is not in the file: it is the tenant's name as
+a subdomain of -base-url, as the application derives it by default, or
+-base-url with the name for {tenant}, as in https://app.example.org/{tenant}.
 `)
 	configPath := f.String("config", "", "the secrets file")
-	env := f.String("env", "", "environment section of a Rails-style file (default: $EXTAUTH_ENV, else development)")
+	env := f.String("env", "", envHelp)
+	tf := addTenantFlags(f, true)
 	all := f.Bool("all", false, "list every built-in provider, configured or not")
-	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org (required)")
+	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; for tenants, {tenant} stands for the name (required)")
 	asJSON := f.Bool("json", false, "print JSON for scripts")
 	if done, code := f.parse(args); done {
 		return code
@@ -74,52 +143,97 @@ and secret the file will hold.
 		return f.fail("-config and -all exclude each other")
 	case *env != "" && *configPath == "":
 		return f.fail("-env applies to -config")
+	case tf.given() && *configPath == "":
+		return f.fail("-tenant and -all-tenants apply to -config")
 	}
-	if ok, code := checkBaseURL(f, *baseURL); !ok {
+	if ok, code := checkBaseURL(f, *baseURL, tf); !ok {
+		return code
+	}
+	if ok, code := tf.usage(f, *baseURL); !ok {
 		return code
 	}
 
-	ps := extauth.BuiltinProviders()
-	var entityID string
-	if *configPath != "" {
-		cfg, err := extauth.LoadConfig(*configPath, configOptions(*env)...)
-		if err != nil {
-			return c.errorf("routes", "%s", describeConfigError(err))
-		}
-		ps = cfg.Providers()
-		entityID = cfg.SAML.SPEntityID
-		if len(ps) == 0 {
-			return c.errorf("routes", "%s configures no provider", *configPath)
-		}
+	if *configPath == "" {
+		return c.printRoutes([]target{{baseURL: *baseURL}}, extauth.BuiltinProviders(), *asJSON, false)
 	}
-	routes, err := extauth.RoutesFor(*baseURL, ps...)
+	cfg, err := c.load(*configPath, *env, *tf.name)
+	if err != nil {
+		return c.errorf("routes", "%s", describeConfigError(err))
+	}
+	targets, err := tf.targets(cfg, *configPath, *baseURL)
 	if err != nil {
 		return c.errorf("routes", "%v", err)
 	}
-	if *asJSON {
-		return c.routesJSON(*baseURL, routes, entityID)
-	}
-	w := c.stdout
-	fmt.Fprintf(w, "Routes under %s (authorize and callback answer GET and POST, also with a .json suffix):\n\n", strings.TrimSuffix(*baseURL, "/"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, rt := range routes {
-		methods := strings.Join(rt.Methods, ", ")
-		if methods == "" {
-			// An extra route's handler checks its own methods.
-			methods = "(its own)"
+	if !*tf.all && len(targets[0].cfg.Providers()) == 0 {
+		if t := targets[0].tenant; t != "" {
+			return c.errorf("routes", "tenant %s of %s configures no provider", t, *configPath)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", rt.Provider, rt.Purpose, rt.Path, methods)
+		return c.errorf("routes", "%s configures no provider%s", *configPath, inEnvironment(cfg))
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nCallback URL to register with each provider:\n")
-	for _, rt := range routes {
-		if rt.Purpose != "callback" {
+	return c.printRoutes(targets, nil, *asJSON, *tf.all)
+}
+
+// printRoutes prints the routes of each target, of its configured providers
+// or, without a configuration, of ps.
+func (c *cli) printRoutes(targets []target, ps []extauth.Provider, asJSON, many bool) int {
+	var docs []routesDoc
+	w := c.stdout
+	for i, t := range targets {
+		providers, entityID := ps, ""
+		if t.cfg != nil {
+			providers, entityID = t.cfg.Providers(), t.cfg.SAML.SPEntityID
+		}
+		routes, err := extauth.RoutesFor(t.baseURL, providers...)
+		if err != nil {
+			return c.errorf("routes", "%v", err)
+		}
+		if asJSON {
+			docs = append(docs, newRoutesDoc(t, routes, entityID))
 			continue
 		}
-		where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "\n    ")
-		fmt.Fprintf(w, "\n  %s\n    %s\n    %s\n", rt.Provider, rt.URL, where)
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if many {
+			fmt.Fprintf(w, "Tenant %s\n\n", t.tenant)
+		}
+		if len(providers) == 0 {
+			fmt.Fprintf(w, "No provider is configured for tenant %s.\n", t.tenant)
+			continue
+		}
+		tenant := ""
+		if t.tenant != "" && !many {
+			tenant = " for tenant " + t.tenant
+		}
+		fmt.Fprintf(w, "Routes under %s%s (authorize and callback answer GET and POST, also with a .json suffix):\n\n", strings.TrimSuffix(t.baseURL, "/"), tenant)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, rt := range routes {
+			methods := strings.Join(rt.Methods, ", ")
+			if methods == "" {
+				// An extra route's handler checks its own methods.
+				methods = "(its own)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", rt.Provider, rt.Purpose, rt.Path, methods)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "\nCallback URL to register with each provider:\n")
+		for _, rt := range routes {
+			if rt.Purpose != "callback" {
+				continue
+			}
+			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "\n    ")
+			fmt.Fprintf(w, "\n  %s\n    %s\n    %s\n", rt.Provider, rt.URL, where)
+		}
 	}
-	return exitOK
+	switch {
+	case !asJSON:
+		return exitOK
+	case many:
+		return writeJSON(w, struct {
+			Tenants []routesDoc `json:"tenants"`
+		}{docs})
+	}
+	return writeJSON(w, docs[0])
 }
 
 // routeJSON and registration are the -json shapes, with stable lowercase
@@ -133,25 +247,30 @@ type routeJSON struct {
 }
 
 type registration struct {
-	Provider    string `json:"provider"`
-	CallbackURL string `json:"callback_url"`
-	Where       string `json:"where"`
+	Provider    string              `json:"provider"`
+	CallbackURL string              `json:"callback_url"`
+	Where       string              `json:"where"`
+	Logout      *logoutRegistration `json:"logout,omitempty"`
 }
 
-func (c *cli) routesJSON(baseURL string, routes []extauth.Route, entityID string) int {
-	out := struct {
-		BaseURL  string         `json:"base_url"`
-		Routes   []routeJSON    `json:"routes"`
-		Register []registration `json:"register"`
-	}{BaseURL: strings.TrimSuffix(baseURL, "/")}
+// routesDoc is the -json document of one configuration.
+type routesDoc struct {
+	Tenant   string         `json:"tenant,omitempty"`
+	BaseURL  string         `json:"base_url"`
+	Routes   []routeJSON    `json:"routes"`
+	Register []registration `json:"register"`
+}
+
+func newRoutesDoc(t target, routes []extauth.Route, entityID string) routesDoc {
+	doc := routesDoc{Tenant: t.tenant, BaseURL: strings.TrimSuffix(t.baseURL, "/"), Routes: []routeJSON{}, Register: []registration{}}
 	for _, rt := range routes {
-		out.Routes = append(out.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
+		doc.Routes = append(doc.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
 		if rt.Purpose == "callback" {
 			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "; ")
-			out.Register = append(out.Register, registration{string(rt.Provider), rt.URL, where})
+			doc.Register = append(doc.Register, registration{string(rt.Provider), rt.URL, where, oidcLogout(rt.Provider, routes)})
 		}
 	}
-	return writeJSON(c.stdout, out)
+	return doc
 }
 
 func writeJSON(w io.Writer, v any) int {

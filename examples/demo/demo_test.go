@@ -353,3 +353,97 @@ func TestDemoOIDCSignIn(t *testing.T) {
 		})
 	}
 }
+
+// oidcSignIn signs alice in through the development OP's consent page.
+func oidcSignIn(t *testing.T, b *harness.Browser, base string) {
+	t.Helper()
+	consent := b.PostForm(base+"/users/auth/oidc", nil)
+	page := b.PostForm(base+formAction(t, consent.Body), url.Values{
+		"interaction": {hiddenValue(consent.Body, "interaction")}, "user": {"248289761001"}, "decision": {"approve"}})
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">248289761001</b>`) {
+		t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
+	}
+}
+
+func formAction(t *testing.T, body string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `action="`)
+	action, _, _ := strings.Cut(rest, `"`)
+	if !ok {
+		t.Fatalf("no form in %s", body)
+	}
+	return html.UnescapeString(action)
+}
+
+func hiddenValue(body, name string) string {
+	_, rest, _ := strings.Cut(body, `name="`+name+`" value="`)
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// Signing out of an OpenID Connect session goes through the OP's
+// end_session_endpoint, where the user confirms, and comes back signed
+// out; search_oauth2's development OP, like Google, has no such endpoint,
+// and signing out of it stays local.
+func TestDemoOIDCSignOut(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	oidcSignIn(t, b, base)
+	from := len(b.Hops)
+	confirm := b.PostForm(base+"/logout", nil)
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/users/auth/oidc/logout", "/dev/oidc/end_session"}) {
+		t.Fatalf("sign-out went through %q", got)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("/me.json while at the OP: %d", r.StatusCode)
+	}
+	from = len(b.Hops)
+	page := b.PostForm(base+formAction(t, confirm.Body), url.Values{
+		"interaction": {hiddenValue(confirm.Body, "interaction")}, "decision": {"logout"}})
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/dev/oidc/end_session/decision", "/users/auth/oidc/post_logout", "/"}) {
+		t.Fatalf("after the OP's confirmation: %q", got)
+	}
+	if !strings.Contains(page.Body, `id="signed-out"`) || b.Cookie(base+"/", "demo_session") != nil {
+		t.Errorf("not signed out: %d %s", page.StatusCode, page.Body)
+	}
+	if account := b.Get(base + "/dev/oidc/account"); !strings.Contains(account.Body, `id="op-signed-out"`) {
+		t.Errorf("the OP still has a session: %s", account.Body)
+	}
+
+	b = harness.NewBrowser(t)
+	consent := b.PostForm(base+"/users/auth/search_oauth2", nil)
+	b.PostForm(base+formAction(t, consent.Body), url.Values{
+		"interaction": {hiddenValue(consent.Body, "interaction")}, "user": {"248289761001"}, "decision": {"approve"}})
+	from = len(b.Hops)
+	b.PostForm(base+"/logout", nil)
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/users/auth/search_oauth2/logout", "/"}) {
+		t.Errorf("search_oauth2 sign-out went through %q", got)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("/me.json after a local sign-out: %d", r.StatusCode)
+	}
+}
+
+// The development OP's "sign out of every application" sends the demo a
+// back-channel logout, which ends the demo session of that OP session.
+func TestDemoBackchannelLogout(t *testing.T) {
+	base := startDemo(t)
+	b := harness.NewBrowser(t)
+	oidcSignIn(t, b, base)
+	other := harness.NewBrowser(t)
+	oidcSignIn(t, other, base)
+	account := b.Get(base + "/dev/oidc/account")
+	if !strings.Contains(account.Body, `id="op-signed-in"`) {
+		t.Fatalf("OP account page: %s", account.Body)
+	}
+	if page := b.PostForm(base+"/dev/oidc/account", nil); !strings.Contains(page.Body, `id="op-signed-out"`) {
+		t.Fatalf("after signing out everywhere: %d %s", page.StatusCode, page.Body)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the back-channel logout left the demo session: %d %s", r.StatusCode, r.Body)
+	}
+	// The other browser's sign-in is another OP session: it stays.
+	if r := other.Get(base + "/me.json"); r.StatusCode != http.StatusOK {
+		t.Errorf("another session ended too: %d", r.StatusCode)
+	}
+}

@@ -24,7 +24,9 @@ const (
 // mountDevProviders serves the development providers under /dev/ on mux and
 // returns their configuration. A non-empty samlIdPMetadata is a development
 // SAML IdP served elsewhere, used instead of the one under /dev/saml.
-func mountDevProviders(mux *http.ServeMux, base, samlIdPMetadata string) (*extauth.Config, error) {
+// client, when set, is how the development OP reaches the demo for
+// back-channel logouts (a test's HTTPS demo needs its certificate trusted).
+func mountDevProviders(mux *http.ServeMux, base, samlIdPMetadata string, client *http.Client) (*extauth.Config, error) {
 	cfg := &extauth.Config{}
 
 	blog := wpoauth.New(devClientID, devClientSecret, base+"/users/auth/blog_oauth2/callback")
@@ -61,10 +63,18 @@ func mountDevProviders(mux *http.ServeMux, base, samlIdPMetadata string) (*extau
 
 		// OpenID Connect: a fake OP for oidc and another standing in for
 		// Google. An issuer must be HTTPS, or plain HTTP on loopback, so
-		// they share SAML's condition. ES256 keys are quick to make.
+		// they share SAML's condition. ES256 keys are quick to make. The
+		// oidc one is registered with the logout URIs extauth routes
+		// prints: signing out of the demo ends its session too, and its
+		// "sign out of every application" reaches the demo over the back
+		// channel.
 		op, err := oidcop.New(oidcop.Config{
 			Issuer: base + "/dev/oidc", ClientID: devClientID, ClientSecret: devClientSecret,
 			RedirectURIs: []string{base + "/users/auth/oidc/callback"}, Alg: "ES256",
+			PostLogoutRedirectURIs: []string{base + "/users/auth/oidc/post_logout"},
+			BackchannelLogoutURI:   base + "/users/auth/oidc/backchannel_logout",
+			FrontchannelLogoutURI:  base + "/users/auth/oidc/frontchannel_logout",
+			HTTPClient:             client,
 		})
 		if err != nil {
 			return nil, err
@@ -76,6 +86,9 @@ func mountDevProviders(mux *http.ServeMux, base, samlIdPMetadata string) (*extau
 			Issuer: base + "/dev/google", ClientID: devClientID, ClientSecret: devClientSecret,
 			RedirectURIs: []string{base + "/users/auth/search_oauth2/callback"}, Alg: "ES256",
 			AuthMethod: "client_secret_post",
+			// Google offers no RP-initiated logout: signing out of a
+			// search_oauth2 session is local.
+			NoEndSession: true,
 		})
 		if err != nil {
 			return nil, err

@@ -27,6 +27,9 @@ type e2eProvider struct {
 	// leads to, "METHOD path" for the demo's own pages; nil means the
 	// demo's local sign-out alone, localSignOut.
 	signOut []string
+	// signOutAt gets through the provider's pages during sign-out (an
+	// OpenID provider asks to confirm); nil when it has none.
+	signOutAt steps
 }
 
 // localSignOut is a sign-out that never leaves the demo.
@@ -106,6 +109,13 @@ func e2eProviders() []e2eProvider {
 			deny:     steps{click(`button[name=decision][value=deny]`)},
 			uid:      "248289761001",
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+			// Sign-out is RP-initiated logout: the logout route sends the
+			// browser to the OP's end_session_endpoint, where the user
+			// confirms; the OP comes back to post_logout with our state,
+			// which goes home.
+			signOut: []string{"POST /logout", "GET /users/auth/oidc/logout", "GET /dev/oidc/end_session",
+				"POST /dev/oidc/end_session/decision", "GET /users/auth/oidc/post_logout", "GET /"},
+			signOutAt: steps{click("#op-logout")},
 		},
 		{
 			name:     "search_oauth2",
@@ -113,6 +123,9 @@ func e2eProviders() []e2eProvider {
 			deny:     steps{click(`button[name=decision][value=deny]`)},
 			uid:      "248289761001",
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
+			// Google, and its stand-in, have no end_session_endpoint: the
+			// logout route signs out locally.
+			signOut: []string{"POST /logout", "GET /users/auth/search_oauth2/logout", "GET /"},
 		},
 	}
 }

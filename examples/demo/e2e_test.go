@@ -89,7 +89,8 @@ func TestE2ESignIn(t *testing.T) {
 			}
 
 			n := tb.navigated()
-			tb.do("signing out", click("#logout"), chromedp.WaitVisible(chromedp.ID("signed-out")))
+			out := append(append(steps{click("#logout")}, p.signOutAt...), chromedp.WaitVisible(chromedp.ID("signed-out")))
+			tb.do("signing out", out...)
 			want := p.signOut
 			if want == nil {
 				want = localSignOut
@@ -101,6 +102,30 @@ func TestE2ESignIn(t *testing.T) {
 				t.Fatalf("/me.json after sign-out: %d %s", me.Status, me.Body)
 			}
 		})
+	}
+}
+
+// TestE2EBackchannelLogout: signed in to the demo with oidc, the user
+// signs out of every application on the OP's own page; the OP tells the
+// demo over the back channel, and the demo's page shows the user signed out
+// when next loaded.
+func TestE2EBackchannelLogout(t *testing.T) {
+	d := startDemoServer(t)
+	tb := startBrowser(t).open(t, d)
+	tb.startSignIn("oidc")
+	tb.do("approving at the OP", click(`button[name=decision][value=approve]`))
+	tb.do("waiting for the signed-in home page", chromedp.WaitVisible(chromedp.ID("uid")))
+
+	tb.do("opening the OP's account page", chromedp.Navigate(d.base+"/dev/oidc/account"), chromedp.WaitVisible(chromedp.ID("op-signed-in")))
+	tb.do("signing out of every application at the OP", click("#op-logout-everywhere"), chromedp.WaitVisible(chromedp.ID("op-signed-out")))
+
+	tb.home()
+	tb.text("#signed-out")
+	if me := tb.fetch("/me.json"); me.Status != http.StatusNotFound {
+		t.Fatalf("/me.json after the OP's back-channel logout: %d %s", me.Status, me.Body)
+	}
+	if log := d.log.String(); !strings.Contains(log, "signed out on the provider's word") || !strings.Contains(log, "channel=backchannel") {
+		t.Errorf("the demo's log does not show the back-channel logout:\n%s", log)
 	}
 }
 

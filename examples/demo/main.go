@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -26,7 +27,6 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/samlsp"
 )
 
 func main() {
@@ -111,15 +111,15 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	var cfg *extauth.Config
 	var err error
 	if o.configPath == "" {
-		cfg, err = mountDevProviders(mux, base, o.samlIdPMetadataURL)
+		cfg, err = mountDevProviders(mux, base, o.samlIdPMetadataURL, o.httpClient)
 	} else {
 		var opts []extauth.ConfigOption
 		if o.env != "" {
 			opts = append(opts, extauth.Env(o.env))
 		}
 		cfg, err = extauth.LoadConfig(o.configPath, opts...)
-		for _, w := range cfgWarnings(cfg) {
-			logger.Warn("config", "warning", w)
+		if cfg != nil {
+			cfg.LogWarnings(context.Background(), logger)
 		}
 	}
 	if err != nil {
@@ -135,8 +135,14 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 		CookieKey:  key,
 		Logger:     logger,
 		HTTPClient: o.httpClient,
-		// Sign-out of a SAML session goes through single logout (pages.go).
-		SAML: samlsp.Options{Logout: samlsp.LogoutHooks{Session: sessions.logoutSession, Done: sessions.logoutDone}},
+		// Signing out goes through the provider where it can end its own
+		// session (SAML single logout, OpenID Connect RP-initiated logout),
+		// and the providers' own logouts end the demo's sessions (pages.go).
+		Logout: extauth.LogoutOptions{
+			Session:          sessions.logoutSession,
+			OnProviderLogout: sessions.endProviderSessions,
+			Done:             sessions.logoutDone,
+		},
 		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 			sessions.signIn(w, id)
 			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
@@ -146,7 +152,7 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 		return nil, nil, err
 	}
 	a.Mount(mux)
-	pages := &pages{auth: a, sessions: sessions, samlLogout: samlLogoutPath(a)}
+	pages := &pages{auth: a, sessions: sessions, logoutRoutes: logoutRoutes(a)}
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)
@@ -155,13 +161,6 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	cop := http.NewCrossOriginProtection()
 	a.AllowCrossSiteCallbacks(cop)
 	return cop.Handler(mux), func() { a.Close() }, nil
-}
-
-func cfgWarnings(cfg *extauth.Config) []string {
-	if cfg == nil {
-		return nil
-	}
-	return cfg.Warnings
 }
 
 // cookieKey reads EXTAUTH_COOKIE_KEY (64 hex digits). Development mode makes

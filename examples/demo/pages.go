@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/providers"
-	"github.com/extauth/extauth/samlsp"
 )
 
 // sessions is the demo's own sign-in session: an in-memory map from a random
@@ -20,21 +19,22 @@ type sessions struct {
 	secure bool
 	mu     sync.Mutex
 	byID   map[string]*extauth.Identity
-	// leaving holds, for a session signed out here whose IdP still has to
-	// end its own, what the SAML logout route asks for: only for the one
-	// redirect between the sign-out form and that route.
+	// leaving holds, for a session signed out here whose provider still
+	// has to end its own, what the provider's logout route asks for: only
+	// for the one redirect between the sign-out form and that route.
 	leaving map[string]pendingLogout
 }
 
 type pendingLogout struct {
-	session samlsp.LogoutSession
-	until   time.Time
+	provider extauth.Provider
+	session  extauth.LogoutSession
+	until    time.Time
 }
 
 const (
 	sessionCookie = "demo_session"
 	// logoutWindow is how long the browser has to follow the redirect from
-	// the sign-out form to the SAML logout route.
+	// the sign-out form to the provider's logout route.
 	logoutWindow = time.Minute
 )
 
@@ -75,15 +75,15 @@ func (s *sessions) clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 }
 
-// signOutForSAML ends the local session of a SAML sign-in at once and keeps
-// its NameID and SessionIndex for the SAML logout route, which asks the IdP
-// to end its session too. The cookie stays until the IdP has answered, to
-// find them again; it no longer names a signed-in user. It reports false
-// for sessions that are not SAML ones.
-func (s *sessions) signOutForSAML(r *http.Request) bool {
+// signOutForProvider ends the local session at once and keeps what ending
+// the provider's session needs (Identity.LogoutSession: the ID token, or the
+// SAML NameID and SessionIndex) for the provider's logout route. The cookie
+// stays until the provider has answered, to find them again; it no longer
+// names a signed-in user. It reports false when there is no session.
+func (s *sessions) signOutForProvider(r *http.Request) (extauth.Provider, bool) {
 	sid, id := s.current(r)
-	if id == nil || id.SAML == nil || id.SAML.NameID == "" {
-		return false
+	if id == nil {
+		return "", false
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -94,28 +94,48 @@ func (s *sessions) signOutForSAML(r *http.Request) bool {
 			delete(s.leaving, k)
 		}
 	}
-	s.leaving[sid] = pendingLogout{
-		session: samlsp.LogoutSession{NameID: id.SAML.NameID, NameIDFormat: id.SAML.NameIDFormat, SessionIndex: id.SAML.SessionIndex},
-		until:   now.Add(logoutWindow),
-	}
-	return true
+	p := extauth.Provider(id.Provider)
+	s.leaving[sid] = pendingLogout{provider: p, session: id.LogoutSession(), until: now.Add(logoutWindow)}
+	return p, true
 }
 
-// logoutSession is the SAML logout route's Session hook: the IdP session
-// that signOutForSAML put aside for this browser, once.
-func (s *sessions) logoutSession(r *http.Request) (samlsp.LogoutSession, bool) {
+// logoutSession is Options.Logout.Session: the provider session that
+// signOutForProvider put aside for this browser, once.
+func (s *sessions) logoutSession(r *http.Request, provider extauth.Provider) (extauth.LogoutSession, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return samlsp.LogoutSession{}, false
+		return extauth.LogoutSession{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.leaving[c.Value]
 	delete(s.leaving, c.Value)
-	if !ok || time.Now().After(p.until) {
-		return samlsp.LogoutSession{}, false
+	if !ok || p.provider != provider || time.Now().After(p.until) {
+		return extauth.LogoutSession{}, false
 	}
 	return p.session, true
+}
+
+// endProviderSessions is Options.Logout.OnProviderLogout: a provider says
+// its session ended (a SAML LogoutRequest, an OpenID Connect back- or
+// front-channel logout), so the demo sessions it names end too: the one of
+// that provider session, or all of that user's.
+func (s *sessions) endProviderSessions(_ context.Context, e extauth.LogoutEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sid, id := range s.byID {
+		if id.Provider != string(e.Provider) || id.Tenant != e.Tenant {
+			continue
+		}
+		subject := id.UID
+		if id.SAML != nil {
+			subject = id.SAML.NameID
+		}
+		if (e.Session == "" || e.Session == id.SessionID) && (e.Subject == "" || e.Subject == subject) {
+			delete(s.byID, sid)
+		}
+	}
+	return nil
 }
 
 var logoutFailed = template.Must(template.New("logout").Parse(`<!doctype html>
@@ -124,14 +144,14 @@ var logoutFailed = template.Must(template.New("logout").Parse(`<!doctype html>
 <p>This demo no longer knows you; the identity provider may still do.</p><p><a href="/">Home</a></p></body></html>
 `))
 
-// logoutDone is the SAML logout route's Done hook. After the IdP confirmed
-// the logout the stale cookie goes too. A failed logout message leaves the
-// cookie alone: anyone can send a browser to the logout route with a bad one,
-// and that must not sign the user out.
-func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *providers.Error) {
+// logoutDone is Options.Logout.Done. After the provider confirmed the
+// logout (or when it could not be asked) the stale cookie goes too. A failed
+// confirmation leaves the cookie alone: anyone can send a browser to a
+// logout route with a bad one, and that must not sign the user out.
+func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
 	if err == nil {
 		s.clearCookie(w)
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -142,8 +162,8 @@ func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *provi
 type pages struct {
 	auth     *extauth.Auth
 	sessions *sessions
-	// samlLogout is the SAML single logout route, "" without SAML.
-	samlLogout string
+	// logoutRoutes are the logout routes of the providers that have one.
+	logoutRoutes map[extauth.Provider]string
 }
 
 var home = template.Must(template.New("home").Parse(`<!doctype html>
@@ -196,23 +216,27 @@ func (p *pages) logout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-site sign-out refused", http.StatusForbidden)
 		return
 	}
-	// A SAML sign-in ends at the IdP as well: single logout through the
-	// logout route, which comes back home once the IdP has confirmed.
-	if p.samlLogout != "" && p.sessions.signOutForSAML(r) {
-		http.Redirect(w, r, p.samlLogout, http.StatusSeeOther)
-		return
+	// A SAML or OpenID Connect sign-in ends at the provider as well,
+	// through its logout route, which comes back home once the provider
+	// has confirmed (or at once, when it cannot end its session).
+	if _, id := p.sessions.current(r); id != nil {
+		if route, ok := p.logoutRoutes[extauth.Provider(id.Provider)]; ok {
+			p.sessions.signOutForProvider(r)
+			http.Redirect(w, r, route, http.StatusSeeOther)
+			return
+		}
 	}
 	p.sessions.signOut(w, r)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// samlLogoutPath is the path of the SAML single logout route, or "" when
-// SAML is not mounted.
-func samlLogoutPath(a *extauth.Auth) string {
+// logoutRoutes maps each provider that has a logout route to its path.
+func logoutRoutes(a *extauth.Auth) map[extauth.Provider]string {
+	out := map[extauth.Provider]string{}
 	for _, rt := range a.Routes() {
-		if rt.Provider == extauth.SAML && rt.Purpose == "logout" {
-			return rt.Path
+		if rt.Purpose == "logout" {
+			out[rt.Provider] = rt.Path
 		}
 	}
-	return ""
+	return out
 }

@@ -1,8 +1,10 @@
 // Starts the certified oidc-provider on 127.0.0.1 for extauth's interop
 // tests. Configuration comes from the environment:
 //
-//   CLIENTS       JSON array of {client_id, client_secret, redirect_uris,
-//                 token_endpoint_auth_method}
+//   CLIENTS       JSON array of client metadata: client_id, client_secret,
+//                 redirect_uris, token_endpoint_auth_method, and for logout
+//                 post_logout_redirect_uris, backchannel_logout_uri,
+//                 backchannel_logout_session_required
 //   AUTH_METHODS  comma-separated token endpoint auth methods to support
 //                 (default: oidc-provider's own list)
 //
@@ -13,7 +15,7 @@ import { createServer } from 'node:http';
 import Provider from 'oidc-provider';
 
 const clients = JSON.parse(process.env.CLIENTS || '[]').map((c) => ({
-  grant_types: ['authorization_code'],
+  grant_types: ['authorization_code', 'refresh_token'],
   response_types: ['code'],
   ...c,
 }));
@@ -46,7 +48,18 @@ const configuration = {
     profile: ['name', 'given_name', 'family_name', 'preferred_username', 'picture'],
   },
   pkce: { required: () => true },
-  features: { devInteractions: { enabled: true } },
+  features: {
+    devInteractions: { enabled: true },
+    rpInitiatedLogout: { enabled: true },
+    backchannelLogout: { enabled: true },
+  },
+  // The provider refuses outbound requests to special-use addresses such
+  // as loopback, where the tests serve the client's back-channel logout
+  // URI; lift that for them only.
+  fetch: (url, options) => {
+    const { dispatcher, ...rest } = options;
+    return globalThis.fetch(url, rest);
+  },
   async findAccount(_ctx, id) {
     return {
       accountId: id,
@@ -64,6 +77,9 @@ const server = createServer();
 server.listen(0, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, configuration);
+  provider.on('backchannel.error', (_ctx, err, client) => {
+    process.stderr.write(`backchannel.error ${client.clientId}: ${err.message}\n`);
+  });
   server.on('request', provider.callback());
   process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 });

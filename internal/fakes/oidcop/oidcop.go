@@ -94,6 +94,9 @@ const (
 	TokenHang Fault = "token_hang"
 	// TokenHugeBody answers the token endpoint with a 4 MiB body.
 	TokenHugeBody Fault = "token_huge_body"
+	// RefreshWrongSub answers a refresh with an ID token for another
+	// subject (OIDC Core 12.2 requires the same).
+	RefreshWrongSub Fault = "refresh_wrong_sub"
 )
 
 // User is an account of the fake provider.
@@ -146,6 +149,25 @@ type Config struct {
 	SparseIDToken bool
 	// Users are the accounts; DemoUsers when empty.
 	Users []User
+	// DiscoveryCacheControl is the discovery document's Cache-Control;
+	// "public, max-age=3600" (as Google sends) when empty.
+	DiscoveryCacheControl string
+
+	// NoEndSession leaves end_session_endpoint out of discovery, as
+	// providers without RP-initiated logout (Google) do.
+	NoEndSession bool
+	// PostLogoutRedirectURIs are the registered post_logout_redirect_uri
+	// values, matched exactly.
+	PostLogoutRedirectURIs []string
+	// BackchannelLogoutURI, when set, receives a logout token whenever a
+	// session of the client ends here.
+	BackchannelLogoutURI string
+	// FrontchannelLogoutURI is the client's registered front-channel
+	// logout URI, for FrontchannelLogoutURL.
+	FrontchannelLogoutURI string
+	// HTTPClient posts back-channel logouts; a client with a 5 s time-out
+	// when nil.
+	HTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -155,11 +177,12 @@ type Endpoint string
 
 // The endpoints counted by Hits.
 const (
-	Discovery Endpoint = "discovery"
-	JWKS      Endpoint = "jwks"
-	Authorize Endpoint = "authorize"
-	Token     Endpoint = "token"
-	UserInfo  Endpoint = "userinfo"
+	Discovery  Endpoint = "discovery"
+	JWKS       Endpoint = "jwks"
+	Authorize  Endpoint = "authorize"
+	Token      Endpoint = "token"
+	UserInfo   Endpoint = "userinfo"
+	EndSession Endpoint = "end_session"
 )
 
 // OP is the fake provider.
@@ -169,14 +192,26 @@ type OP struct {
 	now    func() time.Time
 	hits   map[Endpoint]*atomic.Int64
 
-	mu       sync.Mutex
-	keys     []*signingKey
-	active   int
-	faults   map[Fault]bool
-	pending  map[string]*authRequest // consent page interactions
-	codes    map[string]*grant
-	tokens   map[string]*grant
+	mu      sync.Mutex
+	keys    []*signingKey
+	active  int
+	faults  map[Fault]bool
+	pending map[string]*authRequest // consent page interactions
+	codes   map[string]*grant
+	tokens  map[string]*grant
+	// refresh maps each live refresh token to its grant; a refresh
+	// rotates it.
+	refresh map[string]*grant
+	// sessions are the provider's own sessions, by sid; a browser's
+	// cookie names its session.
+	sessions map[string]*session
+	// logouts are the pending end-session confirmations.
+	logouts  map[string]*endSession
 	lastAuth url.Values
+	// tokenPath and jwksPath are where the token endpoint and key set are
+	// served (under the issuer's path); RotateEndpoints moves them.
+	tokenPath, jwksPath string
+	rotations           int
 }
 
 type signingKey struct {
@@ -200,13 +235,25 @@ type authRequest struct {
 type grant struct {
 	req     *authRequest
 	user    User
+	sid     string
 	used    bool
 	expires time.Time
 }
 
+// session is a user's session at the provider, shared by the sign-ins of
+// one browser.
+type session struct {
+	sid     string
+	user    User
+	expires time.Time
+}
+
 const (
-	codeTTL  = time.Minute
-	tokenTTL = time.Hour
+	codeTTL    = time.Minute
+	tokenTTL   = time.Hour
+	sessionTTL = 24 * time.Hour
+	// sessionCookie names the browser's session at the provider.
+	sessionCookie = "oidcop_session"
 	// maxEntries bounds each map, so a long-running demo does not grow.
 	maxEntries = 20000
 )
@@ -232,20 +279,32 @@ func New(cfg Config) (*OP, error) {
 	if len(cfg.Users) == 0 {
 		cfg.Users = DemoUsers()
 	}
+	if cfg.DiscoveryCacheControl == "" {
+		cfg.DiscoveryCacheControl = "public, max-age=3600"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	}
 	op := &OP{
-		cfg:     cfg,
-		prefix:  strings.TrimSuffix(u.Path, "/"),
-		now:     cfg.Now,
-		hits:    map[Endpoint]*atomic.Int64{},
-		faults:  map[Fault]bool{},
-		pending: map[string]*authRequest{},
-		codes:   map[string]*grant{},
-		tokens:  map[string]*grant{},
+		cfg:      cfg,
+		prefix:   strings.TrimSuffix(u.Path, "/"),
+		now:      cfg.Now,
+		hits:     map[Endpoint]*atomic.Int64{},
+		faults:   map[Fault]bool{},
+		pending:  map[string]*authRequest{},
+		codes:    map[string]*grant{},
+		tokens:   map[string]*grant{},
+		refresh:  map[string]*grant{},
+		sessions: map[string]*session{},
+		logouts:  map[string]*endSession{},
+
+		tokenPath: "/token",
+		jwksPath:  "/jwks",
 	}
 	if op.now == nil {
 		op.now = time.Now
 	}
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo} {
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -329,6 +388,24 @@ func (op *OP) ActiveKid() string {
 	return op.keys[op.active].kid
 }
 
+// RotateEndpoints moves the token endpoint and the key set to new paths,
+// which discovery lists from now on; the old paths answer 404, as after a
+// provider's migration. It returns the new token endpoint's URL.
+func (op *OP) RotateEndpoints() string {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.rotations++
+	v := fmt.Sprintf("/v%d", op.rotations+1)
+	op.tokenPath, op.jwksPath = v+"/token", v+"/jwks"
+	return strings.TrimSuffix(op.cfg.Issuer, "/") + op.tokenPath
+}
+
+func (op *OP) paths() (token, jwks string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.tokenPath, op.jwksPath
+}
+
 // SetFaults replaces the active faults; no argument clears them.
 func (op *OP) SetFaults(faults ...Fault) {
 	op.mu.Lock()
@@ -366,11 +443,12 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	tokenPath, jwksPath := op.paths()
 	switch path {
 	case "/.well-known/openid-configuration":
 		op.hits[Discovery].Add(1)
 		op.discovery(w, r)
-	case "/jwks":
+	case jwksPath:
 		op.hits[JWKS].Add(1)
 		op.jwks(w, r)
 	case "/authorize":
@@ -378,12 +456,19 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		op.authorize(w, r)
 	case "/authorize/decision":
 		op.decision(w, r)
-	case "/token":
+	case tokenPath:
 		op.hits[Token].Add(1)
 		op.token(w, r)
 	case "/userinfo":
 		op.hits[UserInfo].Add(1)
 		op.userinfo(w, r)
+	case "/end_session":
+		op.hits[EndSession].Add(1)
+		op.endSession(w, r)
+	case "/end_session/decision":
+		op.endSessionDecision(w, r)
+	case "/account":
+		op.account(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -403,12 +488,13 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	}
 	iss := op.cfg.Issuer
 	base := strings.TrimSuffix(iss, "/")
+	tokenPath, jwksPath := op.paths()
 	doc := map[string]any{
 		"issuer":                                iss,
 		"authorization_endpoint":                base + "/authorize",
-		"token_endpoint":                        base + "/token",
+		"token_endpoint":                        base + tokenPath,
 		"userinfo_endpoint":                     base + "/userinfo",
-		"jwks_uri":                              base + "/jwks",
+		"jwks_uri":                              base + jwksPath,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
@@ -417,13 +503,22 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint_auth_methods_supported": []string{op.cfg.AuthMethod},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"scopes_supported":                      []string{"openid", "email", "profile", "offline_access"},
-		"claims_supported": []string{"sub", "iss", "aud", "exp", "iat", "nonce", "at_hash", "azp",
+		"claims_supported": []string{"sub", "iss", "aud", "exp", "iat", "nonce", "at_hash", "azp", "sid",
 			"email", "email_verified", "name", "given_name", "family_name", "preferred_username", "picture", "hd"},
 	}
 	if !op.cfg.NoIssParameter {
 		doc["authorization_response_iss_parameter_supported"] = true
 	}
-	writeJSON(w, http.StatusOK, doc)
+	if !op.cfg.NoEndSession {
+		doc["end_session_endpoint"] = base + "/end_session"
+	}
+	doc["backchannel_logout_supported"] = true
+	doc["backchannel_logout_session_supported"] = true
+	doc["frontchannel_logout_supported"] = true
+	doc["frontchannel_logout_session_supported"] = true
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+	_ = json.NewEncoder(w).Encode(doc)
 }
 
 func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
@@ -572,14 +667,29 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "unknown user", http.StatusBadRequest)
 }
 
-// approve issues a code and sends the browser back to the client.
+// approve issues a code and sends the browser back to the client. The
+// browser's session at the provider (its cookie) is kept when it is the
+// same user's, and started otherwise.
 func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, u User) {
 	code := endpoint.Random(32)
 	now := op.now()
 	op.mu.Lock()
+	var sess *session
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) {
+			sess = s
+		}
+	}
+	if sess == nil {
+		sweep(op.sessions, now, func(s *session) time.Time { return s.expires })
+		sess = &session{sid: endpoint.Random(16), user: u, expires: now.Add(sessionTTL)}
+		op.sessions[sess.sid] = sess
+	}
 	sweep(op.codes, now, func(g *grant) time.Time { return g.expires })
-	op.codes[code] = &grant{req: req, user: u, expires: now.Add(codeTTL)}
+	op.codes[code] = &grant{req: req, user: u, sid: sess.sid, expires: now.Add(codeTTL)}
 	op.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sess.sid, Path: op.prefix + "/", HttpOnly: true,
+		Secure: strings.HasPrefix(op.cfg.Issuer, "https:"), SameSite: http.SameSiteLaxMode})
 	q := url.Values{"code": {code}}
 	if req.state != "" {
 		q.Set("state", req.state)
@@ -671,7 +781,12 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	if f.Get("grant_type") != "authorization_code" {
+	switch f.Get("grant_type") {
+	case "authorization_code":
+	case "refresh_token":
+		op.refreshGrant(w, f)
+		return
+	default:
 		tokenError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
 	}
@@ -694,16 +809,29 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
+	op.issueTokens(w, g, now, true)
+}
+
+// issueTokens answers the token endpoint for grant g: a new access token,
+// an ID token (with the request's nonce on a sign-in, without on a
+// refresh), and a refresh token when offline access was asked for.
+func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool) {
 	access := endpoint.Random(32)
-	idToken, err := op.idToken(g, access, now)
+	idg := *g
+	if !signIn {
+		req := *g.req
+		req.nonce = ""
+		idg.req = &req
+		if op.fault(RefreshWrongSub) {
+			idg.user.Sub = "someone-else-" + g.user.Sub
+		}
+	}
+	idToken, err := op.idToken(&idg, access, now)
 	if err != nil {
 		tokenError(w, http.StatusInternalServerError, "server_error")
 		return
 	}
-	op.mu.Lock()
-	sweep(op.tokens, now, func(g *grant) time.Time { return g.expires })
-	op.tokens[access] = &grant{req: g.req, user: g.user, expires: now.Add(tokenTTL)}
-	op.mu.Unlock()
+	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL)}
 	resp := map[string]any{
 		"access_token": access,
 		"token_type":   "Bearer",
@@ -711,10 +839,41 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		"id_token":     idToken,
 		"scope":        g.req.scope,
 	}
+	op.mu.Lock()
+	sweep(op.tokens, now, func(g *grant) time.Time { return g.expires })
+	op.tokens[access] = fresh
 	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
-		resp["refresh_token"] = endpoint.Random(32)
+		rt := endpoint.Random(32)
+		sweep(op.refresh, now, func(g *grant) time.Time { return g.expires })
+		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL)}
+		resp["refresh_token"] = rt
 	}
+	op.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// refreshGrant trades a refresh token for new tokens and a new refresh
+// token; the old one is spent (rotation), and a refresh token of a
+// session that ended is refused.
+func (op *OP) refreshGrant(w http.ResponseWriter, f url.Values) {
+	now := op.now()
+	op.mu.Lock()
+	g, ok := op.refresh[f.Get("refresh_token")]
+	delete(op.refresh, f.Get("refresh_token"))
+	_, live := op.sessions[g.sidOrEmpty()]
+	op.mu.Unlock()
+	if !ok || now.After(g.expires) || !live {
+		tokenError(w, http.StatusBadRequest, "invalid_grant")
+		return
+	}
+	op.issueTokens(w, g, now, false)
+}
+
+func (g *grant) sidOrEmpty() string {
+	if g == nil {
+		return ""
+	}
+	return g.sid
 }
 
 // pkceMatches checks RFC 7636 4.6 for S256.
@@ -761,6 +920,9 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 	}
 	if g.req.nonce != "" {
 		claims["nonce"] = g.req.nonce
+	}
+	if g.sid != "" {
+		claims["sid"] = g.sid
 	}
 	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
 		for k, v := range profileClaims(g.user, g.req.scope) {
@@ -829,6 +991,33 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 		sig[len(sig)/2] ^= 0x5a
 	}
 	return signingInput + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+// SignJWT signs claims with the active key as the provider signs its
+// tokens (typ JWT, its alg and kid), for tests that forge a token the
+// provider never issued. Entries of header are added to the protected
+// header; a nil value removes one.
+func (op *OP) SignJWT(header, claims map[string]any) (string, error) {
+	op.mu.Lock()
+	key := op.keys[op.active]
+	op.mu.Unlock()
+	h := map[string]any{"typ": "JWT", "alg": key.alg, "kid": key.kid}
+	for k, v := range header {
+		if v == nil {
+			delete(h, k)
+		} else {
+			h[k] = v
+		}
+	}
+	input, err := encodeParts(h, claims)
+	if err != nil {
+		return "", err
+	}
+	sig, err := sign(key, input)
+	if err != nil {
+		return "", err
+	}
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
 func encodeParts(header, claims map[string]any) (string, error) {

@@ -289,3 +289,66 @@ func TestJWKSPublishesEveryKey(t *testing.T) {
 		t.Errorf("hits %d", op.Hits(oidcop.JWKS))
 	}
 }
+
+// TestRefreshGrantRotates: offline access brings a refresh token, which
+// renews the tokens once (it rotates) and names the same session.
+func TestRefreshGrantRotates(t *testing.T) {
+	op, _ := start(t, nil)
+	q := authorizeQuery()
+	q.Set("scope", "openid email offline_access")
+	_, body := tokenRequest(t, op, grantForm(code(t, op, q).Get("code")), true)
+	rt, _ := body["refresh_token"].(string)
+	if rt == "" {
+		t.Fatalf("no refresh token: %v", body)
+	}
+	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}
+	status, renewed := tokenRequest(t, op, refresh, true)
+	if status != http.StatusOK || renewed["access_token"] == body["access_token"] || renewed["refresh_token"] == rt || renewed["id_token"] == nil {
+		t.Fatalf("refresh: %d %v", status, renewed)
+	}
+	if status, again := tokenRequest(t, op, refresh, true); status != http.StatusBadRequest || again["error"] != "invalid_grant" {
+		t.Errorf("spent refresh token: %d %v", status, again)
+	}
+}
+
+// TestEndSessionChecks: the end_session_endpoint takes only the client's
+// registered post_logout_redirect_uri and its own ID tokens as hints, ends
+// the session the hint names, and returns the state.
+func TestEndSessionChecks(t *testing.T) {
+	const postLogout = "https://app.example/signed-out"
+	op, _ := start(t, func(c *oidcop.Config) { c.PostLogoutRedirectURIs = []string{postLogout} })
+	_, body := tokenRequest(t, op, grantForm(code(t, op, authorizeQuery()).Get("code")), true)
+	idToken := body["id_token"].(string)
+	sub := oidcop.DemoUsers()[0].Sub
+	if len(op.Sessions(sub)) != 1 {
+		t.Fatalf("sessions %v", op.Sessions(sub))
+	}
+	forged, err := op.LogoutToken(sub, "", oidcop.LogoutWrongKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := func(q url.Values) *http.Response {
+		resp, err := noFollow.Get(op.Issuer() + "/end_session?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for name, q := range map[string]url.Values{
+		"unregistered redirect": {"id_token_hint": {idToken}, "post_logout_redirect_uri": {"https://evil.example/"}},
+		"another client":        {"client_id": {"other"}, "post_logout_redirect_uri": {postLogout}},
+		"forged hint":           {"id_token_hint": {forged}, "post_logout_redirect_uri": {postLogout}},
+	} {
+		if resp := end(q); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d", name, resp.StatusCode)
+		}
+	}
+	resp := end(url.Values{"id_token_hint": {idToken}, "client_id": {clientID}, "post_logout_redirect_uri": {postLogout}, "state": {"s t"}})
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != postLogout+"?state=s+t" {
+		t.Errorf("logout: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got := op.Sessions(sub); len(got) != 0 {
+		t.Errorf("sessions left: %v", got)
+	}
+}

@@ -53,6 +53,10 @@ type Server struct {
 	mu     sync.Mutex
 	codes  map[string]grant
 	tokens map[string]bool
+	// refresh holds the live refresh tokens. As WP OAuth Server does by
+	// default, a refresh answers no new refresh token and the old one
+	// stays valid.
+	refresh map[string]bool
 	// TokenCalls counts token endpoint requests.
 	TokenCalls int
 }
@@ -72,6 +76,7 @@ func New(clientID, clientSecret, redirectURI string) *Server {
 		User:         User{ID: 42, Login: "ada", Email: "ada@blog.example", DisplayName: "Ada Lovelace"},
 		codes:        map[string]grant{},
 		tokens:       map[string]bool{},
+		refresh:      map[string]bool{},
 	}
 }
 
@@ -197,7 +202,20 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}
-	if f.Get("grant_type") != "authorization_code" {
+	switch f.Get("grant_type") {
+	case "authorization_code":
+	case "refresh_token":
+		if !s.refresh[f.Get("refresh_token")] {
+			oauthError(w, http.StatusBadRequest, "invalid_grant")
+			return
+		}
+		tok := endpoint.Random(24)
+		s.tokens[tok] = true
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": "basic"})
+		return
+	default:
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
 	}
@@ -216,15 +234,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	tok := endpoint.Random(24)
+	tok, refresh := endpoint.Random(24), endpoint.Random(24)
 	s.tokens[tok] = true
+	s.refresh[refresh] = true
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",
 		"expires_in":    3600,
-		"refresh_token": endpoint.Random(24),
+		"refresh_token": refresh,
 		"scope":         "basic",
 	})
 }

@@ -1,0 +1,54 @@
+package providers
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+
+	"golang.org/x/oauth2"
+)
+
+var _ Refresher = (*OIDC)(nil)
+
+// TokenSource returns a source of tokens that starts with t and renews
+// them at the provider's token endpoint (from discovery) through the
+// bounded client, for as long as ctx lives. An ID token in a renewal is
+// verified as at sign-in, but for the nonce, and must name the subject of
+// t's ID token (OIDC Core 12.2); the renewed oauth2.Token carries it as
+// Extra("id_token"). A provider that rotates refresh tokens is followed.
+func (s *OIDC) TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error) {
+	var sub string
+	if t.IDToken != "" {
+		if sub = unverifiedClaim(t.IDToken, "sub"); sub == "" {
+			return nil, NewError(CodeMisconfigured, "the sign-in's ID token is not readable", errors.New("refresh: the ID token in Tokens names no subject"))
+		}
+	}
+	r := &refresher{ctx: ctx, client: s.client, refreshToken: t.RefreshToken,
+		conf: func(ctx context.Context) (*oauth2.Config, error) {
+			d, err := s.provider(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &d.oauth, nil
+		},
+		check: func(ctx context.Context, tok *oauth2.Token) error {
+			raw, _ := tok.Extra("id_token").(string)
+			if raw == "" {
+				return nil
+			}
+			d, err := s.provider(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = s.verifyID(ctx, d, raw, tok.AccessToken, func(c *tokenClaims) error {
+				if sub != "" && subtle.ConstantTimeCompare([]byte(c.subject), []byte(sub)) != 1 {
+					return fmt.Errorf("the renewed ID token names subject %.200q, the sign-in's %q", c.subject, sub)
+				}
+				return nil
+			})
+			return err
+		},
+	}
+	return oauth2.ReuseTokenSource(oauthToken(t), r), nil
+}

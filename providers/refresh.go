@@ -1,0 +1,66 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"golang.org/x/oauth2"
+)
+
+// oauthToken is t as x/oauth2 holds it.
+func oauthToken(t Tokens) *oauth2.Token {
+	return &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry}
+}
+
+// refresher renews tokens at a token endpoint through the bounded client;
+// check, when set, vets each renewed token (an OpenID Connect ID token in
+// it). oauth2.ReuseTokenSource serialises its calls.
+type refresher struct {
+	ctx          context.Context
+	client       *http.Client
+	conf         func(context.Context) (*oauth2.Config, error)
+	refreshToken string
+	check        func(context.Context, *oauth2.Token) error
+}
+
+// Token renews the tokens with the refresh token, which a provider may
+// rotate: the new one is used next time.
+func (r *refresher) Token() (*oauth2.Token, error) {
+	if r.refreshToken == "" {
+		return nil, NewError(CodeInvalidState, "the tokens cannot be renewed: sign in again",
+			fmt.Errorf("access token expired and %w", ErrNoRefresh))
+	}
+	conf, err := r.conf(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.WithValue(r.ctx, oauth2.HTTPClient, r.client)
+	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refreshToken}).Token()
+	if err != nil {
+		return nil, tokenErrorRefusing(err, "the provider refused the refresh token: sign in again")
+	}
+	if tok.AccessToken == "" {
+		return nil, NewError(CodeInvalidResponse, "the provider sent no access token", fmt.Errorf("refresh: token response without access_token"))
+	}
+	if r.check != nil {
+		if err := r.check(r.ctx, tok); err != nil {
+			return nil, err
+		}
+	}
+	r.refreshToken = tok.RefreshToken
+	return tok, nil
+}
+
+// TokenSource returns a source of tokens that starts with t and renews
+// them at WP OAuth Server's /oauth/token (which issues refresh tokens with
+// the authorization code) through the bounded client, for as long as ctx
+// lives.
+func (b *BlogOAuth2) TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error) {
+	conf := b.conf
+	r := &refresher{ctx: ctx, client: b.client, refreshToken: t.RefreshToken,
+		conf: func(context.Context) (*oauth2.Config, error) { return &conf, nil }}
+	return oauth2.ReuseTokenSource(oauthToken(t), r), nil
+}
+
+var _ Refresher = (*BlogOAuth2)(nil)

@@ -1,0 +1,85 @@
+package extauth
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/providers"
+)
+
+// ErrNoRefresh is wrapped by the error of TokenSource for a provider that
+// cannot renew tokens, and by a token source's error when the sign-in got
+// no refresh token.
+var ErrNoRefresh = providers.ErrNoRefresh
+
+// TokenSource returns a source of the tokens of a sign-in, id.Tokens,
+// renewed at the provider's token endpoint when they expire, through the
+// same bounded client as the sign-ins, for as long as ctx lives (as with
+// x/oauth2's Config.TokenSource). The provider is id.Provider at
+// id.Tenant: a host that kept only the tokens passes an Identity with
+// those three fields. Keep what Token returns: a provider may rotate the
+// refresh token. For OpenID Connect a renewed ID token is verified as at
+// sign-in but for the nonce, and must name the same user; it is the
+// token's Extra("id_token").
+//
+// Renewal fails with an *Error. OAuth 1.0a tokens (microblog) do not
+// expire and socialnet's (Facebook) have no refresh token: for those, as
+// for a provider that is not mounted, TokenSource returns an error
+// (wrapping ErrNoRefresh, or ErrNotConfigured). A sign-in without a refresh
+// token (no offline access asked) gives a source that serves the access
+// token until it expires, then fails wrapping ErrNoRefresh.
+func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSource, error) {
+	st, err := a.siteNamed(ctx, id.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := st.strategies[id.Provider]
+	if !ok {
+		return nil, fmt.Errorf("extauth: %s is %w", id.Provider, ErrNotConfigured)
+	}
+	r, ok := s.(providers.Refresher)
+	if !ok {
+		why := "the provider issues no refresh tokens"
+		if _, oauth1 := s.(*providers.Microblog); oauth1 {
+			why = "OAuth 1.0a tokens do not expire"
+		}
+		return nil, fmt.Errorf("extauth: %s cannot renew tokens (%s): %w", id.Provider, why, ErrNoRefresh)
+	}
+	ts, err := r.TokenSource(ctx, providers.Tokens(id.Tokens))
+	if err != nil {
+		return nil, asError(err, id.Provider, CodeMisconfigured)
+	}
+	return tokenSource{ts, id.Provider}, nil
+}
+
+// siteNamed is the site of tenant ("" for the application's own), built
+// if it is not in the cache.
+func (a *Auth) siteNamed(ctx context.Context, tenant string) (*site, error) {
+	if tenant == "" {
+		return a.site, nil
+	}
+	if a.tenants == nil || !validSlug(tenant) {
+		return nil, fmt.Errorf("extauth: tenant %q: %w", tenant, ErrUnknownTenant)
+	}
+	st, err := a.tenants.get(ctx, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("extauth: tenant %q: %w", tenant, err)
+	}
+	return st, nil
+}
+
+// tokenSource hands the host *Error, never the strategies' error type.
+type tokenSource struct {
+	ts       oauth2.TokenSource
+	provider string
+}
+
+func (s tokenSource) Token() (*oauth2.Token, error) {
+	tok, err := s.ts.Token()
+	if err != nil {
+		return nil, asError(err, s.provider, CodeProviderUnavailable)
+	}
+	return tok, nil
+}

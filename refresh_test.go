@@ -1,0 +1,164 @@
+package extauth_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/internal/harness"
+)
+
+// offline asks the OP for a refresh token.
+func offline(o *extauth.Options) {
+	o.OIDC.Scopes = []string{"openid", "email", "profile", "offline_access"}
+}
+
+// expired is id as a host would hold it once the access token has
+// expired.
+func expired(id *extauth.Identity) *extauth.Identity {
+	c := *id
+	c.Tokens.Expiry = time.Now().Add(-time.Minute)
+	return &c
+}
+
+// TestOIDCTokenSourceRefreshes: the token source renews an expired access
+// token at the OP's token endpoint, verifies the new ID token, and follows
+// the OP's rotation of the refresh token.
+func TestOIDCTokenSourceRefreshes(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{opts: offline})
+	if resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	id := a.identities()[0]
+	if id.Tokens.RefreshToken == "" {
+		t.Fatal("no refresh token")
+	}
+	ctx := context.Background()
+	fresh, err := a.Auth.TokenSource(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := a.OP.Hits(oidcop.Token)
+	if tok, err := fresh.Token(); err != nil || tok.AccessToken != id.Tokens.AccessToken || a.OP.Hits(oidcop.Token) != hits {
+		t.Fatalf("a live token was renewed: %v", err)
+	}
+
+	ts, err := a.Auth.TokenSource(ctx, expired(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		t.Fatalf("refresh: %v\n%s", err, a.Logs)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if tok.AccessToken == id.Tokens.AccessToken || tok.RefreshToken == id.Tokens.RefreshToken || raw == "" || !tok.Valid() {
+		t.Errorf("renewed token: new access %v, rotated refresh %v, id token %v, valid %v",
+			tok.AccessToken != id.Tokens.AccessToken, tok.RefreshToken != id.Tokens.RefreshToken, raw != "", tok.Valid())
+	}
+	if a.OP.Hits(oidcop.Token) != hits+1 {
+		t.Errorf("%d token requests for one refresh", a.OP.Hits(oidcop.Token)-hits)
+	}
+	// The OP rotated the refresh token: the one of the sign-in is spent.
+	if _, err := ts.Token(); err != nil {
+		t.Errorf("the renewed token is not reused: %v", err)
+	}
+	again, _ := a.Auth.TokenSource(ctx, expired(id))
+	_, err = again.Token()
+	var e *extauth.Error
+	if !errors.As(err, &e) || e.Code != extauth.CodeInvalidResponse || !strings.Contains(e.Message, "refresh token") {
+		t.Errorf("a spent refresh token: %v", err)
+	}
+}
+
+// TestOIDCTokenSourceRefusals: a renewed ID token for another user, a
+// sign-in without a refresh token, a provider that hangs, and providers
+// that cannot renew at all.
+func TestOIDCTokenSourceRefusals(t *testing.T) {
+	ctx := context.Background()
+	t.Run("ID token of another subject", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{opts: offline})
+		harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
+		a.OP.SetFaults(oidcop.RefreshWrongSub)
+		ts, err := a.Auth.TokenSource(ctx, expired(a.identities()[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ts.Token()
+		var e *extauth.Error
+		if !errors.As(err, &e) || e.Code != extauth.CodeInvalidResponse || !strings.Contains(err.Error(), "names subject") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("no refresh token", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{})
+		harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
+		ts, err := a.Auth.TokenSource(ctx, expired(a.identities()[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.Token(); !errors.Is(err, extauth.ErrNoRefresh) {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("after the user signed out at the provider", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{opts: offline})
+		b := harness.NewBrowser(t)
+		b.Get(a.URL + "/users/auth/oidc")
+		id := a.identities()[0]
+		if resp := b.Get(a.OP.Issuer() + "/end_session?id_token_hint=" + url.QueryEscape(id.Tokens.IDToken)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("end_session: %d %s", resp.StatusCode, resp.Body)
+		}
+		ts, _ := a.Auth.TokenSource(ctx, expired(id))
+		_, err := ts.Token()
+		if !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidResponse}) {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("hanging token endpoint", func(t *testing.T) {
+		a := newOIDCApp(t, oidcSetup{opts: func(o *extauth.Options) { offline(o); o.Timeout = 300 * time.Millisecond }})
+		harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
+		a.OP.SetFaults(oidcop.TokenHang)
+		ts, _ := a.Auth.TokenSource(ctx, expired(a.identities()[0]))
+		start := time.Now()
+		_, err := ts.Token()
+		if !errors.Is(err, &extauth.Error{Code: extauth.CodeTimeout}) || time.Since(start) > 5*time.Second {
+			t.Errorf("got %v after %s", err, time.Since(start))
+		}
+	})
+	t.Run("providers without refresh", func(t *testing.T) {
+		a := allSix(t, false)
+		for _, p := range []extauth.Provider{extauth.Microblog, extauth.Socialnet} {
+			if _, err := a.TokenSource(ctx, &extauth.Identity{Provider: string(p), Tokens: extauth.Tokens{AccessToken: "x"}}); !errors.Is(err, extauth.ErrNoRefresh) {
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+		if _, err := newOIDCApp(t, oidcSetup{}).Auth.TokenSource(ctx, &extauth.Identity{Provider: "saml"}); !errors.Is(err, extauth.ErrNotConfigured) {
+			t.Errorf("unmounted: %v", err)
+		}
+	})
+}
+
+// TestBlogOAuth2TokenSourceRefreshes: WP OAuth Server issues a refresh
+// token with the code and renews without rotating it.
+func TestBlogOAuth2TokenSourceRefreshes(t *testing.T) {
+	a := newApp(t, nil)
+	if resp := harness.NewBrowser(t).PostForm(a.URL+"/users/auth/blog_oauth2", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	id := a.identities()[0]
+	ts, err := a.Auth.TokenSource(context.Background(), expired(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ts.Token()
+	if err != nil || tok.AccessToken == id.Tokens.AccessToken || tok.RefreshToken != id.Tokens.RefreshToken {
+		t.Fatalf("refresh: %v", err)
+	}
+}

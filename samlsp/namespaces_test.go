@@ -140,6 +140,12 @@ func TestNamespaceTraps(t *testing.T) {
 			func(x []byte) []byte {
 				return bytes.Replace(x, []byte("</samlp:Response>"), []byte("<:Assertion/></samlp:Response>"), 1)
 			}},
+		// Found by FuzzResponse: Go's decoder reads it, its encoder (and
+		// every other parser) refuses it.
+		"a name starting with a digit": {samlidp.NSUsual, func(*samlidp.Spec) {},
+			func(x []byte) []byte {
+				return bytes.Replace(x, []byte("</samlp:Response>"), []byte("<samlp:0Assertion/></samlp:Response>"), 1)
+			}},
 		"an attribute with an empty prefix": {samlidp.NSUsual, func(*samlidp.Spec) {},
 			func(x []byte) []byte {
 				return bytes.Replace(x, []byte(`<samlp:Response `), []byte(`<samlp:Response :Destination="x" `), 1)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/beevik/etree"
 )
@@ -156,9 +158,17 @@ func checkElement(el *etree.Element) error {
 	return nil
 }
 
-// ncName reports whether s can be a prefix or local name: not empty and
-// without a colon. (The decoder has already checked the characters.)
-func ncName(s string) bool { return s != "" && !strings.Contains(s, ":") }
+// ncName reports whether s can be a prefix or local name: not empty,
+// without a colon, and starting with a letter or '_' (Go's decoder checks
+// the other characters, but lets a name start with a digit, '-' or '.',
+// which no other parser and not Go's own encoder accepts).
+func ncName(s string) bool {
+	if s == "" || strings.Contains(s, ":") {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	return r == '_' || unicode.IsLetter(r)
+}
 
 func qname(space, local string) string {
 	if space == "" {

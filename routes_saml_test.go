@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,6 +406,37 @@ func TestSAMLCallbackBindingAndRedirects(t *testing.T) {
 			t.Fatalf("%d %s, ReturnTo %q", resp.StatusCode, resp.Body, a.Ret)
 		}
 	})
+}
+
+// Without a single logout endpoint at the IdP, signing out through the
+// logout route is local: the host's Done hook sees success, not an error
+// page, and the log says why.
+func TestSAMLLogoutWithoutSLOEndpoint(t *testing.T) {
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.NoSLO = true })
+	var logs syncBuffer
+	var done []error
+	a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		o.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
+			return samlsp.LogoutSession{NameID: "ada@example.org"}, true
+		}
+		o.SAML.Logout.Done = func(w http.ResponseWriter, r *http.Request, err *providers.Error) {
+			if err != nil {
+				done = append(done, err)
+			} else {
+				done = append(done, nil)
+			}
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+		}
+	})
+	resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/logout")
+	if resp.StatusCode != http.StatusOK || resp.URL.Path != "/" || len(done) != 1 || done[0] != nil {
+		t.Fatalf("logout without SLO: %d at %s, Done saw %v", resp.StatusCode, resp.URL, done)
+	}
+	if !strings.Contains(logs.String(), "no HTTP-Redirect single logout endpoint") {
+		t.Errorf("no log line says why:\n%s", logs.String())
+	}
 }
 
 func TestSAMLSingleLogoutRoute(t *testing.T) {
@@ -943,5 +975,36 @@ func TestSAMLSignedIdPMetadata(t *testing.T) {
 	app.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("unsigned metadata: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// IdP metadata that moved (a redirect, as a CDN or an http-to-https hop
+// does) is followed, and sign-in works.
+func TestSAMLMetadataFollowsRedirect(t *testing.T) {
+	var idp *samlidp.IdP
+	var redirected atomic.Int64
+	srv := harness.Serve(t, func(base string) http.Handler {
+		var err error
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/old-metadata" {
+				redirected.Add(1)
+				http.Redirect(w, r, "/idp/metadata", http.StatusMovedPermanently)
+				return
+			}
+			idp.ServeHTTP(w, r)
+		})
+	})
+	a := newSAMLApp(t, idp, func(c *extauth.Config, _ *extauth.Options) { c.SAML.IdPMetadataURL = srv.URL + "/old-metadata" })
+	if redirected.Load() == 0 {
+		t.Fatal("the metadata URL was never redirected: the test proves nothing")
+	}
+	b := harness.NewBrowser(t)
+	redirect, _, _ := a.authorize(b, nil)
+	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in with moved metadata: %d %s", resp.StatusCode, resp.Body)
 	}
 }

@@ -180,7 +180,9 @@ func (c *metadataCache) run(ctx context.Context) {
 // fetch downloads, bounds and parses the metadata.
 func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 	c.fetches.Add(1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.sp.idpMeta.String(), nil)
+	// The metadata may have moved (http to https, a CDN): its fetch follows
+	// up to three safe redirects.
+	req, err := http.NewRequestWithContext(outbound.Document(ctx), http.MethodGet, c.sp.idpMeta.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("metadata request: %w", err)
 	}

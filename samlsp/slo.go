@@ -142,6 +142,13 @@ func (sp *SP) startLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, err := sp.LogoutURL(r.Context(), s)
+	if errors.Is(err, providers.ErrNoProviderLogout) {
+		// The host ended its own session before sending the browser here;
+		// with no single logout at the IdP, that is all there is to do.
+		sp.log.Info("saml: the IdP publishes no HTTP-Redirect single logout endpoint: signed out of this application only, the IdP keeps its session")
+		sp.logoutDone(w, r, nil)
+		return
+	}
 	if err != nil {
 		pe := providers.AsError(err, Name, providers.CodeMisconfigured)
 		http.Error(w, pe.Message, pe.Code.HTTPStatus())

@@ -86,6 +86,8 @@ type Knobs struct {
 	// SSOBindings, when set, are the only single sign-on bindings the
 	// metadata lists (an IdP that takes AuthnRequests by POST only).
 	SSOBindings []string
+	// NoSLO leaves single logout out of the metadata, as IdPs without it do.
+	NoSLO bool
 	// RequireSignedRequests refuses AuthnRequests without a valid
 	// signature from the SP's registered signing certificate: the query
 	// signature of the redirect binding, the XML signature of the POST one.
@@ -295,6 +297,9 @@ func (p *IdP) Metadata() []byte {
 			}
 		}
 		d.SingleSignOnServices = kept
+	}
+	if k.NoSLO {
+		ed.IDPSSODescriptors[0].SingleLogoutServices = nil
 	}
 	for _, c := range k.ExtraCerts {
 		d := &ed.IDPSSODescriptors[0]

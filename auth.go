@@ -418,6 +418,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
 			Custom:               custom,
+
+			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
 		}, env, o.SAML)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)

@@ -133,6 +133,10 @@ type SAMLAdditionalSettings struct {
 	Certificate string
 	// PrivateKey is the service provider's PEM private key.
 	PrivateKey Secret
+	// IdPMetadataCertificate (idp_metadata_certificate), a PEM certificate,
+	// makes the IdP metadata trusted only when signed with its key:
+	// unsigned or badly signed metadata is refused.
+	IdPMetadataCertificate string
 	// Security is the security mapping.
 	Security SAMLSecurity
 	// Custom holds every other entry, in file order, sent to the IdP as

@@ -829,13 +829,15 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.AuthnContext, _ = l.scalar(SAML, key, e.val)
 		case "certificate":
 			s.Certificate, _ = l.scalar(SAML, key, e.val)
+		case "idp_metadata_certificate":
+			s.IdPMetadataCertificate, _ = l.scalar(SAML, key, e.val)
 		case "private_key":
 			v, _ := l.scalar(SAML, key, e.val)
 			s.PrivateKey = NewSecret(v)
 		case "security":
 			s.Security = l.security(e.val)
 		default:
-			known := []string{"RelayState", "authn_context", "certificate", "private_key", "security"}
+			known := []string{"RelayState", "authn_context", "certificate", "private_key", "idp_metadata_certificate", "security"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}

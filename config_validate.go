@@ -253,7 +253,7 @@ func (c *Config) configured(p Provider) bool {
 }
 
 func (s SAMLAdditionalSettings) isZero() bool {
-	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" &&
+	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
 }
 
@@ -287,7 +287,24 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 		}
 	}
 	ps = append(ps, s.keyPairProblems()...)
+	if s.IdPMetadataCertificate != "" {
+		if _, reason := parseCertificatePEM(s.IdPMetadataCertificate); reason != "" {
+			bad("idp_metadata_certificate", reason, ErrInvalidSetting)
+		} else if rest := pemRest(s.IdPMetadataCertificate); rest != "" {
+			bad("idp_metadata_certificate", rest, ErrInvalidSetting)
+		}
+	}
 	return ps
+}
+
+// pemRest says what is wrong with anything after a PEM block that must be
+// alone, without quoting it.
+func pemRest(s string) string {
+	_, rest := pem.Decode([]byte(s))
+	if strings.TrimSpace(string(rest)) != "" {
+		return "must hold one PEM certificate and nothing else"
+	}
+	return ""
 }
 
 // KeyPair parses the service-provider certificate and private key. Both are

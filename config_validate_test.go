@@ -398,3 +398,42 @@ func fileValues(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestIdPMetadataCertificateSetting: saml_additional_settings.
+// idp_metadata_certificate is read as a PEM block scalar and must hold one
+// certificate; what is wrong with it is said without quoting it.
+func TestIdPMetadataCertificateSetting(t *testing.T) {
+	certPEM := fullConfig(t).SAML.Additional.Certificate
+	indented := "    " + strings.ReplaceAll(strings.TrimSpace(certPEM), "\n", "\n    ")
+	src := "saml_sp_entity_id: urn:example:sp\nsaml_idp_metadata_url: https://idp.example.org/md\n" +
+		"saml_additional_settings:\n  idp_metadata_certificate: |\n" + indented + "\n"
+	cfg := mustParse(t, src)
+	if got := cfg.SAML.Additional.IdPMetadataCertificate; strings.TrimSpace(got) != strings.TrimSpace(certPEM) {
+		t.Fatalf("read %q", got)
+	}
+	if len(cfg.SAML.Additional.Custom) != 0 {
+		t.Fatalf("sent to the IdP as a custom entry: %v", cfg.SAML.Additional.Custom)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	const key = "saml_additional_settings.idp_metadata_certificate"
+	for name, v := range map[string]string{
+		"not PEM":          "MIIBsecretish",
+		"a key":            fullConfig(t).SAML.Additional.PrivateKey.Value(),
+		"bad bytes":        pemOf("CERTIFICATE", []byte("junk-bytes")),
+		"two certificates": certPEM + certPEM,
+	} {
+		c := fullConfig(t)
+		c.SAML.Additional.IdPMetadataCertificate = v
+		err := c.Validate()
+		if keys := problemKeys(t, err); !slices.Equal(keys, []string{key}) {
+			t.Errorf("%s: problems %v", name, keys)
+		}
+		for _, line := range strings.Split(v, "\n") {
+			if len(line) > 8 && strings.Contains(err.Error(), line) {
+				t.Errorf("%s: the error quotes the value: %v", name, err)
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"encoding/xml"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -18,13 +19,16 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -404,6 +408,37 @@ func TestSAMLCallbackBindingAndRedirects(t *testing.T) {
 	})
 }
 
+// Without a single logout endpoint at the IdP, signing out through the
+// logout route is local: the host's Done hook sees success, not an error
+// page, and the log says why.
+func TestSAMLLogoutWithoutSLOEndpoint(t *testing.T) {
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.NoSLO = true })
+	var logs syncBuffer
+	var done []error
+	a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		o.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
+			return samlsp.LogoutSession{NameID: "ada@example.org"}, true
+		}
+		o.SAML.Logout.Done = func(w http.ResponseWriter, r *http.Request, err *providers.Error) {
+			if err != nil {
+				done = append(done, err)
+			} else {
+				done = append(done, nil)
+			}
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+		}
+	})
+	resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/logout")
+	if resp.StatusCode != http.StatusOK || resp.URL.Path != "/" || len(done) != 1 || done[0] != nil {
+		t.Fatalf("logout without SLO: %d at %s, Done saw %v", resp.StatusCode, resp.URL, done)
+	}
+	if !strings.Contains(logs.String(), "no HTTP-Redirect single logout endpoint") {
+		t.Errorf("no log line says why:\n%s", logs.String())
+	}
+}
+
 func TestSAMLSingleLogoutRoute(t *testing.T) {
 	idp := newSAMLIdP(t)
 	var ended []samlsp.LogoutSession
@@ -640,4 +675,336 @@ func TestSAMLUnsolicitedWhenEnabled(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
+}
+
+// TestSAMLLogoutRedirectBypass is the single-logout signature bypass of
+// the security review, through the real logout route: a forged, unsigned
+// message under a percent-encoded parameter name (SAML%52equest), beside a
+// genuine signed query, must not be processed as signed. Nor may a
+// duplicated or otherwise encoded binding parameter pass.
+func TestSAMLLogoutRedirectBypass(t *testing.T) {
+	idp := newSAMLIdP(t)
+	var mu sync.Mutex
+	var ended []samlsp.LogoutSession
+	var done []*providers.Error
+	a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) {
+		o.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
+			return samlsp.LogoutSession{NameID: "ada@example.org"}, true
+		}
+		o.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
+			mu.Lock()
+			ended = append(ended, s)
+			mu.Unlock()
+			return nil
+		}
+		o.SAML.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *providers.Error) {
+			mu.Lock()
+			done = append(done, err)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	slo := a.URL + "/users/auth/saml/logout"
+	get := func(rawQuery string) int {
+		return harness.NewBrowser(t).NoFollow().Get(slo + "?" + rawQuery).StatusCode
+	}
+	query := func(param string, el interface{ Element() *etree.Element }) (signed, unsigned string) {
+		m, err := idp.RedirectMessage(slo, param, el.Element(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := m[strings.Index(m, "?")+1:]
+		return q, q[:strings.Index(q, "&SigAlg=")]
+	}
+	lr := func(id, nameID string) *saml.LogoutRequest {
+		return &saml.LogoutRequest{ID: id, Version: "2.0", IssueInstant: time.Now(), Destination: slo,
+			Issuer: &saml.Issuer{Value: idp.EntityID()}, NameID: &saml.NameID{Value: nameID}}
+	}
+
+	t.Run("LogoutRequest", func(t *testing.T) {
+		genuine, _ := query("SAMLRequest", lr("id-genuine", "ada@example.org"))
+		_, forged := query("SAMLRequest", lr("id-forged", "victim@example.org"))
+		encoded := "SAML%52equest" + strings.TrimPrefix(forged, "SAMLRequest")
+		for name, q := range map[string]string{
+			"encoded name before": encoded + "&" + genuine,
+			"encoded name after":  genuine + "&" + encoded,
+			"duplicate":           forged + "&" + genuine,
+			"encoded RelayState":  genuine + "&Relay%53tate=x",
+			"encoded Signature":   strings.Replace(genuine, "&Signature=", "&%53ignature=", 1),
+		} {
+			get(q)
+			mu.Lock()
+			n := len(ended)
+			mu.Unlock()
+			if n != 0 {
+				t.Fatalf("%s: OnIdPLogout ran for %+v", name, ended)
+			}
+		}
+		// The genuine query alone still works, once.
+		get(genuine)
+		if len(ended) != 1 || ended[0].NameID != "ada@example.org" {
+			t.Fatalf("genuine: ended %+v", ended)
+		}
+	})
+
+	t.Run("LogoutResponse", func(t *testing.T) {
+		// Our own logout starts; the IdP answers with a signed response.
+		b := harness.NewBrowser(t).NoFollow()
+		start := b.Get(slo)
+		toIdP := start.Header.Get("Location")
+		back := b.Get(toIdP).Header.Get("Location")
+		if !strings.HasPrefix(back, slo+"?SAMLResponse=") {
+			t.Fatalf("the IdP answered %s", back)
+		}
+		genuine := back[strings.Index(back, "?")+1:]
+		pending := func() string { // a request of ours the IdP has not answered
+			u, _ := url.Parse(harness.NewBrowser(t).NoFollow().Get(slo).Header.Get("Location"))
+			raw, _ := base64.StdEncoding.DecodeString(u.Query().Get("SAMLRequest"))
+			x, _ := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+			var r saml.LogoutRequest
+			xml.Unmarshal(x, &r)
+			return r.ID
+		}()
+		_, forged := query("SAMLResponse", &saml.LogoutResponse{ID: "id-forged", InResponseTo: pending, Version: "2.0",
+			IssueInstant: time.Now(), Destination: slo, Issuer: &saml.Issuer{Value: idp.EntityID()},
+			Status: saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}}})
+		encoded := "SAML%52esponse" + strings.TrimPrefix(forged, "SAMLResponse")
+		for name, q := range map[string]string{
+			"encoded name before": encoded + "&" + genuine,
+			"encoded name after":  genuine + "&" + encoded,
+			"duplicate":           forged + "&" + genuine,
+		} {
+			mu.Lock()
+			done = nil
+			mu.Unlock()
+			get(q)
+			mu.Lock()
+			if len(done) != 1 || done[0] == nil {
+				t.Fatalf("%s: Done saw %v", name, done)
+			}
+			mu.Unlock()
+		}
+		done = nil
+		get(genuine)
+		if len(done) != 1 || done[0] != nil {
+			t.Fatalf("genuine: Done saw %v", done)
+		}
+	})
+}
+
+// TestSAMLSHA1OptIn: an IdP that still signs with RSA-SHA1 is refused,
+// unless the host opts in.
+func TestSAMLSHA1OptIn(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AllowSHA1=%v", allow), func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) { o.SAML.AllowSHA1 = allow })
+			acs := a.URL + "/users/auth/saml/callback"
+			b := harness.NewBrowser(t)
+			_, reqID, relay := a.authorize(b, nil)
+			s := idp.DefaultSpec(samlEntityID, acs, reqID)
+			s.Sign = samlidp.SignOptions{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1}
+			x, err := idp.Forge(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := a.callback(b, url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(x)}, "RelayState": {relay}})
+			if allow != (resp.StatusCode == http.StatusOK) {
+				t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+}
+
+var (
+	postFormAction = regexp.MustCompile(`<form method="post" action="([^"]+)">`)
+	postFormField  = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// postAutoSubmit does what the browser does with the authorize route's
+// auto-submitting page: POST its fields, unescaped, to its action.
+func postAutoSubmit(t *testing.T, b *harness.Browser, page *harness.Response) *harness.Response {
+	t.Helper()
+	m := postFormAction.FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("no form in the page: %d %s", page.StatusCode, page.Body)
+	}
+	form := url.Values{}
+	for _, f := range postFormField.FindAllStringSubmatch(page.Body, -1) {
+		form.Add(html.UnescapeString(f[1]), html.UnescapeString(f[2]))
+	}
+	return b.PostForm(html.UnescapeString(m[1]), form)
+}
+
+// TestSAMLAuthnRequestBindings signs in with each way of sending the
+// AuthnRequest, through the routes, against the in-process IdP: the
+// HTTP-Redirect binding, and HTTP-POST, by option or because the IdP lists
+// only a POST single sign-on service; unsigned, and signed when the IdP
+// requires it (the IdP verifies the query signature or the XML one).
+func TestSAMLAuthnRequestBindings(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	const redirect, post = saml.HTTPRedirectBinding, saml.HTTPPostBinding
+	for _, tc := range []struct {
+		name        string
+		option      string
+		idpBindings []string
+		signed      bool
+		want        string
+	}{
+		{"redirect", "", nil, false, redirect},
+		{"redirect, signed", "", nil, true, redirect},
+		{"POST by option", samlsp.BindingPOST, nil, false, post},
+		{"POST by option, signed", samlsp.BindingPOST, nil, true, post},
+		{"POST, the IdP lists only POST", "", []string{post}, false, post},
+		{"POST, the IdP lists only POST, signed", "", []string{post}, true, post},
+		{"redirect by option though the IdP lists POST first", samlsp.BindingRedirect, []string{post, redirect}, true, redirect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			idp.Set(func(k *samlidp.Knobs) { k.SSOBindings, k.RequireSignedRequests = tc.idpBindings, tc.signed })
+			a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+				o.SAML.AuthnRequestBinding = tc.option
+				if tc.signed {
+					c.SAML.Additional.Certificate = certPEM
+					c.SAML.Additional.PrivateKey = extauth.NewSecret(keyPEM)
+				}
+			})
+			b := harness.NewBrowser(t)
+			b.Header.Set("Sec-Fetch-Site", "same-origin")
+			page := b.PostForm(a.URL+"/users/auth/saml", url.Values{"return_to": {"/after"}})
+			if tc.want == post {
+				if page.URL.Host != strings.TrimPrefix(a.URL, "http://") {
+					t.Fatalf("the authorize route redirected to %s instead of answering a form", page.URL)
+				}
+				page = postAutoSubmit(t, b, page)
+			}
+			rec := idp.LastAuthnRequest()
+			if rec == nil || rec.Binding != tc.want || rec.Signed != tc.signed {
+				t.Fatalf("the IdP saw %+v (page %d %s)", rec, page.StatusCode, page.Body)
+			}
+			form := url.Values{}
+			for _, m := range samlFormField.FindAllStringSubmatch(page.Body, -1) {
+				form.Set(m[1], html.UnescapeString(m[2]))
+			}
+			resp := a.callback(b, form)
+			if resp.StatusCode != http.StatusOK || resp.Body != "signed in as ada@example.org" || a.Ret[len(a.Ret)-1] != "/after" {
+				t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+			}
+		})
+	}
+	t.Run("an IdP that requires signatures refuses an unsigned POST", func(t *testing.T) {
+		idp := newSAMLIdP(t)
+		idp.Set(func(k *samlidp.Knobs) { k.RequireSignedRequests = true })
+		a := newSAMLApp(t, idp, func(_ *extauth.Config, o *extauth.Options) { o.SAML.AuthnRequestBinding = samlsp.BindingPOST })
+		b := harness.NewBrowser(t)
+		if resp := postAutoSubmit(t, b, b.PostForm(a.URL+"/users/auth/saml", nil)); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("the IdP answered %d %s", resp.StatusCode, resp.Body)
+		}
+	})
+}
+
+// TestSAMLFirstSignInAfterIdPRecovers: while the IdP is down sign-ins get
+// 503; the first one after it comes back succeeds, though the next
+// scheduled retry is an hour away.
+func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusServiceUnavailable })
+	var a *extauth.Auth
+	srv := harness.Serve(t, func(base string) http.Handler {
+		var err error
+		a, err = extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
+			extauth.Options{BaseURL: base, CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+				SAML: samlsp.Options{MetadataRetry: time.Hour},
+				OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
+					io.WriteString(w, "signed in as "+id.UID)
+				}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for idp.MetadataHits() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b := harness.NewBrowser(t).NoFollow()
+	if resp := b.PostForm(srv.URL+"/users/auth/saml", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("while the IdP is down: %d", resp.StatusCode)
+	}
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = 0 })
+	resp := b.PostForm(srv.URL+"/users/auth/saml", nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), idp.SSOURL()) {
+		t.Fatalf("the first sign-in after recovery: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestSAMLSignedIdPMetadata: with saml_additional_settings.
+// idp_metadata_certificate the app signs in against signed metadata only.
+func TestSAMLSignedIdPMetadata(t *testing.T) {
+	mdKey, mdCert, err := samlidp.NewKeyPair("federation metadata signer", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: mdCert.Raw}))
+	pin := func(c *extauth.Config, _ *extauth.Options) { c.SAML.Additional.IdPMetadataCertificate = certPEM }
+
+	idp := newSAMLIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.MetadataSigner = &samlidp.MetadataSigner{Key: mdKey, Cert: mdCert} })
+	a := newSAMLApp(t, idp, pin)
+	b := harness.NewBrowser(t)
+	redirect, _, _ := a.authorize(b, nil)
+	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed metadata: %d %s", resp.StatusCode, resp.Body)
+	}
+
+	unsigned := newSAMLIdP(t)
+	app, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: unsigned.MetadataURL(),
+		Additional: extauth.SAMLAdditionalSettings{IdPMetadataCertificate: certPEM}}},
+		extauth.Options{BaseURL: "https://app.example", CookieKey: testKey, Logger: slog.New(slog.DiscardHandler),
+			OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for unsigned.MetadataHits() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	app.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml.json", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("unsigned metadata: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// IdP metadata that moved (a redirect, as a CDN or an http-to-https hop
+// does) is followed, and sign-in works.
+func TestSAMLMetadataFollowsRedirect(t *testing.T) {
+	var idp *samlidp.IdP
+	var redirected atomic.Int64
+	srv := harness.Serve(t, func(base string) http.Handler {
+		var err error
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/old-metadata" {
+				redirected.Add(1)
+				http.Redirect(w, r, "/idp/metadata", http.StatusMovedPermanently)
+				return
+			}
+			idp.ServeHTTP(w, r)
+		})
+	})
+	a := newSAMLApp(t, idp, func(c *extauth.Config, _ *extauth.Options) { c.SAML.IdPMetadataURL = srv.URL + "/old-metadata" })
+	if redirected.Load() == 0 {
+		t.Fatal("the metadata URL was never redirected: the test proves nothing")
+	}
+	b := harness.NewBrowser(t)
+	redirect, _, _ := a.authorize(b, nil)
+	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in with moved metadata: %d %s", resp.StatusCode, resp.Body)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -16,11 +17,14 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/beevik/etree"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/fakes/samlidp"
@@ -209,47 +213,69 @@ func TestRedirectSignatureVerifiedByOpenSSL(t *testing.T) {
 	}
 }
 
-// TestAuthnRequestVerifiedByXmlsec1 checks our XML-signed AuthnRequest (the
-// HTTP-POST binding form) with xmlsec1, trusting only our certificate.
+// TestAuthnRequestVerifiedByXmlsec1 checks the XML signature of the
+// AuthnRequest the authorize route sends by HTTP-POST with xmlsec1,
+// trusting only our certificate: the request as the browser posts it from
+// the route's auto-submitting form.
 func TestAuthnRequestVerifiedByXmlsec1(t *testing.T) {
 	spKeys := newPair(t, "sp")
 	idp := fakeIdP(t)
-	sp := newSP(t, idp, spKeys)
-	tx := &providers.Transaction{ID: "x", Provider: "saml", Expires: time.Now().Add(time.Minute)}
-	_, form, err := sp.PostAuthnRequest(context.Background(), tx)
-	if err != nil {
-		t.Fatal(err)
+	var auth *extauth.Auth
+	srv := harness.Serve(t, func(base string) http.Handler {
+		var err error
+		auth, err = extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: base + "/saml", IdPMetadataURL: idp.MetadataURL(),
+			Additional: extauth.SAMLAdditionalSettings{Certificate: spKeys.certPEM, PrivateKey: extauth.NewSecret(spKeys.keyPEM)}}},
+			extauth.Options{BaseURL: base, CookieKey: bytes.Repeat([]byte{9}, 32), Logger: slog.New(slog.DiscardHandler),
+				SAML:      samlsp.Options{AuthnRequestBinding: samlsp.BindingPOST},
+				OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		return auth
+	})
+	var page *harness.Response
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page = harness.NewBrowser(t).NoFollow().PostForm(srv.URL+"/users/auth/saml", nil)
+		if page.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	x, err := base64.StdEncoding.DecodeString(form.Get("SAMLRequest"))
+	m := regexp.MustCompile(`name="SAMLRequest" value="([^"]+)"`).FindStringSubmatch(page.Body)
+	if page.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("authorize: %d %s", page.StatusCode, page.Body)
+	}
+	x, err := base64.StdEncoding.DecodeString(html.UnescapeString(m[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "authnrequest.xml")
 	os.WriteFile(file, x, 0o644)
-	verify := func(path string) ([]byte, error) {
+	verify := func(certPath, path string) ([]byte, error) {
 		return exec.Command("xmlsec1", "--verify", "--enabled-reference-uris", "same-doc",
 			"--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:protocol:AuthnRequest",
-			"--pubkey-cert-pem", spKeys.certPath, path).CombinedOutput()
+			"--pubkey-cert-pem", certPath, path).CombinedOutput()
 	}
-	if out, err := verify(file); err != nil || !strings.Contains(string(out), "OK") {
+	if out, err := verify(spKeys.certPath, file); err != nil || !strings.Contains(string(out), "OK") {
 		t.Fatalf("xmlsec1: %v\n%s\n%s", err, out, x)
 	}
-	if !strings.Contains(string(x), `ID="`+tx.RequestID+`"`) || !strings.Contains(string(x), "rsa-sha256") {
+	if !strings.Contains(string(x), "rsa-sha256") || !strings.Contains(string(x), "xml-exc-c14n") {
 		t.Fatalf("request: %s", x)
 	}
+	id := regexp.MustCompile(`ID="([^"]+)"`).FindSubmatch(x)
 	// A changed signed value fails.
-	altered := strings.Replace(string(x), tx.RequestID, tx.RequestID+"0", 2)
+	altered := strings.Replace(string(x), string(id[1]), string(id[1])+"0", 2)
 	os.WriteFile(file, []byte(altered), 0o644)
-	if out, err := verify(file); err == nil {
+	if out, err := verify(spKeys.certPath, file); err == nil {
 		t.Fatalf("xmlsec1 verified an altered request: %s", out)
 	}
 	// So does a key that is not ours.
 	other := newPair(t, "other")
 	os.WriteFile(file, x, 0o644)
-	if out, err := exec.Command("xmlsec1", "--verify", "--enabled-reference-uris", "same-doc",
-		"--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:protocol:AuthnRequest",
-		"--pubkey-cert-pem", other.certPath, file).CombinedOutput(); err == nil {
+	if out, err := verify(other.certPath, file); err == nil {
 		t.Fatalf("xmlsec1 verified with another key: %s", out)
 	}
 }
@@ -285,4 +311,75 @@ func newSP(t *testing.T, idp *samlidp.IdP, keys pair) *samlsp.SP {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return sp
+}
+
+// TestEncryptionCheckedByXmlsec1 decrypts, with independent tools, what the
+// fake IdP's encryptor produces for samlsp's TestDecryptionTable, so that
+// the table's ciphertexts are standard XML Encryption, not an idiom shared
+// by the fake and us. xmlsec1 1.2 decrypts every block cipher, with the key
+// inline or named by RetrievalMethod, but knows only RSA-OAEP-MGF1P with
+// SHA-1; openssl checks the other OAEP parameters by unwrapping the key
+// with them (OAEP fails on any other digest or mask function).
+func TestEncryptionCheckedByXmlsec1(t *testing.T) {
+	spKeys := newPair(t, "sp")
+	idp := fakeIdP(t)
+	dir := t.TempDir()
+	forge := func(t *testing.T, e samlidp.Encryption) *etree.Element {
+		s := idp.DefaultSpec("https://app.example/saml", "https://app.example/acs", "id-x")
+		s.EncryptTo, s.Encryption = spKeys.cert, e
+		el, err := idp.ForgeElement(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return el.FindElement("./EncryptedAssertion")
+	}
+	for _, c := range []string{samlidp.TripleDESCBC, samlidp.AES128CBC, samlidp.AES192CBC, samlidp.AES256CBC, samlidp.AES128GCM, samlidp.AES256GCM} {
+		for _, kp := range []samlidp.KeyPlacement{samlidp.KeyInline, samlidp.KeyRetrievalMethod} {
+			t.Run(fmt.Sprintf("xmlsec1/%s/%s", path.Base(c), kp), func(t *testing.T) {
+				doc, err := samlidp.Serialize(forge(t, samlidp.Encryption{Cipher: c, Key: kp}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				file := filepath.Join(dir, "enc.xml")
+				os.WriteFile(file, doc, 0o644)
+				out, err := exec.Command("xmlsec1", "--decrypt", "--privkey-pem", spKeys.keyPath,
+					"--enabled-retrieval-method-uris", "same-doc", "--id-attr:Id", "EncryptedKey", file).CombinedOutput()
+				if err != nil || !bytes.Contains(out, []byte("ada@example.org")) || !bytes.Contains(out, []byte("Assertion")) {
+					t.Fatalf("xmlsec1: %v\n%s\n%s", err, out, doc)
+				}
+			})
+		}
+	}
+	for _, tc := range []struct {
+		e        samlidp.Encryption
+		md, mgf1 string
+	}{
+		{samlidp.Encryption{KeyTransport: samlidp.RSAOAEPMGF1P}, "sha1", "sha1"},
+		{samlidp.Encryption{KeyTransport: samlidp.RSAOAEPMGF1P, OAEPDigest: samlidp.DigestSHA256}, "sha256", "sha1"},
+		{samlidp.Encryption{KeyTransport: samlidp.RSAOAEP11}, "sha1", "sha1"},
+		{samlidp.Encryption{KeyTransport: samlidp.RSAOAEP11, OAEPDigest: samlidp.DigestSHA256, MGF: samlidp.MGF1SHA256}, "sha256", "sha256"},
+		{samlidp.Encryption{KeyTransport: samlidp.RSAOAEP11, OAEPDigest: samlidp.DigestSHA256, MGF: samlidp.MGF1SHA1}, "sha256", "sha1"},
+	} {
+		t.Run(fmt.Sprintf("openssl/%s/%s/mgf1-%s", path.Base(tc.e.KeyTransport), tc.md, tc.mgf1), func(t *testing.T) {
+			tc.e.Cipher = samlidp.AES256GCM
+			cv := forge(t, tc.e).FindElement(".//EncryptedKey/CipherData/CipherValue")
+			wrapped, err := base64.StdEncoding.DecodeString(cv.Text())
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := filepath.Join(dir, "wrapped")
+			os.WriteFile(in, wrapped, 0o644)
+			unwrap := func(md, mgf1 string) ([]byte, error) {
+				return exec.Command("openssl", "pkeyutl", "-decrypt", "-inkey", spKeys.keyPath, "-in", in,
+					"-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:"+md, "-pkeyopt", "rsa_mgf1_md:"+mgf1).Output()
+			}
+			if key, err := unwrap(tc.md, tc.mgf1); err != nil || len(key) != 32 {
+				t.Fatalf("openssl: %v, %d-byte key", err, len(key))
+			}
+			other := map[string]string{"sha1": "sha256", "sha256": "sha1"}
+			if _, err := unwrap(other[tc.md], tc.mgf1); err == nil {
+				t.Fatal("openssl unwrapped with another OAEP digest: the check cannot fail")
+			}
+		})
+	}
 }

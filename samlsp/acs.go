@@ -1,7 +1,6 @@
 package samlsp
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -13,9 +12,6 @@ import (
 	"time"
 
 	"github.com/beevik/etree"
-	"github.com/crewjam/saml"
-	"github.com/crewjam/saml/xmlenc"
-	xrv "github.com/mattermost/xml-roundtrip-validator"
 
 	"github.com/extauth/extauth/providers"
 )
@@ -117,10 +113,16 @@ func (sp *SP) readResponse(r *http.Request) ([]byte, *providers.Error) {
 	return raw, nil
 }
 
-// validate runs every check on a decoded response: crewjam's
-// ParseXMLResponse, then ours on the tree the signatures cover. requestID is
-// the ID of our AuthnRequest, or "" for an unsolicited response. md is nil to
-// use the current IdP metadata. It does not touch the replay store.
+var errBadStatus = errors.New("response Status is not Success")
+
+// maxIssueDelay is how old a response or assertion may be when it arrives
+// (IssueInstant), give or take the clock skew: an IdP posts it at once.
+const maxIssueDelay = 90 * time.Second
+
+// validate runs every check on a decoded response, with panics recovered
+// into errors: check, then nothing else. requestID is the ID of our
+// AuthnRequest, or "" for an unsolicited response. md is nil to use the
+// current IdP metadata. It does not touch the replay store.
 func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assertion, err *providers.Error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -133,47 +135,90 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 			return nil, unavailable(sp.md.err())
 		}
 	}
-	now := sp.env.Now()
-	root, perr := sp.preflight(raw)
-	if perr != nil {
-		if perr.Code == providers.CodeAccessDenied && root.SelectAttrValue("InResponseTo", "") != requestID {
+	return sp.check(raw, requestID, md, sp.env.Now())
+}
+
+// check is the ACS in one pass over the response: one bounded parse
+// (parseXML), the structure checked on that tree, each signature verified
+// once (goxmldsig, under the SHA-256 policy), the assertion decrypted once,
+// and every condition of SAML Profiles 4.1.4 and Core 2 read from the
+// verified tree only. It is what crewjam's ParseXMLResponse checks and what
+// crewjam leaves out (audience required, bearer confirmation required, one
+// assertion, signatures only where they belong, InResponseTo always), without
+// crewjam's namespace and decryption bugs and without doing anything twice.
+func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time) (*Assertion, *providers.Error) {
+	root, err := parseXML(raw)
+	if err != nil {
+		return nil, invalid("the SAML response is not acceptable XML", err)
+	}
+	if !is(root, nsProtocol, "Response") {
+		return nil, invalid("the message is not a SAML Response", nil)
+	}
+	// An IdP that did not authenticate the user (the user cancelled, or
+	// was refused) answers a non-Success status and no assertion. It grants
+	// nothing, so it needs no signature to be reported as a refusal, but
+	// only as the refusal of our own request.
+	if st := failedStatus(root); st != "" && !hasAssertion(root) {
+		if attr(root, "InResponseTo") != requestID {
 			return nil, invalid("the SAML response does not answer our request", errors.New("refusal with a foreign InResponseTo"))
 		}
-		return nil, perr
+		return nil, &providers.Error{Code: providers.CodeAccessDenied, Provider: Name,
+			Message: "the identity provider did not authenticate the user", Err: fmt.Errorf("status %.200q", st)}
+	}
+	aEl, err := checkShape(root)
+	if err != nil {
+		return nil, invalid("the SAML response has an unexpected structure", err)
+	}
+	encrypted := is(aEl, nsAssertion, "EncryptedAssertion")
+	if encrypted && sp.key == nil {
+		return nil, invalid("the IdP sent an encrypted assertion but no SP private key is configured to decrypt it", nil)
 	}
 
-	// crewjam's validation first, on a ServiceProvider value of our own whose
-	// signature verifier is ours. It must accept the response too.
-	csp := sp.crewjamSP(md)
-	crew, e := csp.ParseXMLResponse(raw, []string{requestID}, *sp.acs)
-	if e != nil {
-		var bad saml.ErrBadStatus
-		var ire *saml.InvalidResponseError
-		if errors.As(e, &ire) && ire.PrivateErr != nil {
-			e = ire.PrivateErr
-		}
-		if errors.As(e, &bad) {
-			return nil, &providers.Error{Code: providers.CodeAccessDenied, Provider: Name,
-				Message: "the identity provider did not authenticate the user", Err: fmt.Errorf("status %s", bad.Status)}
-		}
-		return nil, invalid("the SAML response was rejected", e)
+	ver := sp.verifier(md)
+	resp, responseSigned := root, false
+	switch v, err := ver.verify(root); {
+	case err == nil:
+		resp, responseSigned = v, true
+	case !errors.Is(err, errNotSigned):
+		return nil, invalid("the SAML response signature is invalid", err)
+	}
+	if err := sp.checkResponse(resp, requestID, md, now); errors.Is(err, errBadStatus) {
+		return nil, &providers.Error{Code: providers.CodeAccessDenied, Provider: Name,
+			Message: "the identity provider did not authenticate the user", Err: err}
+	} else if err != nil {
+		return nil, invalid("the SAML response was rejected", err)
 	}
 
-	a, e = sp.verifyTree(root, requestID, md, now)
-	if e != nil {
-		var pe *providers.Error
-		if errors.As(e, &pe) {
-			return nil, pe
-		}
-		return nil, invalid("the SAML response was rejected", e)
+	// The assertion, from the verified Response tree when it is signed.
+	if aEl, err = onlyAssertion(resp); err != nil {
+		return nil, invalid("the SAML response has an unexpected structure", err)
 	}
-	// crewjam and we parsed the same bytes; if we read a different assertion
-	// out of them, one of us was fooled by the structure.
-	if crew.ID != a.ID || crew.Subject == nil || crew.Subject.NameID == nil ||
-		strings.TrimSpace(crew.Subject.NameID.Value) != a.NameID {
-		return nil, invalid("the SAML response is ambiguous", errors.New("crewjam and the verified tree disagree on the assertion"))
+	if encrypted {
+		dec := &decrypter{key: sp.key, allow15: sp.opts.AllowRSA15KeyTransport, maxBytes: sp.opts.MaxResponseBytes}
+		if aEl, err = dec.decryptAssertion(aEl); err != nil {
+			return nil, invalid("the encrypted assertion could not be decrypted", err)
+		}
+		if err := checkDecrypted(aEl); err != nil {
+			return nil, invalid("the decrypted assertion has an unexpected structure", err)
+		}
+	}
+	switch v, err := ver.verify(aEl); {
+	case err == nil:
+		aEl = v
+	case !errors.Is(err, errNotSigned):
+		return nil, invalid("the SAML assertion signature is invalid", err)
+	case !responseSigned:
+		return nil, invalid("the SAML response was rejected", errors.New("neither the response nor the assertion is signed"))
+	}
+	a, err := sp.checkAssertion(aEl, requestID, md, now)
+	if err != nil {
+		return nil, invalid("the SAML assertion was rejected", err)
 	}
 	return a, nil
+}
+
+func (sp *SP) verifier(md *idpMetadata) *verifier {
+	return &verifier{certs: md.certs, now: sp.env.Now, policy: sp.policy}
 }
 
 // failedStatus returns the top-level status code of a Response when it is
@@ -187,12 +232,12 @@ func failedStatus(resp *etree.Element) string {
 	if code == nil {
 		return ""
 	}
-	v := code.SelectAttrValue("Value", "")
+	v := attr(code, "Value")
 	if v == statusSuccess {
 		return ""
 	}
 	if sub, _ := onlyChild(code, nsProtocol, "StatusCode"); sub != nil {
-		v += " / " + sub.SelectAttrValue("Value", "")
+		v += " / " + attr(sub, "Value")
 	}
 	return v
 }
@@ -201,70 +246,42 @@ func failedStatus(resp *etree.Element) string {
 // anywhere in the tree.
 func hasAssertion(root *etree.Element) bool {
 	found := false
-	var walk func(*etree.Element)
-	walk = func(el *etree.Element) {
-		if found {
-			return
-		}
+	walk(root, func(el *etree.Element) bool {
 		if is(el, nsAssertion, "Assertion") || is(el, nsAssertion, "EncryptedAssertion") {
 			found = true
-			return
 		}
-		for _, c := range el.ChildElements() {
-			walk(c)
-		}
-	}
-	walk(root)
+		return !found
+	})
 	return found
-}
-
-// preflight checks what must hold before anything else reads the bytes:
-// acceptable XML, a Response root, the one-assertion shape, and a key for an
-// encrypted assertion.
-func (sp *SP) preflight(raw []byte) (*etree.Element, *providers.Error) {
-	if e := checkXML(raw); e != nil {
-		return nil, invalid("the SAML response is not acceptable XML", e)
-	}
-	doc := etree.NewDocument()
-	if e := doc.ReadFromBytes(raw); e != nil {
-		return nil, invalid("the SAML response is not acceptable XML", e)
-	}
-	root := doc.Root()
-	if !is(root, nsProtocol, "Response") {
-		return nil, invalid("the message is not a SAML Response", nil)
-	}
-	// An IdP that did not authenticate the user (the user cancelled, or
-	// was refused) answers a non-Success status and no assertion. It grants
-	// nothing, so it needs no signature to be reported as a refusal.
-	if st := failedStatus(root); st != "" && !hasAssertion(root) {
-		return root, &providers.Error{Code: providers.CodeAccessDenied, Provider: Name,
-			Message: "the identity provider did not authenticate the user", Err: fmt.Errorf("status %.200q", st)}
-	}
-	assertionEl, e := sp.checkShape(root)
-	if e != nil {
-		return nil, invalid("the SAML response has an unexpected structure", e)
-	}
-	if is(assertionEl, nsAssertion, "EncryptedAssertion") && sp.key == nil {
-		return nil, invalid("the IdP sent an encrypted assertion but no SP private key is configured to decrypt it", nil)
-	}
-	return root, nil
 }
 
 // checkShape enforces the only structure a Response may have: exactly one
 // Assertion or EncryptedAssertion in the whole document, a direct child of
-// the Response, and signatures only directly under the Response or the
-// assertion. Every XML signature wrapping variant moves or copies an
-// assertion or a signature somewhere else.
-func (sp *SP) checkShape(root *etree.Element) (*etree.Element, error) {
-	var assertions, sigs []*etree.Element
-	walk(root, func(el *etree.Element) {
+// the Response; signatures only directly under the Response or the
+// assertion, at most one each; and no ID given to two elements. Every XML
+// signature wrapping variant moves or copies an assertion, a signature or
+// an ID somewhere else.
+func checkShape(root *etree.Element) (*etree.Element, error) {
+	var assertions []*etree.Element
+	var sigs []*etree.Element
+	ids := map[string]bool{}
+	var dupID bool
+	walk(root, func(el *etree.Element) bool {
 		switch {
 		case is(el, nsAssertion, "Assertion"), is(el, nsAssertion, "EncryptedAssertion"):
 			assertions = append(assertions, el)
 		case is(el, nsDSig, "Signature"):
 			sigs = append(sigs, el)
 		}
+		if id := attr(el, "ID"); id != "" {
+			dupID = dupID || ids[id]
+			ids[id] = true
+		}
+		return true
 	})
+	if dupID {
+		return nil, errors.New("two elements with one ID")
+	}
 	if len(assertions) != 1 {
 		return nil, fmt.Errorf("%d assertions; exactly one is accepted", len(assertions))
 	}
@@ -272,211 +289,183 @@ func (sp *SP) checkShape(root *etree.Element) (*etree.Element, error) {
 	if a.Parent() != root {
 		return nil, errors.New("the assertion is not a child of the Response")
 	}
-	seen := map[*etree.Element]bool{}
 	for _, s := range sigs {
-		p := s.Parent()
-		if p != root && p != a {
+		if p := s.Parent(); p != root && p != a {
 			return nil, errors.New("a signature outside the Response and the assertion")
 		}
-		if seen[p] {
-			return nil, errors.New("two signatures on one element")
-		}
-		seen[p] = true
 	}
 	return a, nil
 }
 
-// verifyTree verifies the signatures itself and reads every value it checks
-// from the verified output only.
-func (sp *SP) verifyTree(root *etree.Element, requestID string, md *idpMetadata, now time.Time) (*Assertion, error) {
-	ver := &verifier{certs: md.certs, now: sp.env.Now}
-	resp := root
-	responseSigned := false
-	if sig, err := onlyChild(root, nsDSig, "Signature"); err != nil {
-		return nil, err
-	} else if sig != nil {
-		v, err := ver.verify(root)
-		if err != nil {
-			return nil, err
+// checkDecrypted applies checkShape's rules inside a decrypted assertion:
+// no assertion within it, a signature only as its direct child, unique IDs.
+func checkDecrypted(a *etree.Element) error {
+	if !is(a, nsAssertion, "Assertion") {
+		return errors.New("the decrypted element is not an Assertion")
+	}
+	ids := map[string]bool{}
+	var err error
+	walk(a, func(el *etree.Element) bool {
+		switch {
+		case el != a && (is(el, nsAssertion, "Assertion") || is(el, nsAssertion, "EncryptedAssertion")):
+			err = errors.New("the decrypted assertion contains another assertion")
+		case is(el, nsDSig, "Signature") && el.Parent() != a:
+			err = errors.New("a signature inside the decrypted assertion")
 		}
-		resp, responseSigned = v, true
-	}
+		if id := attr(el, "ID"); id != "" {
+			if ids[id] {
+				err = errors.New("two elements with one ID")
+			}
+			ids[id] = true
+		}
+		return err == nil
+	})
+	return err
+}
 
-	// The Response: Destination, Issuer, Status, InResponseTo, Version.
-	if resp.SelectAttrValue("Version", "") != "2.0" {
-		return nil, errors.New("response Version is not 2.0")
+// onlyAssertion returns the one assertion child of a (verified) Response.
+func onlyAssertion(resp *etree.Element) (*etree.Element, error) {
+	var a *etree.Element
+	for _, c := range resp.ChildElements() {
+		if is(c, nsAssertion, "Assertion") || is(c, nsAssertion, "EncryptedAssertion") {
+			if a != nil {
+				return nil, errors.New("two assertions in the verified response")
+			}
+			a = c
+		}
 	}
-	if dst := resp.SelectAttrValue("Destination", ""); dst != sp.acs.String() {
-		return nil, fmt.Errorf("response Destination %q is not our ACS", dst)
+	if a == nil {
+		return nil, errors.New("no assertion in the verified response")
+	}
+	return a, nil
+}
+
+// checkResponse checks the Response element (Profiles 4.1.4.2, Core 3.2.2):
+// version, destination, issuer, status, the request it answers, its age.
+func (sp *SP) checkResponse(resp *etree.Element, requestID string, md *idpMetadata, now time.Time) error {
+	if attr(resp, "Version") != "2.0" || attr(resp, "ID") == "" {
+		return errors.New("response Version or ID missing")
+	}
+	if dst := attr(resp, "Destination"); dst != sp.acs.String() {
+		return fmt.Errorf("response Destination %.200q is not our ACS", dst)
 	}
 	iss, err := onlyChild(resp, nsAssertion, "Issuer")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if iss != nil && text(iss) != md.entity.EntityID {
-		return nil, errors.New("response Issuer is not the IdP")
+		return errors.New("response Issuer is not the IdP")
 	}
-	status, _ := onlyChild(resp, nsProtocol, "Status")
-	var code *etree.Element
-	if status != nil {
-		code, _ = onlyChild(status, nsProtocol, "StatusCode")
-	}
-	if code == nil || code.SelectAttrValue("Value", "") != statusSuccess {
-		return nil, errors.New("response Status is not Success")
-	}
-	if got := resp.SelectAttrValue("InResponseTo", ""); got != requestID {
-		return nil, fmt.Errorf("response InResponseTo does not match our request")
-	}
-
-	// The assertion, from the verified Response tree when it is signed.
-	var aEl *etree.Element
-	for _, c := range resp.ChildElements() {
-		if is(c, nsAssertion, "Assertion") || is(c, nsAssertion, "EncryptedAssertion") {
-			if aEl != nil {
-				return nil, errors.New("two assertions in the verified response")
-			}
-			aEl = c
-		}
-	}
-	if aEl == nil {
-		return nil, errors.New("no assertion in the verified response")
-	}
-	if aEl.Tag == "EncryptedAssertion" {
-		if aEl, err = sp.decrypt(aEl); err != nil {
-			return nil, err
-		}
-	}
-	if sig, err := onlyChild(aEl, nsDSig, "Signature"); err != nil {
-		return nil, err
-	} else if sig != nil {
-		if aEl, err = ver.verify(aEl); err != nil {
-			return nil, err
-		}
-	} else if !responseSigned {
-		return nil, errors.New("neither the response nor the assertion is signed")
-	}
-	return sp.checkAssertion(aEl, requestID, md, now)
-}
-
-// decrypt opens an EncryptedAssertion with the SP key and checks the
-// plaintext like any other input.
-func (sp *SP) decrypt(enc *etree.Element) (*etree.Element, error) {
-	data, err := onlyChild(enc, nsXMLEnc, "EncryptedData")
-	if err != nil || data == nil {
-		return nil, errors.New("EncryptedAssertion without one EncryptedData")
-	}
-	var key any = sp.key
-	// The wrapped key is either inside EncryptedData's KeyInfo, which
-	// xmlenc.Decrypt handles, or beside EncryptedData.
-	if ek, _ := onlyChild(enc, nsXMLEnc, "EncryptedKey"); ek != nil {
-		if key, err = xmlenc.Decrypt(sp.key, ek); err != nil {
-			return nil, fmt.Errorf("cannot decrypt the assertion key: %w", err)
-		}
-	}
-	plain, err := xmlenc.Decrypt(key, data)
+	status, err := oneChild(resp, nsProtocol, "Status")
 	if err != nil {
-		return nil, fmt.Errorf("cannot decrypt the assertion: %w", err)
+		return err
 	}
-	if int64(len(plain)) > sp.opts.MaxResponseBytes {
-		return nil, errors.New("decrypted assertion too large")
+	code, err := oneChild(status, nsProtocol, "StatusCode")
+	if err != nil {
+		return err
 	}
-	if err := checkXML(plain); err != nil {
-		return nil, fmt.Errorf("decrypted assertion: %w", err)
+	if v := attr(code, "Value"); v != statusSuccess {
+		return fmt.Errorf("%w: %.200q", errBadStatus, v)
 	}
-	if err := xrv.Validate(bytes.NewReader(plain)); err != nil {
-		return nil, fmt.Errorf("decrypted assertion: %w", err)
+	if attr(resp, "InResponseTo") != requestID {
+		return errors.New("response InResponseTo does not match our request")
 	}
-	doc := etree.NewDocument()
-	if err := doc.ReadFromBytes(plain); err != nil {
-		return nil, fmt.Errorf("decrypted assertion: %w", err)
-	}
-	a := doc.Root()
-	if !is(a, nsAssertion, "Assertion") {
-		return nil, errors.New("the decrypted element is not an Assertion")
-	}
-	n := 0
-	walk(a, func(el *etree.Element) {
-		if is(el, nsAssertion, "Assertion") || is(el, nsAssertion, "EncryptedAssertion") {
-			n++
-		}
-	})
-	if n != 1 {
-		return nil, errors.New("the decrypted assertion contains another assertion")
-	}
-	sigs, misplaced := 0, false
-	walk(a, func(el *etree.Element) {
-		if is(el, nsDSig, "Signature") {
-			sigs++
-			misplaced = misplaced || el.Parent() != a
-		}
-	})
-	if sigs > 1 || misplaced {
-		return nil, errors.New("unexpected signature inside the decrypted assertion")
-	}
-	return a, nil
+	return sp.checkIssued(resp, now)
 }
 
-// checkAssertion applies Profiles 4.1.4.2-3 and Core 2.5 to the verified
-// assertion element: issuer, subject, bearer confirmation, conditions,
-// audience, authentication statement.
+// checkIssued checks IssueInstant: present, not in the future, not older
+// than maxIssueDelay, all give or take the clock skew.
+func (sp *SP) checkIssued(el *etree.Element, now time.Time) error {
+	skew := sp.opts.ClockSkew
+	ii, ok, err := timeAttr(el, "IssueInstant")
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%s IssueInstant is missing", el.Tag)
+	case ii.After(now.Add(skew)):
+		return fmt.Errorf("%s IssueInstant is in the future", el.Tag)
+	case ii.Add(maxIssueDelay + skew).Before(now):
+		return fmt.Errorf("%s IssueInstant is too old", el.Tag)
+	}
+	return nil
+}
+
+// checkAssertion applies Profiles 4.1.4.2-3 and Core 2 to the verified
+// assertion element: issuer, subject, subject confirmations, conditions,
+// audience, authentication statement, and reads the identity out of it.
 func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadata, now time.Time) (*Assertion, error) {
 	skew := sp.opts.ClockSkew
-	var as saml.Assertion
-	if err := unmarshalElement(el, &as); err != nil {
-		return nil, fmt.Errorf("assertion: %w", err)
-	}
-	if as.ID == "" || as.Version != "2.0" {
+	if attr(el, "Version") != "2.0" || attr(el, "ID") == "" {
 		return nil, errors.New("assertion ID or Version missing")
 	}
-	if as.Issuer.Value != md.entity.EntityID {
+	if err := sp.checkIssued(el, now); err != nil {
+		return nil, err
+	}
+	iss, err := oneChild(el, nsAssertion, "Issuer")
+	if err != nil {
+		return nil, err
+	}
+	if text(iss) != md.entity.EntityID {
 		return nil, errors.New("assertion Issuer is not the IdP")
 	}
-	if as.IssueInstant.IsZero() || as.IssueInstant.After(now.Add(skew)) {
-		return nil, errors.New("assertion IssueInstant is missing or in the future")
+	// valid checks a NotBefore/NotOnOrAfter pair; latest keeps the last
+	// instant any part of the assertion is valid, for the replay store.
+	var latest time.Time
+	valid := func(c *etree.Element, requireEnd bool) error {
+		nb, _, err := timeAttr(c, "NotBefore")
+		if err != nil {
+			return err
+		}
+		na, hasEnd, err := timeAttr(c, "NotOnOrAfter")
+		switch {
+		case err != nil:
+			return err
+		case !hasEnd && requireEnd:
+			return fmt.Errorf("%s has no NotOnOrAfter", c.Tag)
+		case hasEnd && !now.Before(na.Add(skew)):
+			return fmt.Errorf("%s has expired", c.Tag)
+		case !nb.IsZero() && now.Add(skew).Before(nb):
+			return fmt.Errorf("%s is not yet valid", c.Tag)
+		}
+		if na.After(latest) {
+			latest = na
+		}
+		return nil
 	}
 
-	// Subject: a NameID and at least one bearer confirmation, every one of
-	// which must be for our ACS, this request, and still valid.
-	if as.Subject == nil || as.Subject.NameID == nil {
-		return nil, errors.New("assertion has no Subject NameID")
+	// Subject: one NameID, and confirmations every one of which is for our
+	// ACS and this request and still valid (crewjam checks every method);
+	// at least one must be bearer.
+	subj, err := oneChild(el, nsAssertion, "Subject")
+	if err != nil {
+		return nil, err
 	}
-	subj, _ := onlyChild(el, nsAssertion, "Subject")
-	nameIDEl, err := onlyChild(subj, nsAssertion, "NameID")
-	if err != nil || nameIDEl == nil {
-		return nil, errors.New("assertion Subject must have one NameID")
+	nameIDEl, err := oneChild(subj, nsAssertion, "NameID")
+	if err != nil {
+		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
 	}
 	nameID := text(nameIDEl)
 	if nameID == "" {
 		return nil, errors.New("assertion NameID is empty")
 	}
-	var latest time.Time
 	bearers := 0
-	for _, sc := range as.Subject.SubjectConfirmations {
-		if sc.Method != bearerMethod {
-			continue
+	for _, sc := range children(subj, nsAssertion, "SubjectConfirmation") {
+		if attr(sc, "Method") == bearerMethod {
+			bearers++
 		}
-		bearers++
-		d := sc.SubjectConfirmationData
-		if d == nil {
-			return nil, errors.New("bearer SubjectConfirmation without SubjectConfirmationData")
+		d, err := oneChild(sc, nsAssertion, "SubjectConfirmationData")
+		if err != nil {
+			return nil, err
 		}
-		if d.Recipient != sp.acs.String() {
-			return nil, errors.New("bearer SubjectConfirmationData Recipient is not our ACS")
+		if attr(d, "Recipient") != sp.acs.String() {
+			return nil, errors.New("SubjectConfirmationData Recipient is not our ACS")
 		}
-		if d.NotOnOrAfter.IsZero() {
-			return nil, errors.New("bearer SubjectConfirmationData has no NotOnOrAfter")
+		if attr(d, "InResponseTo") != requestID {
+			return nil, errors.New("SubjectConfirmationData InResponseTo does not match our request")
 		}
-		if !now.Before(d.NotOnOrAfter.Add(skew)) {
-			return nil, errors.New("bearer SubjectConfirmationData has expired")
-		}
-		if !d.NotBefore.IsZero() && now.Add(skew).Before(d.NotBefore) {
-			return nil, errors.New("bearer SubjectConfirmationData is not yet valid")
-		}
-		if d.InResponseTo != requestID {
-			return nil, errors.New("bearer SubjectConfirmationData InResponseTo does not match our request")
-		}
-		if d.NotOnOrAfter.After(latest) {
-			latest = d.NotOnOrAfter
+		if err := valid(d, true); err != nil {
+			return nil, err
 		}
 	}
 	if bearers == 0 {
@@ -485,20 +474,12 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 
 	// Conditions with an AudienceRestriction naming us. Every restriction
 	// must be satisfied (Core 2.5.1.4); within one, any Audience will do.
-	cond, err := onlyChild(el, nsAssertion, "Conditions")
-	if err != nil || cond == nil || as.Conditions == nil {
-		return nil, errors.New("assertion must have one Conditions element")
+	cond, err := oneChild(el, nsAssertion, "Conditions")
+	if err != nil {
+		return nil, err
 	}
-	if nb := as.Conditions.NotBefore; !nb.IsZero() && now.Add(skew).Before(nb) {
-		return nil, errors.New("assertion Conditions are not yet valid")
-	}
-	if na := as.Conditions.NotOnOrAfter; !na.IsZero() {
-		if !now.Before(na.Add(skew)) {
-			return nil, errors.New("assertion Conditions have expired")
-		}
-		if na.After(latest) {
-			latest = na
-		}
+	if err := valid(cond, false); err != nil {
+		return nil, err
 	}
 	restrictions := children(cond, nsAssertion, "AudienceRestriction")
 	if len(restrictions) == 0 {
@@ -507,9 +488,7 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	for _, ar := range restrictions {
 		ok := false
 		for _, aud := range children(ar, nsAssertion, "Audience") {
-			if text(aud) == sp.cfg.SPEntityID {
-				ok = true
-			}
+			ok = ok || text(aud) == sp.cfg.SPEntityID
 		}
 		if !ok {
 			return nil, errors.New("assertion AudienceRestriction does not name us")
@@ -519,39 +498,47 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		return nil, errors.New("assertion has several OneTimeUse")
 	}
 
-	if len(as.AuthnStatements) == 0 {
+	stmts := children(el, nsAssertion, "AuthnStatement")
+	if len(stmts) == 0 {
 		return nil, errors.New("assertion has no AuthnStatement")
 	}
-	st := as.AuthnStatements[0]
-	if st.SessionNotOnOrAfter != nil && !now.Before(st.SessionNotOnOrAfter.Add(skew)) {
+	st := stmts[0]
+	if _, ok, err := timeAttr(st, "AuthnInstant"); err != nil || !ok {
+		return nil, errors.New("AuthnStatement AuthnInstant is missing or malformed")
+	}
+	if sna, ok, err := timeAttr(st, "SessionNotOnOrAfter"); err != nil {
+		return nil, err
+	} else if ok && !now.Before(sna.Add(skew)) {
 		return nil, errors.New("assertion AuthnStatement session has expired")
 	}
 
 	out := &Assertion{
-		ID:            as.ID,
-		Issuer:        as.Issuer.Value,
+		ID:            attr(el, "ID"),
+		Issuer:        text(iss),
 		NameID:        nameID,
-		NameIDFormat:  nameIDEl.SelectAttrValue("Format", ""),
-		SessionIndex:  st.SessionIndex,
+		NameIDFormat:  attr(nameIDEl, "Format"),
+		SessionIndex:  attr(st, "SessionIndex"),
 		Attributes:    map[string][]string{},
 		FriendlyNames: map[string]string{},
 		NotOnOrAfter:  latest,
 		InResponseTo:  requestID,
 	}
-	if st.AuthnContext.AuthnContextClassRef != nil {
-		out.AuthnContext = st.AuthnContext.AuthnContextClassRef.Value
+	if ac, _ := onlyChild(st, nsAssertion, "AuthnContext"); ac != nil {
+		if ref, _ := onlyChild(ac, nsAssertion, "AuthnContextClassRef"); ref != nil {
+			out.AuthnContext = text(ref)
+		}
 	}
 	for _, stmt := range children(el, nsAssertion, "AttributeStatement") {
-		for _, attr := range children(stmt, nsAssertion, "Attribute") {
-			name := attr.SelectAttrValue("Name", "")
+		for _, at := range children(stmt, nsAssertion, "Attribute") {
+			name := attr(at, "Name")
 			if name == "" {
 				continue
 			}
-			if fn := attr.SelectAttrValue("FriendlyName", ""); fn != "" {
+			if fn := attr(at, "FriendlyName"); fn != "" {
 				out.FriendlyNames[fn] = name
 			}
 			vals := out.Attributes[name]
-			for _, v := range children(attr, nsAssertion, "AttributeValue") {
+			for _, v := range children(at, nsAssertion, "AttributeValue") {
 				vals = append(vals, text(v))
 			}
 			out.Attributes[name] = vals

@@ -4,12 +4,20 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
@@ -18,7 +26,13 @@ import (
 	"github.com/extauth/extauth/providers"
 )
 
-// Begin builds a signed (when the SP key pair is configured) AuthnRequest,
+// The bindings an AuthnRequest can be sent with (Options.AuthnRequestBinding).
+const (
+	BindingRedirect = saml.HTTPRedirectBinding
+	BindingPOST     = saml.HTTPPostBinding
+)
+
+// Begin builds the AuthnRequest, signed when the SP key pair is configured,
 // records its ID and a fresh RelayState handle in tx, and returns the
 // HTTP-Redirect URL of the IdP's SSO service.
 //
@@ -26,84 +40,90 @@ import (
 // sealed transaction (tx.ReturnTo), and RelayState carries only a random
 // handle that binds the IdP's answer to this browser's transaction.
 func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, error) {
-	csp, req, handle, err := sp.newRequest(tx, saml.HTTPRedirectBinding)
-	if err != nil {
-		return "", err
+	md, perr := sp.metadata(ctx)
+	if perr != nil {
+		return "", perr
 	}
-	u, err := sp.redirectURL(csp, req.Destination, "SAMLRequest", req.Element(), handle, sp.key != nil)
-	if err != nil {
-		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encode the SAML request", Err: err}
+	t := md.authn[0]
+	if t == nil {
+		return "", noSSO(BindingRedirect)
 	}
-	if len(sp.cfg.Custom) > 0 {
-		u += "&" + sp.customQuery().Encode()
-	}
-	return u, nil
+	return sp.redirectAuthnRequest(t, tx, sp.env.Now())
 }
 
-// PostAuthnRequest is Begin for the HTTP-POST binding, for hosts whose IdP
-// takes AuthnRequests only by POST: it fills tx as Begin does and returns
-// the IdP's SSO location and the form to POST there (render it as an
-// auto-submitting form). With the key pair the request carries an enveloped
-// RSA-SHA256 XML signature. Custom entries are added to the form.
-func (sp *SP) PostAuthnRequest(ctx context.Context, tx *providers.Transaction) (action string, form url.Values, err error) {
-	_, req, handle, err := sp.newRequest(tx, saml.HTTPPostBinding)
+// StartsWithPost reports whether sign-ins start with an HTTP-POST
+// AuthnRequest: when Options.AuthnRequestBinding says so, or, by default,
+// when the IdP metadata lists no HTTP-Redirect single sign-on service but an
+// HTTP-POST one. (A saml_idp_sso_service_url override is a redirect
+// endpoint unless the option says otherwise.) Without metadata yet, it waits
+// for a fetch under way as Begin does.
+func (sp *SP) StartsWithPost() bool {
+	switch sp.opts.AuthnRequestBinding {
+	case BindingPOST:
+		return true
+	case BindingRedirect:
+		return false
+	}
+	if sp.cfg.IdPSSOServiceURL != "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	defer cancel()
+	md, err := sp.metadata(ctx)
+	return err == nil && md.authn[0] == nil && md.authn[1] != nil
+}
+
+// BeginPost is Begin for the HTTP-POST binding: it fills tx as Begin does
+// and returns the IdP's SSO location and the form the routes make the
+// browser POST there. With the key pair the AuthnRequest carries an
+// enveloped RSA-SHA256 XML signature, placed after its Issuer as the schema
+// wants it. Custom entries are added to the form.
+func (sp *SP) BeginPost(ctx context.Context, tx *providers.Transaction) (action string, form url.Values, err error) {
+	md, perr := sp.metadata(ctx)
+	if perr != nil {
+		return "", nil, perr
+	}
+	t := md.authn[1]
+	if t == nil {
+		return "", nil, noSSO(BindingPOST)
+	}
+	id, handle, err := newIDs()
 	if err != nil {
 		return "", nil, err
 	}
-	doc := etree.NewDocument()
-	doc.SetRoot(req.Element())
-	x, err := doc.WriteToBytes()
-	if err != nil {
-		return "", nil, &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encode the SAML request", Err: err}
-	}
-	form = sp.customQuery()
-	form.Set("SAMLRequest", base64.StdEncoding.EncodeToString(x))
-	form.Set("RelayState", handle)
-	return req.Destination, form, nil
-}
-
-func (sp *SP) customQuery() url.Values {
-	v := url.Values{}
-	for _, p := range sp.cfg.Custom {
-		v.Add(p.Name, p.Value)
-	}
-	return v
-}
-
-// newRequest builds the AuthnRequest for binding and records what the
-// callback needs in tx.
-func (sp *SP) newRequest(tx *providers.Transaction, binding string) (*saml.ServiceProvider, *saml.AuthnRequest, string, error) {
-	md := sp.md.current()
-	if md == nil {
-		sp.md.kick()
-		return nil, nil, "", unavailable(sp.md.err())
-	}
-	sso := sp.cfg.IdPSSOServiceURL
-	if sso == "" {
-		sso = md.ssoRedirect
-		if binding == saml.HTTPPostBinding {
-			sso = md.ssoPost
+	var b bytes.Buffer
+	t.write(&b, id, sp.env.Now())
+	x := b.Bytes()
+	if sp.key != nil {
+		if x, err = sp.signEnveloped(x); err != nil {
+			return "", nil, &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot sign the SAML request", Err: err}
 		}
 	}
-	if sso == "" {
-		return nil, nil, "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name,
-			Message: "the IdP metadata has no single sign-on endpoint for this binding; set saml_idp_sso_service_url"}
+	sp.record(tx, id, handle)
+	form = url.Values{}
+	for _, p := range sp.cfg.Custom {
+		form.Add(p.Name, p.Value)
 	}
-	csp := sp.crewjamSP(md)
-	// crewjam signs the XML only for the POST binding; for the redirect
-	// binding redirectURL signs the query.
-	req, err := csp.MakeAuthenticationRequest(sso, binding, saml.HTTPPostBinding)
-	if err != nil {
-		return nil, nil, "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the SAML request", Err: err}
-	}
-	handle, err := randomHandle()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	tx.RequestID = req.ID
+	form.Set("SAMLRequest", base64.StdEncoding.EncodeToString(x))
+	form.Set("RelayState", handle)
+	return t.dest, form, nil
+}
+
+var _ providers.PostStarter = (*SP)(nil)
+
+func noSSO(binding string) *providers.Error {
+	return &providers.Error{Code: providers.CodeMisconfigured, Provider: Name,
+		Message: "the IdP metadata has no " + strings.TrimPrefix(binding, "urn:oasis:names:tc:SAML:2.0:bindings:") +
+			" single sign-on endpoint; set saml_idp_sso_service_url or Options.AuthnRequestBinding"}
+}
+
+// record keeps in tx what the callback needs: the request ID, the
+// RelayState handle, and where to go after sign-in. The routes default
+// return_to to "/": an explicit path from the request wins, otherwise the
+// configured RelayState is the destination.
+func (sp *SP) record(tx *providers.Transaction, id, handle string) {
+	tx.RequestID = id
 	tx.Binding = handle
-	// The routes default return_to to "/": an explicit path from the
-	// request wins, otherwise the configured RelayState is the destination.
 	switch p, ok := SafeReturnPath(tx.ReturnTo, sp.origin); {
 	case ok && p != "/":
 		tx.ReturnTo = p
@@ -112,7 +132,22 @@ func (sp *SP) newRequest(tx *providers.Transaction, binding string) (*saml.Servi
 	default:
 		tx.ReturnTo = "/"
 	}
-	return csp, req, handle, nil
+}
+
+// newIDs returns a request ID (160 random bits, hex, as crewjam makes
+// them) and a RelayState handle (128 bits, base64url: 22 bytes, well under
+// the 80 bytes the binding allows), from one read of the random source.
+func newIDs() (id, handle string, err error) {
+	var r [36]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", "", fmt.Errorf("saml: random request ID: %w", err)
+	}
+	var b [3 + 40 + 22]byte
+	copy(b[:], "id-")
+	hex.Encode(b[3:43], r[:20])
+	base64.RawURLEncoding.Encode(b[43:], r[20:])
+	s := string(b[:])
+	return s[:43], s[43:], nil
 }
 
 // Binding returns the RelayState of the IdP's POST: the handle Begin chose.
@@ -135,67 +170,265 @@ func (sp *SP) parseForm(r *http.Request) error {
 	return r.ParseForm()
 }
 
-// randomHandle returns 128 random bits, base64url: 22 bytes on the wire,
-// well under the 80 bytes the binding allows for RelayState.
-func randomHandle() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("saml: random RelayState: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+// authnTemplate is an AuthnRequest for one SSO endpoint with everything
+// fixed but its ID and IssueInstant, so that a sign-in only fills in two
+// values: no document to build, no serializer to run.
+type authnTemplate struct {
+	dest string
+	// The request is head + ID + mid + IssueInstant + tail.
+	head, mid, tail string
+	// query is what follows the SSO URL before SAMLRequest: "?" or the
+	// URL's own query and "&".
+	query string
 }
 
-// redirectURL encodes a protocol message for the HTTP-Redirect binding
-// (SAML Bindings 3.4.4): DEFLATE, base64, then, when sign is set, an
-// RSA-SHA256 signature over exactly "SAMLRequest=...&RelayState=...&SigAlg=..."
-// as the binding defines it, whatever query the destination already has.
-// (crewjam's AuthnRequest.Redirect signs the destination's own query too, and
-// its LogoutRequest.Redirect does not sign at all.)
-func (sp *SP) redirectURL(csp *saml.ServiceProvider, dest, param string, el *etree.Element, relayState string, sign bool) (string, error) {
-	var buf bytes.Buffer
-	b64 := base64.NewEncoder(base64.StdEncoding, &buf)
-	fw, err := flate.NewWriter(b64, flate.BestCompression)
+// newAuthnTemplate writes the AuthnRequest crewjam would make, escaped
+// once, for the SSO endpoint dest.
+func (sp *SP) newAuthnTemplate(dest string) (*authnTemplate, error) {
+	u, err := url.Parse(dest)
+	if err != nil || !u.IsAbs() {
+		return nil, fmt.Errorf("SSO location %q is not an absolute URL", dest)
+	}
+	var tail strings.Builder
+	tail.WriteString(`"`) // closes IssueInstant
+	a := func(name, value string) {
+		tail.WriteString(" " + name + `="`)
+		escapeXML(&tail, value)
+		tail.WriteString(`"`)
+	}
+	a("Destination", dest)
+	a("AssertionConsumerServiceURL", sp.acs.String())
+	a("ProtocolBinding", saml.HTTPPostBinding)
+	tail.WriteString(`><saml:Issuer Format="urn:oasis:names:tc:SAML:2.0:nameid-format:entity">`)
+	escapeXML(&tail, sp.cfg.SPEntityID)
+	tail.WriteString(`</saml:Issuer><samlp:NameIDPolicy`)
+	a("Format", sp.opts.NameIDFormat)
+	tail.WriteString(` AllowCreate="true"/>`)
+	if sp.cfg.AuthnContext != "" {
+		tail.WriteString(`<samlp:RequestedAuthnContext Comparison="exact"><saml:AuthnContextClassRef>`)
+		escapeXML(&tail, sp.cfg.AuthnContext)
+		tail.WriteString(`</saml:AuthnContextClassRef></samlp:RequestedAuthnContext>`)
+	}
+	tail.WriteString(`</samlp:AuthnRequest>`)
+	q := "?"
+	if u.RawQuery != "" {
+		q = "&"
+	}
+	return &authnTemplate{
+		dest:  dest,
+		head:  `<samlp:AuthnRequest xmlns:saml="` + nsAssertion + `" xmlns:samlp="` + nsProtocol + `" ID="`,
+		mid:   `" Version="2.0" IssueInstant="`,
+		tail:  tail.String(),
+		query: q,
+	}, nil
+}
+
+// write writes the request with id, issued at now.
+func (t *authnTemplate) write(w *bytes.Buffer, id string, now time.Time) {
+	w.WriteString(t.head)
+	w.WriteString(id)
+	w.WriteString(t.mid)
+	w.Write(now.UTC().AppendFormat(w.AvailableBuffer(), "2006-01-02T15:04:05.000Z"))
+	w.WriteString(t.tail)
+}
+
+func escapeXML(b *strings.Builder, s string) {
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '"':
+			b.WriteString("&quot;")
+		case '\'':
+			b.WriteString("&apos;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+}
+
+// deflateLevel is the DEFLATE level of the redirect binding. An
+// AuthnRequest is about 700 bytes: compressing it saves some 300 bytes of
+// URL but costs a Huffman table per request, 8 to 17 µs here, as much as all
+// the rest of a sign-in start; stored DEFLATE blocks cost 0.07 µs and every
+// inflater reads them (BenchmarkDeflateLevels; BENCHMARKS.md).
+const deflateLevel = flate.NoCompression
+
+// deflaters reuse DEFLATE writers: each holds a 64 KiB window.
+var deflaters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, deflateLevel)
+	return w
+}}
+
+// bufs reuse the scratch buffers of the redirect binding.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// redirectAuthnRequest fills in template t and encodes it for the redirect
+// binding, recording the request in tx.
+func (sp *SP) redirectAuthnRequest(t *authnTemplate, tx *providers.Transaction, now time.Time) (string, error) {
+	id, handle, err := newIDs()
 	if err != nil {
 		return "", err
 	}
-	doc := etree.NewDocument()
-	doc.SetRoot(el)
-	if _, err := doc.WriteTo(fw); err != nil {
+	x := bufs.Get().(*bytes.Buffer)
+	defer bufs.Put(x)
+	x.Reset()
+	t.write(x, id, now)
+	u, err := sp.redirect(t.dest, t.query, "SAMLRequest", x.Bytes(), handle, sp.key != nil, sp.customQuery)
+	if err != nil {
+		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encode the SAML request", Err: err}
+	}
+	sp.record(tx, id, handle)
+	return u, nil
+}
+
+// redirect encodes message for the HTTP-Redirect binding (SAML Bindings
+// 3.4.4): DEFLATE, base64, then, when sign is set, an RSA-SHA256 signature
+// over exactly "param=...&RelayState=...&SigAlg=..." as the binding defines
+// it, whatever query the destination already has. extra (already encoded)
+// follows the signed part.
+func (sp *SP) redirect(dest, query, param string, message []byte, relayState string, sign bool, extra string) (string, error) {
+	z := bufs.Get().(*bytes.Buffer)
+	defer bufs.Put(z)
+	z.Reset()
+	fw := deflaters.Get().(*flate.Writer)
+	fw.Reset(z)
+	_, err := fw.Write(message)
+	if err == nil {
+		err = fw.Close()
+	}
+	deflaters.Put(fw)
+	if err != nil {
 		return "", err
 	}
-	if err := fw.Close(); err != nil {
-		return "", err
-	}
-	if err := b64.Close(); err != nil {
-		return "", err
-	}
-	q := param + "=" + url.QueryEscape(buf.String())
+	n := base64.StdEncoding.EncodedLen(z.Len())
+	out := make([]byte, 0, len(dest)+len(query)+len(param)+n*13/10+len(relayState)+len(extra)+600)
+	out = append(out, dest...)
+	out = append(out, query...)
+	start := len(out)
+	out = append(out, param...)
+	out = append(out, '=')
+	out = appendBase64Query(out, z.Bytes())
 	if relayState != "" {
-		q += "&RelayState=" + url.QueryEscape(relayState)
+		out = append(out, "&RelayState="...)
+		out = append(out, url.QueryEscape(relayState)...)
 	}
 	if sign {
-		if csp.Key == nil {
+		if sp.key == nil {
 			return "", errors.New("signing needs the SP key pair")
 		}
-		q += "&SigAlg=" + url.QueryEscape(dsig.RSASHA256SignatureMethod)
-		sc, err := saml.GetSigningContext(csp)
+		out = append(out, "&SigAlg="...)
+		out = append(out, url.QueryEscape(dsig.RSASHA256SignatureMethod)...)
+		sum := sha256.Sum256(out[start:])
+		sig, err := rsa.SignPKCS1v15(nil, sp.key, crypto.SHA256, sum[:])
 		if err != nil {
 			return "", err
 		}
-		sig, err := sc.SignString(q)
-		if err != nil {
-			return "", err
-		}
-		q += "&Signature=" + url.QueryEscape(base64.StdEncoding.EncodeToString(sig))
+		out = append(out, "&Signature="...)
+		out = appendBase64Query(out, sig)
 	}
-	u, err := url.Parse(dest)
+	if extra != "" {
+		out = append(out, '&')
+		out = append(out, extra...)
+	}
+	return string(out), nil
+}
+
+// appendBase64Query appends the base64 of b, query-escaped: of the
+// alphabet, only +, / and = need escaping.
+func appendBase64Query(out, b []byte) []byte {
+	start := len(out)
+	out = base64.StdEncoding.AppendEncode(out, b)
+	enc := out[start:]
+	extra := 0
+	for _, c := range enc {
+		if c == '+' || c == '/' || c == '=' {
+			extra += 2
+		}
+	}
+	if extra == 0 {
+		return out
+	}
+	out = append(out, make([]byte, extra)...)
+	// Expand in place, back to front.
+	j := len(out) - 1
+	for i := start + len(enc) - 1; i >= start; i-- {
+		c := out[i]
+		switch c {
+		case '+', '/', '=':
+			const hexd = "0123456789ABCDEF"
+			out[j], out[j-1], out[j-2] = hexd[c&15], hexd[c>>4], '%'
+			j -= 3
+		default:
+			out[j] = c
+			j--
+		}
+	}
+	return out
+}
+
+// signEnveloped signs the AuthnRequest x with an enveloped RSA-SHA256
+// signature (exclusive canonicalization) and moves the signature right
+// after the Issuer, where the schema puts it.
+func (sp *SP) signEnveloped(x []byte) ([]byte, error) {
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(x); err != nil {
+		return nil, err
+	}
+	ks := dsig.TLSCertKeyStore(tls.Certificate{Certificate: [][]byte{sp.cert.Raw}, PrivateKey: sp.key, Leaf: sp.cert})
+	sc := dsig.NewDefaultSigningContext(ks)
+	sc.Canonicalizer = dsig.MakeC14N10ExclusiveCanonicalizerWithPrefixList("")
+	if err := sc.SetSignatureMethod(dsig.RSASHA256SignatureMethod); err != nil {
+		return nil, err
+	}
+	signed, err := sc.SignEnveloped(doc.Root())
+	if err != nil {
+		return nil, err
+	}
+	// SignEnveloped appends the signature without making it a proper
+	// child (its parent is unset): take it off the list and insert it.
+	sig, ok := signed.Child[len(signed.Child)-1].(*etree.Element)
+	if !ok {
+		return nil, errors.New("goxmldsig returned no signature")
+	}
+	signed.Child = signed.Child[:len(signed.Child)-1]
+	issuer := signed.ChildElements()[0]
+	signed.InsertChildAt(issuer.Index()+1, sig)
+	out := etree.NewDocument()
+	out.SetRoot(signed)
+	return out.WriteToBytes()
+}
+
+// redirectURL encodes el for the redirect binding to dest (SLO messages).
+func (sp *SP) redirectURL(dest, param string, el *etree.Element, relayState string, sign bool) (string, error) {
+	doc := etree.NewDocument()
+	doc.SetRoot(el)
+	x, err := doc.WriteToBytes()
 	if err != nil {
 		return "", err
 	}
-	if u.RawQuery != "" {
-		u.RawQuery += "&" + q
-	} else {
-		u.RawQuery = q
+	q := "?"
+	if strings.Contains(dest, "?") {
+		q = "&"
 	}
-	return u.String(), nil
+	return sp.redirect(dest, q, param, x, relayState, sign, "")
+}
+
+// encodeCustom encodes the custom entries as a query, in the order the
+// configuration gives them.
+func encodeCustom(ps []Param) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(p.Name))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(p.Value))
+	}
+	return b.String()
 }

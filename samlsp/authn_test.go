@@ -201,7 +201,7 @@ func TestKeyPairChecks(t *testing.T) {
 func TestPostAuthnRequestSigned(t *testing.T) {
 	f := newFixture(t, withKeyPair, withConfig(func(c *Config) { c.Custom = []Param{{"organization", "acme"}} }))
 	tx := newTx()
-	action, form, err := f.sp.PostAuthnRequest(context.Background(), tx)
+	action, form, err := f.sp.BeginPost(context.Background(), tx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +224,10 @@ func TestPostAuthnRequestSigned(t *testing.T) {
 	}
 	if signed.SelectAttrValue("ID", "") != tx.RequestID {
 		t.Fatalf("signed ID %q, tx %q", signed.SelectAttrValue("ID", ""), tx.RequestID)
+	}
+	// The schema puts the signature right after the Issuer.
+	if kids := doc.Root().ChildElements(); len(kids) < 2 || kids[0].Tag != "Issuer" || kids[1].Tag != "Signature" {
+		t.Fatalf("children: %s", x)
 	}
 }
 

@@ -1,15 +1,18 @@
 package samlsp
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth/providers"
 )
@@ -20,55 +23,101 @@ type alwaysFresh struct{}
 
 func (alwaysFresh) Consume(context.Context, string, time.Time) (bool, error) { return true, nil }
 
-// BenchmarkCallback compares our callback path with crewjam's bare
-// ParseResponse on the same signed response, in the same run.
-func BenchmarkCallback(b *testing.B) {
-	f := newFixture(b)
-	sp, err := New(f.cfg, f.env(alwaysFresh{}), f.opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sp.Close() })
-	f.waitReady(sp)
-	tx, _ := f.begin(sp)
-	xml, err := f.idp.Forge(f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID))
-	if err != nil {
-		b.Fatal(err)
-	}
-	body := responseForm(xml, tx.Binding).Encode()
-	newReq := func() *http.Request {
-		r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		return r
-	}
+var _ providers.Store = alwaysFresh{}
 
-	b.Run("saml", func(b *testing.B) {
+// The strategy's own hot paths, for profiling; bench/ compares them with
+// crewjam through the routes.
+
+// BenchmarkBegin measures building the redirect AuthnRequest, unsigned and
+// signed, beside the floor of the signed one: an RSA-2048 PKCS #1 v1.5
+// signature with the same key.
+func BenchmarkBegin(b *testing.B) {
+	key, _ := testKey(b, 1)
+	sum := sha256.Sum256([]byte("SAMLRequest=...&RelayState=...&SigAlg=..."))
+	b.Run("rsa_sign_floor", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r := newReq()
-			if sp.Binding(r) != tx.Binding {
-				b.Fatal("binding")
-			}
-			if _, err := sp.Complete(context.Background(), r, tx); err != nil {
+			if _, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:]); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-
-	acs, _ := url.Parse(testACS)
-	bare := &saml.ServiceProvider{EntityID: testEntityID, AcsURL: *acs, IDPMetadata: sp.md.current().entity}
-	b.Run("crewjam_bare", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			r := newReq()
-			if err := r.ParseForm(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := bare.ParseResponse(r, []string{tx.RequestID}); err != nil {
-				b.Fatal(err)
-			}
+	for _, signed := range []bool{false, true} {
+		mods := []fixtureOption{}
+		name := "unsigned"
+		if signed {
+			mods, name = append(mods, withKeyPair), "signed"
 		}
-	})
+		f := newFixture(b, mods...)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.sp.Begin(context.Background(), newTx()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
-var _ providers.Store = alwaysFresh{}
+func BenchmarkComplete(b *testing.B) {
+	for _, encrypted := range []bool{false, true} {
+		f := newFixture(b, withKeyPair)
+		sp, err := New(f.cfg, f.env(alwaysFresh{}), f.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sp.Close() })
+		f.waitReady(sp)
+		tx, _ := f.begin(sp)
+		s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+		s.SignResponse = true
+		name := "signed_response_and_assertion"
+		if encrypted {
+			_, s.EncryptTo = testKey(b, 1)
+			name = "encrypted_assertion"
+		}
+		x, err := f.idp.Forge(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body := responseForm(x, tx.Binding).Encode()
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				if _, err := sp.Complete(context.Background(), r, tx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDeflateLevels compresses the AuthnRequest Begin sends at each
+// DEFLATE level, with a reused writer, and reports the bytes out: the
+// measurement behind deflateLevel.
+func BenchmarkDeflateLevels(b *testing.B) {
+	f := newFixture(b)
+	var x bytes.Buffer
+	f.sp.md.current().authn[0].write(&x, "id-0123456789abcdef0123456789abcdef01234567", time.Now())
+	for _, level := range []int{flate.NoCompression, flate.HuffmanOnly, flate.BestSpeed, 5, flate.BestCompression} {
+		w, err := flate.NewWriter(nil, level)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out bytes.Buffer
+		b.Run(fmt.Sprintf("level=%d", level), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out.Reset()
+				w.Reset(&out)
+				w.Write(x.Bytes())
+				w.Close()
+			}
+			b.ReportMetric(float64(x.Len()), "bytes-in")
+			b.ReportMetric(float64(out.Len()), "bytes-out")
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package samlsp
 
 import (
+	"bytes"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	xrv "github.com/mattermost/xml-roundtrip-validator"
 
 	"github.com/extauth/extauth/internal/fakes/samlidp"
 	"github.com/extauth/extauth/internal/store"
@@ -88,17 +91,19 @@ func fuzzSetup(tb testing.TB) (*SP, *idpMetadata, *samlidp.IdP) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { sp.Close() })
-	md, err := parseMetadata(idp.Metadata(), "", fuzzNow, DefaultMetadataRefresh)
+	md, err := sp.parseMetadata(idp.Metadata())
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return sp, md, idp
 }
 
-// FuzzResponse feeds arbitrary bytes to the callback's response parser. Our
-// own checks run without a recover, so any panic in them fails the fuzz; a
-// response they accept must name a subject and answer our request. The whole
-// path, crewjam included, must turn anything into an error, never a panic.
+// FuzzResponse feeds arbitrary bytes to the callback's one pass, without
+// the recover that validate adds, so any panic fails the fuzz; a response
+// it accepts must name a subject and answer our request. And whatever
+// parseXML accepts, mattermost's round-trip validator (which crewjam runs
+// and we do not) accepts too: our namespace-well-formedness rules leave
+// nothing for it to catch.
 func FuzzResponse(f *testing.F) {
 	sp, md, idp := fuzzSetup(f)
 	if *updateCorpus {
@@ -106,15 +111,15 @@ func FuzzResponse(f *testing.F) {
 	}
 	now := fuzzNow.Add(10 * time.Second)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if root, perr := sp.preflight(raw); perr == nil {
-			a, err := sp.verifyTree(root, fuzzRequestID, md, now)
-			if err == nil && (a.NameID == "" || a.InResponseTo != fuzzRequestID || a.ID == "") {
-				t.Fatalf("accepted an assertion without subject or request: %+v", a)
+		a, err := sp.check(raw, fuzzRequestID, md, now)
+		if err == nil && (a.NameID == "" || a.InResponseTo != fuzzRequestID || a.ID == "") {
+			t.Fatalf("accepted an assertion without subject or request: %+v", a)
+		}
+		if _, err := parseXML(raw); err == nil {
+			if err := xrv.Validate(bytes.NewReader(raw)); err != nil {
+				t.Fatalf("parseXML accepts what does not survive an encoding/xml round trip: %v", err)
 			}
 		}
-		// validate recovers panics into errors by design; this proves it
-		// returns for any input.
-		sp.validate(raw, fuzzRequestID, md)
 	})
 }
 
@@ -145,6 +150,19 @@ func writeFuzzCorpus(tb testing.TB, sp *SP, idp *samlidp.IdP) {
 	s.SignResponse = true
 	s.EncryptTo = sp.cert
 	write("encrypted", forge(s))
+	// Shapes that reach the namespace resolution and the other ciphers.
+	s = spec()
+	s.Namespaces = samlidp.NSRebound
+	s.EncryptTo, s.Encryption = sp.cert, samlidp.Encryption{Cipher: samlidp.AES256GCM, KeyTransport: samlidp.RSAOAEP11,
+		OAEPDigest: samlidp.DigestSHA256, MGF: samlidp.MGF1SHA256, Key: samlidp.KeyRetrievalMethod}
+	write("rebound-encrypted-gcm", forge(s))
+	s = spec()
+	s.Namespaces, s.SignResponse = samlidp.NSDefault, true
+	write("default-namespaces-both-signed", forge(s))
+	s = spec()
+	s.Namespaces = samlidp.NSMixed
+	s.EncryptTo, s.Encryption = sp.cert, samlidp.Encryption{Cipher: samlidp.TripleDESCBC, Key: samlidp.KeyCarriedName, RelyOnContext: true}
+	write("mixed-3des", forge(s))
 	for n := 1; n <= 8; n++ {
 		src := valid
 		if n <= 2 {
@@ -166,14 +184,10 @@ func TestFuzzCorpusSeedsAreMeaningful(t *testing.T) {
 	sp, md, _ := fuzzSetup(t)
 	now := fuzzNow.Add(10 * time.Second)
 	for name, wantOK := range map[string]bool{"signed-assertion": true, "signed-response": true, "encrypted": true,
+		"rebound-encrypted-gcm": true, "default-namespaces-both-signed": true, "mixed-3des": true,
 		"xsw1": false, "xsw3": false, "xsw8": false, "doctype": false} {
 		raw := readSeed(t, name)
-		root, perr := sp.preflight(raw)
-		var err error = perr
-		if perr == nil {
-			_, err = sp.verifyTree(root, fuzzRequestID, md, now)
-		}
-		if (err == nil) != wantOK {
+		if _, err := sp.check(raw, fuzzRequestID, md, now); (err == nil) != wantOK {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}

@@ -256,3 +256,26 @@ var (
 )
 
 func refusingClient() *http.Client { return &http.Client{Transport: refuse{}} }
+
+// offlineSP is an SP whose clock stands at now and that never reaches its
+// IdP: for tests that hand it metadata themselves. cfg's entity ID and
+// metadata URL default to the test ones.
+func offlineSP(t testing.TB, cfg Config, opts Options, now time.Time) *SP {
+	t.Helper()
+	if cfg.SPEntityID == "" {
+		cfg.SPEntityID = testEntityID
+	}
+	if cfg.IdPMetadataURL == "" {
+		cfg.IdPMetadataURL = "https://idp.example.test/metadata"
+	}
+	if opts.MetadataRetry == 0 {
+		opts.MetadataRetry = time.Hour
+	}
+	sp, err := New(cfg, providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil, 0),
+		Now: func() time.Time { return now }}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return sp
+}

@@ -9,13 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
-	xrv "github.com/mattermost/xml-roundtrip-validator"
 
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/providers"
@@ -27,10 +28,18 @@ type idpMetadata struct {
 	// certs are every signing certificate the IdP publishes: during a key
 	// rotation it lists the old and the new one, and either may sign.
 	certs       []*x509.Certificate
-	ssoRedirect string
-	ssoPost     string
 	sloRedirect string
-	fetched     time.Time
+	// authn are the AuthnRequest templates for the HTTP-Redirect [0] and
+	// HTTP-POST [1] single sign-on services, nil where there is none.
+	authn [2]*authnTemplate
+	// sso are the metadata's HTTP-Redirect [0] and HTTP-POST [1] single
+	// sign-on locations.
+	sso [2]string
+	// signed is true when the metadata's signature was verified with
+	// idp_metadata_certificate; sha1 lists where the IdP uses SHA-1.
+	signed  bool
+	sha1    []string
+	fetched time.Time
 	// refreshAt is when the copy should be fetched again, from
 	// cacheDuration, validUntil or the default period.
 	refreshAt time.Time
@@ -43,15 +52,58 @@ type metadataCache struct {
 	cur     atomic.Pointer[idpMetadata]
 	lastErr atomic.Pointer[error]
 	kicks   chan struct{}
+	// attempt is closed when the fetch under way (or the next one) ends,
+	// then replaced: how a sign-in waits for the metadata.
+	attempt atomic.Pointer[chan struct{}]
 	// fetches counts attempts, for tests and logs.
 	fetches atomic.Int64
 }
 
 func newMetadataCache(sp *SP) *metadataCache {
-	return &metadataCache{sp: sp, kicks: make(chan struct{}, 1)}
+	c := &metadataCache{sp: sp, kicks: make(chan struct{}, 1)}
+	ch := make(chan struct{})
+	c.attempt.Store(&ch)
+	return c
 }
 
 func (c *metadataCache) current() *idpMetadata { return c.cur.Load() }
+
+// metadataWait bounds how long a sign-in that finds no metadata waits for
+// a fetch: long enough for an IdP that is back to answer, short enough to
+// answer 503 promptly while it is not.
+const metadataWait = 2 * time.Second
+
+// metadata returns the current IdP metadata. When there is none yet (the
+// IdP was down), it asks for a fetch at once and waits for it, up to
+// metadataWait, so that the first sign-in after the IdP comes back
+// succeeds instead of getting 503 while the refetch runs.
+func (sp *SP) metadata(ctx context.Context) (*idpMetadata, *providers.Error) {
+	c := sp.md
+	// Take the attempt before looking: a fetch that stores a copy after
+	// the look closes this channel.
+	attempt := *c.attempt.Load()
+	if md := c.current(); md != nil {
+		return md, nil
+	}
+	c.kick()
+	t := time.NewTimer(metadataWait)
+	defer t.Stop()
+	select {
+	case <-attempt:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if md := c.current(); md != nil {
+		return md, nil
+	}
+	return nil, unavailable(c.err())
+}
+
+// attemptDone wakes whoever waits for the fetch that just ended.
+func (c *metadataCache) attemptDone() {
+	ch := make(chan struct{})
+	close(*c.attempt.Swap(&ch))
+}
 
 // kick asks the refresh loop for an early attempt; it is how a sign-in that
 // found no metadata makes the next one succeed as soon as the IdP is back.
@@ -96,8 +148,12 @@ func (c *metadataCache) run(ctx context.Context) {
 			retry = opts.MetadataRetry
 			wait = max(md.refreshAt.Sub(c.sp.env.Now()), opts.MetadataRetry)
 			c.sp.log.Info("saml: IdP metadata loaded", "entity_id", md.entity.EntityID,
-				"signing_certs", len(md.certs), "next_refresh", wait.Round(time.Second).String())
+				"signing_certs", len(md.certs), "signed", md.signed, "next_refresh", wait.Round(time.Second).String())
+			for _, f := range md.sha1 {
+				c.sp.log.Warn("saml: the IdP uses SHA-1", "finding", f, "accepted", c.sp.opts.AllowSHA1)
+			}
 		}
+		c.attemptDone()
 		timer := time.NewTimer(wait)
 	waiting:
 		for {
@@ -109,10 +165,12 @@ func (c *metadataCache) run(ctx context.Context) {
 				break waiting
 			case <-c.kicks:
 				// A kick only matters while there is no copy at all; a
-				// working copy is refreshed on its own schedule.
-				if c.current() == nil && time.Since(started) >= minKickSpacing {
+				// working copy is refreshed on its own schedule. Too soon
+				// after the last attempt, it brings the next one forward
+				// to the earliest allowed.
+				if c.current() == nil {
 					timer.Stop()
-					break waiting
+					timer = time.NewTimer(max(minKickSpacing-time.Since(started), 0))
 				}
 			}
 		}
@@ -122,7 +180,9 @@ func (c *metadataCache) run(ctx context.Context) {
 // fetch downloads, bounds and parses the metadata.
 func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 	c.fetches.Add(1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.sp.idpMeta.String(), nil)
+	// The metadata may have moved (http to https, a CDN): its fetch follows
+	// up to three safe redirects.
+	req, err := http.NewRequestWithContext(outbound.Document(ctx), http.MethodGet, c.sp.idpMeta.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("metadata request: %w", err)
 	}
@@ -136,6 +196,9 @@ func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, fmt.Errorf("saml metadata: HTTP status %d", resp.StatusCode)
 	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+		return nil, fmt.Errorf("saml metadata: %w", ErrHTMLMetadata)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, DefaultMetadataMaxBytes+1))
 	if err != nil {
 		return nil, providers.TransportError(err, "saml metadata")
@@ -143,24 +206,27 @@ func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 	if len(body) > DefaultMetadataMaxBytes {
 		return nil, fmt.Errorf("saml metadata: too large (over %d bytes)", DefaultMetadataMaxBytes)
 	}
-	return parseMetadata(body, c.sp.opts.IdPEntityID, c.sp.env.Now(), c.sp.opts.MetadataRefresh)
+	return c.sp.parseMetadata(body)
 }
 
-// parseMetadata reads the metadata with ParseIdPMetadata and schedules its
-// next refresh.
-func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh time.Duration) (*idpMetadata, error) {
-	pm, err := ParseIdPMetadata(body, entityID, now)
+// parseMetadata reads the metadata with ParseIdPMetadata, under the SP's
+// rules, and schedules its next refresh.
+func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
+	now := sp.env.Now()
+	pm, err := ParseIdPMetadata(body, MetadataRules{EntityID: sp.opts.IdPEntityID, Now: now,
+		Certificate: sp.mdCert, AllowSHA1: sp.opts.AllowSHA1})
 	if err != nil {
 		return nil, fmt.Errorf("saml metadata: %w", err)
 	}
-	md := &idpMetadata{entity: pm.Entity, certs: pm.SigningCerts, fetched: now}
+	defaultRefresh := sp.opts.MetadataRefresh
+	md := &idpMetadata{entity: pm.Entity, certs: pm.SigningCerts, fetched: now, signed: pm.Signed, sha1: pm.SHA1Use()}
 	for _, d := range pm.Entity.IDPSSODescriptors {
 		for _, s := range d.SingleSignOnServices {
-			if s.Binding == saml.HTTPRedirectBinding && md.ssoRedirect == "" {
-				md.ssoRedirect = s.Location
+			if s.Binding == saml.HTTPRedirectBinding && md.sso[0] == "" {
+				md.sso[0] = s.Location
 			}
-			if s.Binding == saml.HTTPPostBinding && md.ssoPost == "" {
-				md.ssoPost = s.Location
+			if s.Binding == saml.HTTPPostBinding && md.sso[1] == "" {
+				md.sso[1] = s.Location
 			}
 		}
 		for _, s := range d.SingleLogoutServices {
@@ -182,7 +248,27 @@ func parseMetadata(body []byte, entityID string, now time.Time, defaultRefresh t
 			md.refreshAt = early
 		}
 	}
-	return md, nil
+	return md, sp.prepare(md)
+}
+
+// prepare builds md's AuthnRequest templates, once per copy of the
+// metadata: saml_idp_sso_service_url, when set, is the endpoint of both
+// bindings.
+func (sp *SP) prepare(md *idpMetadata) error {
+	for i, loc := range md.sso {
+		if sp.cfg.IdPSSOServiceURL != "" {
+			loc = sp.cfg.IdPSSOServiceURL
+		}
+		if loc == "" {
+			continue
+		}
+		t, err := sp.newAuthnTemplate(loc)
+		if err != nil {
+			return fmt.Errorf("saml metadata: %w", err)
+		}
+		md.authn[i] = t
+	}
+	return nil
 }
 
 // IdPMetadata is an IdP's metadata as the SAML strategy reads it.
@@ -198,33 +284,115 @@ type IdPMetadata struct {
 	// CacheDuration is the shortest cacheDuration that applies likewise;
 	// zero when there is none.
 	CacheDuration time.Duration
+	// Signed is true when the document's signature was verified with
+	// MetadataRules.Certificate.
+	Signed bool
+	// SignatureMethod and DigestMethod are the algorithms of the document's
+	// own signature, when it has one (verified or not).
+	SignatureMethod, DigestMethod string
+	// SigningMethods and DigestMethods are what the IdP says it signs with
+	// (the alg:SigningMethod and alg:DigestMethod extensions of SAML
+	// Metadata Profile for Algorithm Support), in its order.
+	SigningMethods, DigestMethods []string
 }
+
+// MetadataRules are the rules ParseIdPMetadata applies, the strategy's.
+type MetadataRules struct {
+	// EntityID names the IdP when the document describes several
+	// (Options.IdPEntityID).
+	EntityID string
+	// Now is the time validUntil is checked against.
+	Now time.Time
+	// Certificate, when set (saml_additional_settings.idp_metadata_certificate),
+	// must have signed the document: unsigned or badly signed metadata is
+	// refused.
+	Certificate *x509.Certificate
+	// AllowSHA1 applies Options.AllowSHA1 to the metadata's signature.
+	AllowSHA1 bool
+}
+
+// ErrHTMLMetadata is the error for a metadata URL that answers a web page,
+// typically a login or error page served with status 200.
+var ErrHTMLMetadata = errors.New("the answer is HTML, not SAML metadata")
+
+// SHA1Use lists, in words, where the IdP's metadata shows that it uses
+// SHA-1: its own signature, or signing and digest methods that are all
+// SHA-1. Responses signed so are refused unless Options.AllowSHA1.
+func (m *IdPMetadata) SHA1Use() []string {
+	var out []string
+	if a, ok := signatureAlgorithms[m.SignatureMethod]; ok && a.sha1 {
+		out = append(out, "the metadata is signed with "+m.SignatureMethod)
+	}
+	if digestAlgorithms[m.DigestMethod] {
+		out = append(out, "the metadata signature uses the digest "+m.DigestMethod)
+	}
+	onlySHA1 := func(ms []string, isSHA1 func(string) bool) bool {
+		for _, x := range ms {
+			if !isSHA1(x) {
+				return false
+			}
+		}
+		return len(ms) > 0
+	}
+	if onlySHA1(m.SigningMethods, func(x string) bool { return signatureAlgorithms[x].sha1 }) {
+		out = append(out, "the IdP lists only SHA-1 signing methods (alg:SigningMethod): "+strings.Join(m.SigningMethods, ", "))
+	}
+	if onlySHA1(m.DigestMethods, func(x string) bool { return digestAlgorithms[x] }) {
+		out = append(out, "the IdP lists only SHA-1 digest methods (alg:DigestMethod): "+strings.Join(m.DigestMethods, ", "))
+	}
+	return out
+}
+
+// nsAlgSupport is the namespace of SAML Metadata Profile for Algorithm
+// Support.
+const nsAlgSupport = "urn:oasis:names:tc:SAML:metadata:algsupport"
 
 // ParseIdPMetadata reads IdP metadata by the rules the SAML strategy
 // applies to every copy it fetches, so that a tool (extauth check) can
 // tell whether the strategy would accept it. The body is an
 // EntityDescriptor, or an EntitiesDescriptor nested to any depth, and the
-// IdP is the one named entityID (Options.IdPEntityID), or the only one. It
-// refuses XML the strategy never accepts (a DOCTYPE or any directive, XML
-// that does not survive a round trip), metadata that has expired at now,
-// an IdP without an entityID, a signing certificate that does not parse,
-// and an IdP that publishes none.
-func ParseIdPMetadata(body []byte, entityID string, now time.Time) (*IdPMetadata, error) {
-	if err := checkXML(body); err != nil {
+// IdP is the one named rules.EntityID, or the only one. It refuses a web
+// page (ErrHTMLMetadata), XML the strategy never accepts (see parseXML),
+// metadata that has expired at rules.Now, metadata not signed by
+// rules.Certificate when it is set, an IdP without an entityID, a signing
+// certificate that does not parse, and an IdP that publishes none.
+func ParseIdPMetadata(body []byte, rules MetadataRules) (*IdPMetadata, error) {
+	if looksLikeHTML(body) {
+		return nil, ErrHTMLMetadata
+	}
+	root, err := parseXML(body)
+	if err != nil {
 		return nil, err
 	}
-	if err := xrv.Validate(bytes.NewReader(body)); err != nil {
-		return nil, err
+	pm := &IdPMetadata{}
+	if sig, _ := onlyChild(root, nsDSig, "Signature"); sig != nil {
+		pm.SignatureMethod, pm.DigestMethod = signatureMethods(sig)
 	}
-	var root struct{ XMLName xml.Name }
-	if err := xml.Unmarshal(body, &root); err != nil {
-		return nil, err
+	if rules.Certificate != nil {
+		v := &verifier{certs: []*x509.Certificate{rules.Certificate}, now: func() time.Time { return rules.Now },
+			policy: algPolicy{allowSHA1: rules.AllowSHA1}, wholeDocument: true}
+		verified, err := v.verify(root)
+		if errors.Is(err, errNotSigned) {
+			return nil, errors.New("the metadata is not signed, and idp_metadata_certificate requires a signature")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the metadata signature is invalid: %w", err)
+		}
+		// Read only what the signature covers.
+		doc := etree.NewDocument()
+		doc.SetRoot(verified)
+		if body, err = doc.WriteToBytes(); err != nil {
+			return nil, err
+		}
+		if root, err = parseXML(body); err != nil {
+			return nil, err
+		}
+		pm.Signed = true
 	}
-	const nsMD = "urn:oasis:names:tc:SAML:2.0:metadata"
 	var candidates []*saml.EntityDescriptor
+	var candidateEls []*etree.Element
 	// Expiry and cache hints of the enclosing EntitiesDescriptors apply to
 	// every entity inside them; the earliest one wins.
-	pm := &IdPMetadata{}
 	note := func(vu *time.Time, cd *time.Duration) {
 		if vu != nil && !vu.IsZero() && (pm.ValidUntil.IsZero() || vu.Before(pm.ValidUntil)) {
 			pm.ValidUntil = *vu
@@ -234,61 +402,74 @@ func ParseIdPMetadata(body []byte, entityID string, now time.Time) (*IdPMetadata
 		}
 	}
 	switch {
-	case root.XMLName.Space == nsMD && root.XMLName.Local == "EntityDescriptor":
+	case is(root, nsMetadata, "EntityDescriptor"):
 		var ed saml.EntityDescriptor
 		if err := xml.Unmarshal(body, &ed); err != nil {
 			return nil, err
 		}
 		candidates = append(candidates, &ed)
-	case root.XMLName.Space == nsMD && root.XMLName.Local == "EntitiesDescriptor":
+		candidateEls = append(candidateEls, root)
+	case is(root, nsMetadata, "EntitiesDescriptor"):
 		var eds saml.EntitiesDescriptor
 		if err := xml.Unmarshal(body, &eds); err != nil {
 			return nil, err
 		}
-		var walk func(e *saml.EntitiesDescriptor, depth int)
-		walk = func(e *saml.EntitiesDescriptor, depth int) {
+		var walkDesc func(e *saml.EntitiesDescriptor, el *etree.Element, depth int)
+		walkDesc = func(e *saml.EntitiesDescriptor, el *etree.Element, depth int) {
 			if depth > 8 {
 				return
 			}
 			note(e.ValidUntil, e.CacheDuration)
+			kids := children(el, nsMetadata, "EntityDescriptor")
 			for i := range e.EntityDescriptors {
 				candidates = append(candidates, &e.EntityDescriptors[i])
+				var kid *etree.Element
+				if i < len(kids) {
+					kid = kids[i]
+				}
+				candidateEls = append(candidateEls, kid)
 			}
+			nested := children(el, nsMetadata, "EntitiesDescriptor")
 			for i := range e.EntitiesDescriptors {
-				walk(&e.EntitiesDescriptors[i], depth+1)
+				if i < len(nested) {
+					walkDesc(&e.EntitiesDescriptors[i], nested[i], depth+1)
+				}
 			}
 		}
-		walk(&eds, 0)
+		walkDesc(&eds, root, 0)
 	default:
 		return nil, errors.New("the root element is neither md:EntityDescriptor nor md:EntitiesDescriptor")
 	}
 
-	var idps []*saml.EntityDescriptor
-	for _, ed := range candidates {
+	var idps []int
+	for i, ed := range candidates {
 		if len(ed.IDPSSODescriptors) == 0 {
 			continue
 		}
-		if entityID == "" || ed.EntityID == entityID {
-			idps = append(idps, ed)
+		if rules.EntityID == "" || ed.EntityID == rules.EntityID {
+			idps = append(idps, i)
 		}
 	}
 	switch {
-	case len(idps) == 0 && entityID != "":
-		return nil, fmt.Errorf("describes no IdP with entity ID %q", entityID)
+	case len(idps) == 0 && rules.EntityID != "":
+		return nil, fmt.Errorf("describes no IdP with entity ID %q", rules.EntityID)
 	case len(idps) == 0:
 		return nil, errors.New("describes no IdP (no IDPSSODescriptor)")
 	case len(idps) > 1:
 		return nil, fmt.Errorf("describes %d IdPs; use the URL of one IdP's metadata, or name the IdP with the IdPEntityID option", len(idps))
 	}
-	ed := idps[0]
+	ed := candidates[idps[0]]
 	if ed.EntityID == "" {
 		return nil, errors.New("the IdP has no entityID")
 	}
 	pm.Entity = ed
 	vu := ed.ValidUntil
 	note(&vu, &ed.CacheDuration)
-	if !pm.ValidUntil.IsZero() && !pm.ValidUntil.After(now) {
+	if !pm.ValidUntil.IsZero() && !pm.ValidUntil.After(rules.Now) {
 		return nil, fmt.Errorf("expired on %s (validUntil)", pm.ValidUntil.UTC().Format(time.RFC3339))
+	}
+	if el := candidateEls[idps[0]]; el != nil {
+		pm.SigningMethods, pm.DigestMethods = algSupport(el)
 	}
 
 	for _, d := range ed.IDPSSODescriptors {
@@ -309,6 +490,55 @@ func ParseIdPMetadata(body []byte, entityID string, now time.Time) (*IdPMetadata
 		return nil, errors.New("no signing certificate, so no response could be verified")
 	}
 	return pm, nil
+}
+
+// looksLikeHTML reports whether body is a web page rather than XML
+// metadata: what a login or error page answered with status 200 looks like.
+func looksLikeHTML(body []byte) bool {
+	b := bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	low := bytes.ToLower(b)
+	return bytes.HasPrefix(low, []byte("<!doctype html")) || bytes.HasPrefix(low, []byte("<html"))
+}
+
+// signatureMethods returns the SignatureMethod and first DigestMethod
+// algorithms of a ds:Signature, whatever its shape.
+func signatureMethods(sig *etree.Element) (sm, dm string) {
+	si, _ := onlyChild(sig, nsDSig, "SignedInfo")
+	if si == nil {
+		return "", ""
+	}
+	if m, _ := onlyChild(si, nsDSig, "SignatureMethod"); m != nil {
+		sm = attr(m, "Algorithm")
+	}
+	for _, ref := range children(si, nsDSig, "Reference") {
+		if m, _ := onlyChild(ref, nsDSig, "DigestMethod"); m != nil {
+			return sm, attr(m, "Algorithm")
+		}
+	}
+	return sm, ""
+}
+
+// algSupport returns the alg:SigningMethod and alg:DigestMethod algorithms
+// in the Extensions of the entity and of its IDPSSODescriptors.
+func algSupport(ed *etree.Element) (signing, digest []string) {
+	scan := func(parent *etree.Element) {
+		for _, ext := range children(parent, nsMetadata, "Extensions") {
+			for _, m := range children(ext, nsAlgSupport, "SigningMethod") {
+				signing = append(signing, attr(m, "Algorithm"))
+			}
+			for _, m := range children(ext, nsAlgSupport, "DigestMethod") {
+				digest = append(digest, attr(m, "Algorithm"))
+			}
+		}
+	}
+	scan(ed)
+	for _, d := range children(ed, nsMetadata, "IDPSSODescriptor") {
+		scan(d)
+	}
+	return signing, digest
 }
 
 func parseBase64Cert(s string) (*x509.Certificate, error) {

@@ -3,6 +3,10 @@ package samlsp
 import (
 	"bytes"
 	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"strings"
@@ -42,14 +46,14 @@ func TestStartsWhileIdPIsDown(t *testing.T) {
 	if _, err := post(f.sp, newTx(), responseForm([]byte("<x/>"), "")); code(err) != providers.CodeProviderUnavailable {
 		t.Fatalf("Complete: err = %v", err)
 	}
-	// The IdP comes back. The retry timer is an hour away: the failed
-	// sign-ins' kicks are what bring the metadata in.
+	// The IdP comes back. The retry timer is an hour away: the first
+	// sign-in after recovery asks for a fetch, waits for it, and succeeds.
 	f.idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = 0 })
-	eventually(t, "sign-in to work again", func() bool {
-		_, err := f.sp.Begin(context.Background(), newTx())
-		return err == nil
-	})
+	start := time.Now()
 	tx, redirect := f.begin(f.sp)
+	if d := time.Since(start); d > metadataWait {
+		t.Fatalf("the first sign-in after recovery took %s", d)
+	}
 	if _, err := post(f.sp, tx, f.idpForm(redirect)); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +129,14 @@ func TestMetadataBounds(t *testing.T) {
 		{"no signing certificate", func(p *samlidp.IdP) []byte {
 			return bytes.ReplaceAll(p.Metadata(), []byte(`use="signing"`), []byte(`use="encryption"`))
 		}, "no signing certificate"},
-		{"not metadata", func(*samlidp.IdP) []byte { return []byte(`<html/>`) }, "neither"},
+		{"not metadata", func(*samlidp.IdP) []byte { return []byte(`<feed xmlns="http://www.w3.org/2005/Atom"/>`) }, "neither"},
+		// A login or error page answered with status 200: said plainly,
+		// not as a DOCTYPE refusal.
+		{"HTML page", func(*samlidp.IdP) []byte {
+			return []byte("\n<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Error</body></html>")
+		}, "the answer is HTML, not SAML metadata"},
+		{"XHTML page", func(*samlidp.IdP) []byte { return []byte(`<html xmlns="http://www.w3.org/1999/xhtml"><body/></html>`) },
+			"the answer is HTML, not SAML metadata"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, noWait, withIdP(func(p *samlidp.IdP) {
@@ -190,6 +201,7 @@ func TestRefreshSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	sp := offlineSP(t, Config{}, Options{}, now)
 	for _, tc := range []struct {
 		name  string
 		knobs samlidp.Knobs
@@ -200,7 +212,7 @@ func TestRefreshSchedule(t *testing.T) {
 		{"validUntil soon", samlidp.Knobs{ValidUntil: now.Add(10 * time.Hour)}, 5 * time.Hour},
 	} {
 		p.Set(func(k *samlidp.Knobs) { *k = tc.knobs })
-		md, err := parseMetadata(p.Metadata(), "", now, DefaultMetadataRefresh)
+		md, err := sp.parseMetadata(p.Metadata())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,3 +251,80 @@ func TestMetadataURLMustBeHTTPS(t *testing.T) {
 type refuse struct{}
 
 func (refuse) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("offline") }
+
+// TestSignedMetadata: with idp_metadata_certificate, the metadata must
+// carry a valid signature by that certificate's key, under the same
+// algorithm policy as everything else; without it, a signature is not
+// needed.
+func TestSignedMetadata(t *testing.T) {
+	mdKey, mdCert := testKey(t, 2)
+	otherKey, otherCert := testKey(t, 1)
+	certPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: mdCert.Raw}))
+	signer := func(k *rsa.PrivateKey, c *x509.Certificate, o samlidp.SignOptions) func(*samlidp.Knobs) {
+		return func(kn *samlidp.Knobs) { kn.MetadataSigner = &samlidp.MetadataSigner{Key: k, Cert: c, Sign: o} }
+	}
+	sha1 := samlidp.SignOptions{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1}
+	for _, tc := range []struct {
+		name      string
+		pinned    bool
+		allowSHA1 bool
+		knobs     func(*samlidp.Knobs)
+		alter     bool
+		want      string // "" for accepted
+	}{
+		{"signed, pinned", true, false, signer(mdKey, mdCert, samlidp.SignOptions{}), false, ""},
+		{"unsigned, pinned", true, false, func(*samlidp.Knobs) {}, false, "not signed"},
+		{"signed by another key, pinned", true, false, signer(otherKey, otherCert, samlidp.SignOptions{}), false, "signature is invalid"},
+		{"signed then altered, pinned", true, false, signer(mdKey, mdCert, samlidp.SignOptions{}), true, "signature is invalid"},
+		{"signed with SHA-1, pinned", true, false, signer(mdKey, mdCert, sha1), false, "AllowSHA1"},
+		{"signed with SHA-1, pinned, allowed", true, true, signer(mdKey, mdCert, sha1), false, ""},
+		{"unsigned, not pinned", false, false, func(*samlidp.Knobs) {}, false, ""},
+		{"signed by anyone, not pinned", false, false, signer(otherKey, otherCert, samlidp.SignOptions{}), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, noWait, withOptions(func(o *Options) { o.AllowSHA1 = tc.allowSHA1 }),
+				withConfig(func(c *Config) {
+					if tc.pinned {
+						c.IdPMetadataCertificatePEM = certPEM
+					}
+				}),
+				withIdP(func(p *samlidp.IdP) {
+					p.Set(tc.knobs)
+					if tc.alter {
+						// A man in the middle adds his own signing key.
+						_, evil := testKey(t, 0)
+						body := p.Metadata()
+						der := base64.StdEncoding.EncodeToString(evil.Raw)
+						altered := bytes.Replace(body, []byte("<KeyDescriptor "), []byte(`<KeyDescriptor use="signing"><KeyInfo xmlns="http://www.w3.org/2000/09/xmldsig#"><X509Data><X509Certificate>`+der+`</X509Certificate></X509Data></KeyInfo></KeyDescriptor><KeyDescriptor `), 1)
+						if bytes.Equal(altered, body) {
+							t.Fatal("the alteration did not apply")
+						}
+						body = altered
+						p.Set(func(k *samlidp.Knobs) { k.MetadataBody = body })
+					}
+				}))
+			eventually(t, "a fetch", func() bool { return f.sp.Ready() || f.sp.md.err() != nil })
+			if tc.want == "" {
+				if !f.sp.Ready() {
+					t.Fatalf("refused: %v", f.sp.md.err())
+				}
+				if got := f.sp.md.current().signed; got != tc.pinned {
+					t.Fatalf("signed = %v", got)
+				}
+				tx, redirect := f.begin(f.sp)
+				if _, err := post(f.sp, tx, f.idpForm(redirect)); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if f.sp.Ready() || !strings.Contains(f.sp.md.err().Error(), tc.want) {
+				t.Fatalf("ready %v, err %v, want %q", f.sp.Ready(), f.sp.md.err(), tc.want)
+			}
+		})
+	}
+	if _, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: "https://idp.example/md", IdPMetadataCertificatePEM: "not a cert"},
+		providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: alwaysFresh{}}, Options{}); code(err) != providers.CodeMisconfigured ||
+		!strings.Contains(err.Error(), "idp_metadata_certificate") {
+		t.Fatalf("a bad certificate: %v", err)
+	}
+}

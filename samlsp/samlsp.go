@@ -1,19 +1,19 @@
 // Package samlsp is extauth's SAML 2.0 service provider: the "saml" strategy
 // behind the extauth routes, its SP metadata document and single logout.
 //
-// It is built on github.com/crewjam/saml's core ServiceProvider (never on its
-// samlsp middleware, which follows RelayState as an open redirect and signs
-// with SHA-1) and adds what crewjam leaves out: an audience that must be
-// present, a bearer SubjectConfirmation that must be present and checked, one
-// assertion only, read from the tree the signature covers, a replay store,
-// bounded inputs, and panics turned into errors.
+// It takes crewjam/saml's types for metadata and for the messages it sends
+// (never its samlsp middleware, which follows RelayState as an open redirect
+// and signs with SHA-1), and verifies what it receives itself, in one pass:
+// one bounded parse, each signature verified once by goxmldsig under one
+// algorithm policy (SHA-256 and stronger unless Options.AllowSHA1), an
+// encrypted assertion decrypted once by its own XML Encryption code, and
+// every check read from the verified tree: an audience that must be present,
+// a bearer SubjectConfirmation that must be present and checked, one
+// assertion only, signatures only where they belong, a replay store, bounded
+// inputs, and panics turned into errors.
 //
-// crewjam keeps its clock (saml.TimeNow, saml.Clock) and its tolerances
-// (saml.MaxClockSkew, saml.MaxIssueDelay) in package variables. This package
-// never writes them: crewjam's own time checks run against the real clock with
-// its defaults, and ours run against Env.Now with Options.ClockSkew. A response
-// is accepted only when both agree, so the stricter of the two wins and no
-// request can change another's clock.
+// Every time check runs against Env.Now with Options.ClockSkew; nothing is
+// read from or written to crewjam's package-level clock and tolerances.
 package samlsp
 
 import (
@@ -48,10 +48,10 @@ const (
 	DefaultMaxResponseBytes = 512 << 10
 	DefaultMetadataRefresh  = 24 * time.Hour
 	DefaultMetadataMaxBytes = 1 << 20
-	// maxCrewjamSkew is crewjam's saml.MaxClockSkew default, which its own
-	// checks apply whatever we configure; a larger skew of ours could never
-	// take effect, so New refuses it rather than pretend.
-	maxCrewjamSkew = 180 * time.Second
+	// maxClockSkew bounds Options.ClockSkew: a larger tolerance would
+	// stretch every validity window, the replay store's included, and hides
+	// a clock that needs fixing.
+	maxClockSkew = 180 * time.Second
 )
 
 // Common NameID formats for Options.NameIDFormat.
@@ -83,6 +83,12 @@ type Config struct {
 	PrivateKeyPEM  string
 	// LogoutRequestsSigned signs our LogoutRequests.
 	LogoutRequestsSigned bool
+	// IdPMetadataCertificatePEM, when set, is the certificate that must
+	// have signed the IdP metadata (saml_additional_settings.
+	// idp_metadata_certificate): unsigned or badly signed metadata is then
+	// refused, so that whoever can alter it on its way cannot choose the
+	// keys we trust.
+	IdPMetadataCertificatePEM string
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
@@ -97,7 +103,7 @@ type Param struct {
 // Options are the SAML tunables that are not part of the secrets file.
 type Options struct {
 	// ClockSkew is the tolerance for the IdP's clock (default 60 s, at most
-	// 180 s, crewjam's own fixed tolerance).
+	// 180 s).
 	ClockSkew time.Duration
 	// NameIDFormat is requested in the AuthnRequest's NameIDPolicy
 	// (default unspecified).
@@ -129,6 +135,27 @@ type Options struct {
 	SLOURL      string
 	// Logout holds the single-logout hooks.
 	Logout LogoutHooks
+
+	// AuthnRequestBinding is how AuthnRequests travel to the IdP:
+	// BindingRedirect (a redirect with the request, and its signature, in
+	// the query) or BindingPOST (an auto-submitting form with the request,
+	// signed inside the XML), for IdPs that verify only XML signatures.
+	// Empty picks BindingRedirect, unless the IdP metadata lists only an
+	// HTTP-POST single sign-on service.
+	AuthnRequestBinding string
+
+	// AllowSHA1 accepts RSA-SHA1 (and ECDSA-SHA1) signatures and SHA-1
+	// digests, which some older IdPs still use, on every inbound message:
+	// responses, assertions, logout messages and signed metadata. Off by
+	// default, and New logs a warning when it is on: SHA-1 collisions are
+	// practical, so a signature over SHA-1 no longer binds the IdP to what
+	// it signed.
+	AllowSHA1 bool
+	// AllowRSA15KeyTransport accepts encrypted assertions whose key is
+	// wrapped with RSAES-PKCS1-v1_5 (xmlenc#rsa-1_5) instead of RSA-OAEP.
+	// Off by default, and New logs a warning when it is on: that padding is
+	// open to Bleichenbacher's attack, which can recover the content key.
+	AllowRSA15KeyTransport bool
 }
 
 // SP is the SAML service provider. It is safe for concurrent use. Close stops
@@ -148,6 +175,14 @@ type SP struct {
 
 	key  *rsa.PrivateKey
 	cert *x509.Certificate
+	// mdCert must have signed the IdP metadata, when set.
+	mdCert *x509.Certificate
+
+	// policy is the signature and digest policy of every inbound message.
+	policy algPolicy
+
+	// customQuery is Config.Custom, encoded once.
+	customQuery string
 
 	md       *metadataCache
 	stop     context.CancelFunc
@@ -192,8 +227,8 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if opts.ClockSkew == 0 {
 		opts.ClockSkew = DefaultClockSkew
 	}
-	if opts.ClockSkew < 0 || opts.ClockSkew > maxCrewjamSkew {
-		problems = append(problems, fmt.Errorf("clock skew must be between 0 and %s", maxCrewjamSkew))
+	if opts.ClockSkew < 0 || opts.ClockSkew > maxClockSkew {
+		problems = append(problems, fmt.Errorf("clock skew must be between 0 and %s", maxClockSkew))
 	}
 	if opts.NameIDFormat == "" {
 		opts.NameIDFormat = NameIDUnspecified
@@ -208,7 +243,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		opts.MetadataRetry = 5 * time.Second
 	}
 
-	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta}
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1}}
 	if sp.log == nil {
 		sp.log = slog.New(slog.DiscardHandler)
 	}
@@ -243,6 +278,13 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		}
 		sp.key, sp.cert = key, cert
 	}
+	if cfg.IdPMetadataCertificatePEM != "" {
+		c, err := ParseCertificatePEM(cfg.IdPMetadataCertificatePEM)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("saml_additional_settings.idp_metadata_certificate: %w", err))
+		}
+		sp.mdCert = c
+	}
 	if cfg.LogoutRequestsSigned && sp.key == nil {
 		problems = append(problems, errors.New("saml_additional_settings.security.logout_requests_signed needs certificate and private_key"))
 	}
@@ -251,10 +293,24 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			problems = append(problems, fmt.Errorf("saml_additional_settings: custom entry %q cannot be sent as a query parameter", p.Name))
 		}
 	}
+	sp.customQuery = encodeCustom(cfg.Custom)
+	switch opts.AuthnRequestBinding {
+	case "", BindingRedirect, BindingPOST:
+	default:
+		problems = append(problems, fmt.Errorf("AuthnRequestBinding %q is neither the HTTP-Redirect nor the HTTP-POST binding", opts.AuthnRequestBinding))
+	}
 	if len(problems) > 0 {
 		return nil, providers.NewError(providers.CodeMisconfigured, "SAML configuration is invalid", errors.Join(problems...))
 	}
 
+	if opts.AllowSHA1 {
+		sp.log.Warn("saml: SHA-1 signatures and digests are accepted (Options.AllowSHA1): " +
+			"a SHA-1 signature no longer proves what the IdP signed; move the IdP to RSA-SHA256")
+	}
+	if opts.AllowRSA15KeyTransport {
+		sp.log.Warn("saml: rsa-1_5 key transport is accepted (Options.AllowRSA15KeyTransport): " +
+			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
+	}
 	sp.md = newMetadataCache(sp)
 	ctx, cancel := context.WithCancel(context.Background())
 	sp.stop = cancel
@@ -329,9 +385,10 @@ func derivedURL(override, def, what string, problems []error) (*url.URL, []error
 // reservedParam reports whether name is one of the parameters the
 // HTTP-Redirect binding defines; a custom entry must not shadow them.
 func reservedParam(name string) bool {
-	switch name {
-	case "SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature", "SAMLEncoding":
-		return true
+	for _, p := range bindingParams {
+		if strings.EqualFold(name, p) {
+			return true
+		}
 	}
 	return false
 }
@@ -368,6 +425,22 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// ParseCertificatePEM parses one PEM certificate. Errors never quote it.
+func ParseCertificatePEM(s string) (*x509.Certificate, error) {
+	b, rest := pem.Decode([]byte(s))
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("not a PEM certificate")
+	}
+	if len(strings.TrimSpace(string(rest))) != 0 {
+		return nil, errors.New("more than one PEM block")
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, errors.New("the certificate does not parse")
+	}
+	return c, nil
+}
+
 // ParseKeyPair parses the SP certificate and private key and checks that
 // they belong together and that the key is RSA of at least 2048 bits. Errors
 // name the setting, never its value.
@@ -402,33 +475,25 @@ func ParseKeyPair(certPEM, keyPEM string) (*rsa.PrivateKey, *x509.Certificate, e
 	return key, cert, nil
 }
 
-// crewjamSP returns a fresh crewjam ServiceProvider for one operation. Each
-// call gets its own value so that per-request hooks (the signature verifier)
-// never leak into another request.
+// crewjamSP returns a fresh crewjam ServiceProvider that builds our SP
+// metadata and the logout messages we send; callers may change their copy
+// (its SignatureMethod) for one message. It never reads what we receive.
 func (sp *SP) crewjamSP(md *idpMetadata) *saml.ServiceProvider {
 	c := &saml.ServiceProvider{
 		EntityID:          sp.cfg.SPEntityID,
 		AcsURL:            *sp.acs,
 		SloURL:            *sp.slo,
 		MetadataURL:       *sp.metaURL,
-		HTTPClient:        sp.env.HTTPClient,
 		AuthnNameIDFormat: saml.NameIDFormat(sp.opts.NameIDFormat),
 		LogoutBindings:    []string{saml.HTTPRedirectBinding, saml.HTTPPostBinding},
 	}
 	if md != nil {
 		c.IDPMetadata = md.entity
-		c.SignatureVerifier = &verifier{certs: md.certs, now: sp.env.Now}
 	}
 	if sp.key != nil {
 		c.Key = sp.key
 		c.Certificate = sp.cert
 		c.SignatureMethod = dsig.RSASHA256SignatureMethod
-	}
-	if sp.cfg.AuthnContext != "" {
-		c.RequestedAuthnContext = &saml.RequestedAuthnContext{
-			Comparison:           "exact",
-			AuthnContextClassRef: sp.cfg.AuthnContext,
-		}
 	}
 	return c
 }

@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto"
-	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,8 +16,6 @@ import (
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
-	xrv "github.com/mattermost/xml-roundtrip-validator"
-	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/extauth/extauth/providers"
 )
@@ -64,10 +57,9 @@ const (
 // when security.logout_requests_signed is set). The request ID is recorded
 // in the store so that only the IdP's answer to it is accepted.
 func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
-	md := sp.md.current()
-	if md == nil {
-		sp.md.kick()
-		return "", unavailable(sp.md.err())
+	md, perr := sp.metadata(ctx)
+	if perr != nil {
+		return "", perr
 	}
 	if md.sloRedirect == "" {
 		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "the IdP metadata has no HTTP-Redirect single logout endpoint",
@@ -94,8 +86,7 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	if _, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(req.ID), exp); err != nil {
 		return "", &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
-	csp.SignatureMethod = dsig.RSASHA256SignatureMethod
-	return sp.redirectURL(csp, md.sloRedirect, "SAMLRequest", req.Element(), "", sp.cfg.LogoutRequestsSigned)
+	return sp.redirectURL(md.sloRedirect, "SAMLRequest", req.Element(), "", sp.cfg.LogoutRequestsSigned)
 }
 
 // LogoutHandler serves the single logout URL (/users/auth/saml/logout), GET
@@ -151,6 +142,13 @@ func (sp *SP) startLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, err := sp.LogoutURL(r.Context(), s)
+	if errors.Is(err, providers.ErrNoProviderLogout) {
+		// The host ended its own session before sending the browser here;
+		// with no single logout at the IdP, that is all there is to do.
+		sp.log.Info("saml: the IdP publishes no HTTP-Redirect single logout endpoint: signed out of this application only, the IdP keeps its session")
+		sp.logoutDone(w, r, nil)
+		return
+	}
 	if err != nil {
 		pe := providers.AsError(err, Name, providers.CodeMisconfigured)
 		http.Error(w, pe.Message, pe.Code.HTTPStatus())
@@ -179,30 +177,124 @@ type logoutMessage struct {
 	isRequest  bool
 	root       *etree.Element
 	relayState string
+	// md is the IdP metadata the message was verified with.
+	md *idpMetadata
 }
 
+// bindingParams are the parameter names of the HTTP-Redirect binding
+// (SAML Bindings 3.4.4.1).
+var bindingParams = []string{"SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature", "SAMLEncoding"}
+
+// redirectMessage is an HTTP-Redirect binding message as the raw query
+// carries it.
+type redirectMessage struct {
+	// param is SAMLRequest or SAMLResponse; message, relayState, sigAlg
+	// and signature are the decoded values.
+	param, message, relayState, sigAlg, signature string
+	// signed is what the signature covers, exactly as the octets arrived:
+	// param=...[&RelayState=...]&SigAlg=... (Bindings 3.4.4.1).
+	signed string
+}
+
+// parseRedirectQuery reads the binding's parameters from the raw query
+// once. The message, RelayState, SigAlg and Signature are decoded from the
+// very octets the signature is checked over, so that what is verified is
+// what is processed. A query that names one of them twice, or in
+// percent-encoded form (SAML%52equest, which another parser would decode
+// into a second SAMLRequest), or carries both SAMLRequest and SAMLResponse,
+// is refused. It returns nil when the query carries no message.
+func parseRedirectQuery(rawQuery string) (*redirectMessage, error) {
+	raw := map[string]string{}
+	for _, kv := range strings.Split(rawQuery, "&") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			return nil, errors.New("a query parameter name is malformed")
+		}
+		for _, p := range bindingParams {
+			// Whatever another reader could take for p (another case,
+			// spaces from '+', escapes) must be p exactly.
+			if !strings.EqualFold(strings.TrimSpace(name), p) {
+				continue
+			}
+			if k != p {
+				return nil, fmt.Errorf("the query names %s in an altered form", p)
+			}
+			if _, dup := raw[p]; dup {
+				return nil, fmt.Errorf("the query names %s twice", p)
+			}
+			raw[p] = v
+		}
+	}
+	m := &redirectMessage{}
+	_, req := raw["SAMLRequest"]
+	_, resp := raw["SAMLResponse"]
+	switch {
+	case req && resp:
+		return nil, errors.New("the query carries both SAMLRequest and SAMLResponse")
+	case req:
+		m.param = "SAMLRequest"
+	case resp:
+		m.param = "SAMLResponse"
+	default:
+		return nil, nil
+	}
+	if enc, ok := raw["SAMLEncoding"]; ok && enc != url.QueryEscape(deflateEncoding) {
+		return nil, errors.New("only the DEFLATE encoding is supported")
+	}
+	m.signed = m.param + "=" + raw[m.param]
+	if rs, ok := raw["RelayState"]; ok {
+		m.signed += "&RelayState=" + rs
+	}
+	m.signed += "&SigAlg=" + raw["SigAlg"]
+	for _, f := range []struct {
+		dst *string
+		key string
+	}{{&m.message, m.param}, {&m.relayState, "RelayState"}, {&m.sigAlg, "SigAlg"}, {&m.signature, "Signature"}} {
+		v, err := url.QueryUnescape(raw[f.key])
+		if err != nil {
+			return nil, fmt.Errorf("the query parameter %s is malformed", f.key)
+		}
+		*f.dst = v
+	}
+	return m, nil
+}
+
+const deflateEncoding = "urn:oasis:names:tc:SAML:2.0:bindings:URL-Encoding:DEFLATE"
+
 // readLogoutMessage decodes and authenticates the SAML message of r, if any.
-// The signature is the redirect binding's query signature or, for POST,
-// an enveloped XML signature; an unsigned message is refused, since anyone
+// The signature is the redirect binding's query signature or, for POST, an
+// enveloped XML signature; an unsigned message is refused, since anyone
 // could otherwise log a user out or fake the IdP's confirmation.
 func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Error) {
-	md := sp.md.current()
 	var param, value, relay string
+	var query *redirectMessage
 	redirect := r.Method == http.MethodGet
 	if redirect {
-		q := r.URL.Query()
-		for _, p := range []string{"SAMLRequest", "SAMLResponse"} {
-			if v := q.Get(p); v != "" {
-				param, value = p, v
-			}
+		var err error
+		if query, err = parseRedirectQuery(r.URL.RawQuery); err != nil {
+			return nil, invalid("the logout message query is malformed", err)
 		}
-		relay = q.Get("RelayState")
+		if query != nil {
+			param, value, relay = query.param, query.message, query.relayState
+		}
 	} else {
 		if err := r.ParseForm(); err != nil {
 			return nil, invalid("the logout message is too large or malformed", err)
 		}
+		for _, p := range []string{"SAMLRequest", "SAMLResponse", "RelayState"} {
+			if len(r.PostForm[p]) > 1 {
+				return nil, invalid("the logout message is malformed", fmt.Errorf("%s given twice", p))
+			}
+		}
 		for _, p := range []string{"SAMLRequest", "SAMLResponse"} {
 			if v := r.PostForm.Get(p); v != "" {
+				if param != "" {
+					return nil, invalid("the logout message is malformed", errors.New("both SAMLRequest and SAMLResponse"))
+				}
 				param, value = p, v
 			}
 		}
@@ -211,9 +303,9 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 	if param == "" {
 		return nil, nil
 	}
-	if md == nil {
-		sp.md.kick()
-		return nil, unavailable(sp.md.err())
+	md, perr := sp.metadata(r.Context())
+	if perr != nil {
+		return nil, perr
 	}
 	if len(value) > maxRedirectParam {
 		return nil, invalid("the logout message is too large", nil)
@@ -227,17 +319,10 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 			return nil, invalid("the logout message cannot be inflated", err)
 		}
 	}
-	if err := checkXML(raw); err != nil {
+	root, err := parseXML(raw)
+	if err != nil {
 		return nil, invalid("the logout message is not acceptable XML", err)
 	}
-	if err := xrv.Validate(bytes.NewReader(raw)); err != nil {
-		return nil, invalid("the logout message is not acceptable XML", err)
-	}
-	doc := etree.NewDocument()
-	if err := doc.ReadFromBytes(raw); err != nil {
-		return nil, invalid("the logout message is not acceptable XML", err)
-	}
-	root := doc.Root()
 	want := "LogoutResponse"
 	if param == "SAMLRequest" {
 		want = "LogoutRequest"
@@ -245,22 +330,54 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 	if !is(root, nsProtocol, want) {
 		return nil, invalid("unexpected logout message", fmt.Errorf("%s is not a %s", root.Tag, want))
 	}
-	ver := &verifier{certs: md.certs, now: sp.env.Now}
-	switch {
-	case redirect && r.URL.Query().Get("Signature") != "":
-		if err := verifyQuerySignature(r.URL.RawQuery, param, md); err != nil {
+	if err := checkLogoutShape(root); err != nil {
+		return nil, invalid("the logout message has an unexpected structure", err)
+	}
+	ver := sp.verifier(md)
+	if redirect {
+		// The binding carries the signature in the query and forbids one
+		// inside the message (Bindings 3.4.4.1).
+		if query.signature == "" {
+			return nil, invalid("the logout message is not signed", nil)
+		}
+		sig, err := base64.StdEncoding.DecodeString(query.signature)
+		if err != nil {
 			return nil, invalid("the logout message signature is invalid", err)
 		}
-	case len(children(root, nsDSig, "Signature")) == 1:
+		if err := ver.verifyQuery(query.signed, query.sigAlg, sig); err != nil {
+			return nil, invalid("the logout message signature is invalid", err)
+		}
+	} else {
 		v, err := ver.verify(root)
+		if errors.Is(err, errNotSigned) {
+			return nil, invalid("the logout message is not signed", nil)
+		}
 		if err != nil {
 			return nil, invalid("the logout message signature is invalid", err)
 		}
 		root = v
-	default:
-		return nil, invalid("the logout message is not signed", nil)
 	}
-	return &logoutMessage{isRequest: param == "SAMLRequest", root: root, relayState: relay}, nil
+	return &logoutMessage{isRequest: param == "SAMLRequest", root: root, relayState: relay, md: md}, nil
+}
+
+// checkLogoutShape allows a signature only as the message's direct child
+// and no ID on two elements: what verify covers is what is read.
+func checkLogoutShape(root *etree.Element) error {
+	ids := map[string]bool{}
+	var err error
+	walk(root, func(el *etree.Element) bool {
+		if is(el, nsDSig, "Signature") && el.Parent() != root {
+			err = errors.New("a signature inside the message")
+		}
+		if id := attr(el, "ID"); id != "" {
+			if ids[id] {
+				err = errors.New("two elements with one ID")
+			}
+			ids[id] = true
+		}
+		return err == nil
+	})
+	return err
 }
 
 // inflate undoes the redirect binding's DEFLATE with a bound on the output.
@@ -277,83 +394,37 @@ func inflate(data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// verifyQuerySignature checks the redirect binding signature over the
-// parameters exactly as they appear, still URL-encoded, in the raw query.
-func verifyQuerySignature(rawQuery, param string, md *idpMetadata) error {
-	raw := map[string]string{}
-	for _, kv := range strings.Split(rawQuery, "&") {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, dup := raw[k]; dup {
-			return fmt.Errorf("parameter %s repeated", k)
-		}
-		raw[k] = v
-	}
-	signed := param + "=" + raw[param]
-	if rs, ok := raw["RelayState"]; ok {
-		signed += "&RelayState=" + rs
-	}
-	signed += "&SigAlg=" + raw["SigAlg"]
-	alg, err := url.QueryUnescape(raw["SigAlg"])
-	if err != nil {
-		return err
-	}
-	sigB64, err := url.QueryUnescape(raw["Signature"])
-	if err != nil {
-		return err
-	}
-	sig, err := base64.StdEncoding.DecodeString(sigB64)
-	if err != nil {
-		return err
-	}
-	var h hash.Hash
-	var ch crypto.Hash
-	switch alg {
-	case dsig.RSASHA256SignatureMethod:
-		h, ch = sha256.New(), crypto.SHA256
-	case dsig.RSASHA512SignatureMethod:
-		h, ch = sha512.New(), crypto.SHA512
-	default:
-		return fmt.Errorf("signature algorithm %q not accepted", alg)
-	}
-	h.Write([]byte(signed))
-	sum := h.Sum(nil)
-	for _, c := range md.certs {
-		if pub, ok := c.PublicKey.(*rsa.PublicKey); ok && rsa.VerifyPKCS1v15(pub, ch, sum, sig) == nil {
-			return nil
-		}
-	}
-	return errors.New("no IdP signing certificate verifies the query signature")
-}
-
 // checkCommon checks what LogoutRequest and LogoutResponse share.
 func (sp *SP) checkCommon(root *etree.Element, md *idpMetadata) error {
-	if root.SelectAttrValue("Version", "") != "2.0" {
+	if attr(root, "Version") != "2.0" || attr(root, "ID") == "" {
 		return errors.New("version is not 2.0")
 	}
 	iss, _ := onlyChild(root, nsAssertion, "Issuer")
 	if iss == nil || text(iss) != md.entity.EntityID {
 		return errors.New("issuer is not the IdP")
 	}
-	if d := root.SelectAttrValue("Destination", ""); d != "" && d != sp.slo.String() {
-		return errors.New("destination is not our SLO URL")
+	// Every logout message we accept is signed, and a signed message must
+	// name where it is going (Bindings 3.4.5.2, 3.5.5.2): without this, a
+	// message the IdP signed for another SP could be replayed here.
+	if d := attr(root, "Destination"); d != sp.slo.String() {
+		return fmt.Errorf("destination %.200q is not our SLO URL", d)
 	}
-	var ii saml.RelaxedTime
-	if err := ii.UnmarshalText([]byte(root.SelectAttrValue("IssueInstant", ""))); err != nil {
-		return errors.New("IssueInstant is malformed")
+	t, ok, err := timeAttr(root, "IssueInstant")
+	if err != nil || !ok {
+		return errors.New("IssueInstant is missing or malformed")
 	}
 	now := sp.env.Now()
-	if t := time.Time(ii); t.IsZero() || t.After(now.Add(sp.opts.ClockSkew)) || t.Before(now.Add(-logoutLifetime)) {
+	if t.After(now.Add(sp.opts.ClockSkew)) || t.Before(now.Add(-logoutLifetime)) {
 		return errors.New("IssueInstant is out of range")
 	}
 	return nil
 }
 
 func (sp *SP) checkLogoutResponse(ctx context.Context, msg *logoutMessage) *providers.Error {
-	md := sp.md.current()
-	if err := sp.checkCommon(msg.root, md); err != nil {
+	if err := sp.checkCommon(msg.root, msg.md); err != nil {
 		return invalid("the logout response was rejected", err)
 	}
-	irt := msg.root.SelectAttrValue("InResponseTo", "")
+	irt := attr(msg.root, "InResponseTo")
 	if irt == "" {
 		return invalid("the logout response answers no request", nil)
 	}
@@ -380,7 +451,7 @@ func (sp *SP) checkLogoutResponse(ctx context.Context, msg *logoutMessage) *prov
 	if status != nil {
 		code, _ = onlyChild(status, nsProtocol, "StatusCode")
 	}
-	if code == nil || code.SelectAttrValue("Value", "") != statusSuccess {
+	if code == nil || attr(code, "Value") != statusSuccess {
 		return &providers.Error{Code: providers.CodeAccessDenied, Provider: Name, Message: "the identity provider did not complete the logout"}
 	}
 	return nil
@@ -388,22 +459,29 @@ func (sp *SP) checkLogoutResponse(ctx context.Context, msg *logoutMessage) *prov
 
 // answerLogoutRequest handles an IdP-initiated LogoutRequest.
 func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *logoutMessage) {
-	md := sp.md.current()
-	var req saml.LogoutRequest
+	md := msg.md
+	var sess LogoutSession
+	id := attr(msg.root, "ID")
 	perr := func() *providers.Error {
 		if err := sp.checkCommon(msg.root, md); err != nil {
 			return invalid("the logout request was rejected", err)
 		}
-		if err := unmarshalElement(msg.root, &req); err != nil {
+		nameID, err := oneChild(msg.root, nsAssertion, "NameID")
+		if err != nil || text(nameID) == "" {
+			return invalid("the logout request names no subject", err)
+		}
+		sess = LogoutSession{NameID: text(nameID), NameIDFormat: attr(nameID, "Format")}
+		// Several SessionIndex elements name several sessions of one
+		// subject; the hook ends the subject's sessions, so the first will do.
+		if si := children(msg.root, nsProtocol, "SessionIndex"); len(si) > 0 {
+			sess.SessionIndex = text(si[0])
+		}
+		if na, ok, err := timeAttr(msg.root, "NotOnOrAfter"); err != nil {
 			return invalid("the logout request is malformed", err)
-		}
-		if req.ID == "" || req.NameID == nil || strings.TrimSpace(req.NameID.Value) == "" {
-			return invalid("the logout request names no subject", nil)
-		}
-		if req.NotOnOrAfter != nil && !sp.env.Now().Before(req.NotOnOrAfter.Add(sp.opts.ClockSkew)) {
+		} else if ok && !sp.env.Now().Before(na.Add(sp.opts.ClockSkew)) {
 			return invalid("the logout request has expired", nil)
 		}
-		fresh, err := sp.env.Store.Consume(r.Context(), "saml:slo:request:"+digest(md.entity.EntityID, req.ID), sp.env.Now().Add(logoutLifetime))
+		fresh, err := sp.env.Store.Consume(r.Context(), "saml:slo:request:"+digest(md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 		}
@@ -419,15 +497,9 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 	status := statusSuccess
 	if sp.opts.Logout.OnIdPLogout == nil {
 		status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
-	} else {
-		s := LogoutSession{NameID: strings.TrimSpace(req.NameID.Value), NameIDFormat: req.NameID.Format}
-		if req.SessionIndex != nil {
-			s.SessionIndex = strings.TrimSpace(req.SessionIndex.Value)
-		}
-		if err := sp.opts.Logout.OnIdPLogout(r.Context(), s); err != nil {
-			sp.log.Warn("saml: host failed to end the session for an IdP logout", "err", err)
-			status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
-		}
+	} else if err := sp.opts.Logout.OnIdPLogout(r.Context(), sess); err != nil {
+		sp.log.Warn("saml: host failed to end the session for an IdP logout", "err", err)
+		status = "urn:oasis:names:tc:SAML:2.0:status:Responder"
 	}
 	if md.sloRedirect == "" {
 		w.WriteHeader(http.StatusNoContent)
@@ -435,14 +507,13 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 	}
 	csp := sp.crewjamSP(md)
 	csp.SignatureMethod = ""
-	resp, err := csp.MakeLogoutResponse(md.sloRedirect, req.ID)
+	resp, err := csp.MakeLogoutResponse(md.sloRedirect, id)
 	if err != nil {
 		http.Error(w, "cannot answer the logout request", http.StatusInternalServerError)
 		return
 	}
 	resp.Status.StatusCode.Value = status
-	csp.SignatureMethod = dsig.RSASHA256SignatureMethod
-	u, err := sp.redirectURL(csp, md.sloRedirect, "SAMLResponse", resp.Element(), msg.relayState, sp.key != nil)
+	u, err := sp.redirectURL(md.sloRedirect, "SAMLResponse", resp.Element(), msg.relayState, sp.key != nil)
 	if err != nil {
 		http.Error(w, "cannot answer the logout request", http.StatusInternalServerError)
 		return
@@ -492,12 +563,32 @@ func (sp *SP) Metadata() ([]byte, error) {
 		for j := range d.SingleLogoutServices {
 			d.SingleLogoutServices[j].ResponseLocation = ""
 		}
+		for j := range d.KeyDescriptors {
+			if d.KeyDescriptors[j].Use == "encryption" {
+				d.KeyDescriptors[j].EncryptionMethods = sp.encryptionMethods()
+			}
+		}
 	}
 	out, err := xml.MarshalIndent(ed, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append([]byte(xml.Header), out...), nil
+}
+
+// encryptionMethods are the algorithms we decrypt, as the SP metadata
+// advertises them (SAML Metadata 2.4.1.1), authenticated encryption first.
+func (sp *SP) encryptionMethods() []saml.EncryptionMethod {
+	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM, encAES256CBC, encAES192CBC, encAES128CBC,
+		encTripleDESCBC, ktRSAOAEP, ktRSAOAEPMGF1P}
+	if sp.opts.AllowRSA15KeyTransport {
+		algs = append(algs, ktRSA15)
+	}
+	out := make([]saml.EncryptionMethod, len(algs))
+	for i, a := range algs {
+		out[i].Algorithm = a
+	}
+	return out
 }
 
 // ExtraRoutes gives the routes the SP's handlers beyond authorize and

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/xml"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/providers"
 )
 
 const testSLO = "https://app.example.test/users/auth/saml/logout"
@@ -57,6 +60,21 @@ func TestSPMetadata(t *testing.T) {
 		uses := map[string]bool{}
 		for _, kd := range d.KeyDescriptors {
 			uses[kd.Use] = len(kd.KeyInfo.X509Data.X509Certificates) == 1
+			if kd.Use != "encryption" {
+				continue
+			}
+			// What we decrypt, authenticated encryption first, and never
+			// rsa-1_5 unless allowed.
+			var algs []string
+			for _, m := range kd.EncryptionMethods {
+				algs = append(algs, m.Algorithm)
+			}
+			if len(algs) < 9 || algs[0] != "http://www.w3.org/2009/xmlenc11#aes256-gcm" ||
+				!slices.Contains(algs, "http://www.w3.org/2001/04/xmlenc#tripledes-cbc") ||
+				!slices.Contains(algs, "http://www.w3.org/2009/xmlenc11#rsa-oaep") ||
+				slices.Contains(algs, "http://www.w3.org/2001/04/xmlenc#rsa-1_5") {
+				t.Errorf("encryption methods %v", algs)
+			}
 		}
 		if signed != (uses["signing"] && uses["encryption"]) || (!signed && len(d.KeyDescriptors) != 0) {
 			t.Errorf("key descriptors = %v (key pair %v)", uses, signed)
@@ -258,5 +276,179 @@ func TestLogoutHandlerBounds(t *testing.T) {
 	}
 	if res := serve(f.sp, http.MethodPut, testSLO, nil); res.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("PUT: %d", res.Code)
+	}
+}
+
+// TestRedirectQueryParsing: the redirect binding's parameters come from
+// one reading of the raw query, and a query that could be read two ways
+// is refused.
+func TestRedirectQueryParsing(t *testing.T) {
+	const genuine = "SAMLRequest=abc%2B&RelayState=r%20s&SigAlg=alg&Signature=c2ln"
+	m, err := parseRedirectQuery(genuine + "&other=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.param != "SAMLRequest" || m.message != "abc+" || m.relayState != "r s" || m.sigAlg != "alg" ||
+		m.signature != "c2ln" || m.signed != "SAMLRequest=abc%2B&RelayState=r%20s&SigAlg=alg" {
+		t.Fatalf("parsed %+v", m)
+	}
+	if m, err := parseRedirectQuery("a=1&b=2"); m != nil || err != nil {
+		t.Fatalf("no message: %+v, %v", m, err)
+	}
+	for name, q := range map[string]string{
+		"encoded SAMLRequest before":   "SAML%52equest=forged&" + genuine,
+		"encoded SAMLRequest after":    genuine + "&SAML%52equest=forged",
+		"encoded first letter":         "%53AMLRequest=forged&" + genuine,
+		"encoded SAMLResponse":         "SAML%52esponse=forged&" + strings.Replace(genuine, "SAMLRequest", "SAMLResponse", 1),
+		"encoded RelayState":           genuine + "&Relay%53tate=x",
+		"encoded SigAlg":               "Sig%41lg=x&" + genuine,
+		"encoded Signature":            genuine + "&%53ignature=x",
+		"other case":                   "samlrequest=forged&" + genuine,
+		"plus in the name":             "SAMLRequest+=forged&" + genuine,
+		"duplicate SAMLRequest":        "SAMLRequest=forged&" + genuine,
+		"duplicate RelayState":         genuine + "&RelayState=x",
+		"duplicate Signature":          genuine + "&Signature=x",
+		"SAMLRequest and SAMLResponse": genuine + "&SAMLResponse=x",
+		"malformed escape in a value":  "SAMLRequest=%zz&SigAlg=a&Signature=b",
+		"malformed escape in a name":   "SAML%zzRequest=x&" + genuine,
+		"other encoding than DEFLATE":  genuine + "&SAMLEncoding=urn:x",
+	} {
+		if m, err := parseRedirectQuery(q); err == nil {
+			t.Errorf("%s: accepted as %+v", name, m)
+		}
+	}
+}
+
+// logoutFixture is an SP with the key pair, whose OnIdPLogout and Done
+// hooks record what they see.
+type logoutFixture struct {
+	*fixture
+	ended []LogoutSession
+	done  []*providers.Error
+}
+
+func newLogoutFixture(t *testing.T, mods ...fixtureOption) *logoutFixture {
+	lf := &logoutFixture{}
+	mods = append([]fixtureOption{withKeyPair, withOptions(func(o *Options) {
+		o.Logout.OnIdPLogout = func(_ context.Context, s LogoutSession) error {
+			lf.ended = append(lf.ended, s)
+			return nil
+		}
+		o.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *providers.Error) {
+			lf.done = append(lf.done, err)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})}, mods...)
+	lf.fixture = newFixture(t, mods...)
+	return lf
+}
+
+func (lf *logoutFixture) logoutRequest(id, dest string) *saml.LogoutRequest {
+	return &saml.LogoutRequest{ID: id, Version: "2.0", IssueInstant: time.Now(), Destination: dest,
+		Issuer: &saml.Issuer{Value: lf.idp.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org"}}
+}
+
+// postLogout POSTs a logout message (HTTP-POST binding).
+func postLogout(sp *SP, param string, el []byte) *httptest.ResponseRecorder {
+	body := url.Values{param: {base64.StdEncoding.EncodeToString(el)}}.Encode()
+	r := httptest.NewRequest(http.MethodPost, testSLO, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	sp.LogoutHandler().ServeHTTP(rec, r)
+	return rec
+}
+
+// TestSignedLogoutNeedsDestination: a signed logout message must name our
+// SLO URL (Bindings 3.4.5.2, 3.5.5.2); one the IdP signed for another SP,
+// or for nobody, is refused on both bindings.
+func TestSignedLogoutNeedsDestination(t *testing.T) {
+	for _, dest := range []string{"", "https://other-sp.example/saml/logout"} {
+		t.Run("destination "+dest, func(t *testing.T) {
+			lf := newLogoutFixture(t)
+			// HTTP-Redirect.
+			m, err := lf.idp.RedirectMessage(testSLO, "SAMLRequest", lf.logoutRequest("id-r1", dest).Element(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := serve(lf.sp, http.MethodGet, m, nil); len(lf.ended) != 0 || len(lf.done) != 1 || lf.done[0] == nil {
+				t.Fatalf("redirect: %d, ended %v", res.Code, lf.ended)
+			}
+			// HTTP-POST, enveloped signature.
+			el := lf.logoutRequest("id-p1", dest).Element()
+			if err := lf.idp.SignMessage(el, samlidp.SignOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			x, _ := samlidp.Serialize(el)
+			if res := postLogout(lf.sp, "SAMLRequest", x); len(lf.ended) != 0 || len(lf.done) != 2 || lf.done[1] == nil {
+				t.Fatalf("post: %d, ended %v", res.Code, lf.ended)
+			}
+			// And a LogoutResponse to our own request likewise.
+			u, err := lf.sp.LogoutURL(context.Background(), LogoutSession{NameID: "ada@example.org"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pu, _ := url.Parse(u)
+			_, _, rx := decodeRedirectLogout(t, pu)
+			var lr saml.LogoutRequest
+			xml.Unmarshal(rx, &lr)
+			resp := &saml.LogoutResponse{ID: "id-lr", InResponseTo: lr.ID, Version: "2.0", IssueInstant: time.Now(),
+				Destination: dest, Issuer: &saml.Issuer{Value: lf.idp.EntityID()},
+				Status: saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}}}
+			m, _ = lf.idp.RedirectMessage(testSLO, "SAMLResponse", resp.Element(), "")
+			serve(lf.sp, http.MethodGet, m, nil)
+			if len(lf.done) != 3 || lf.done[2] == nil || !strings.Contains(lf.done[2].Err.Error(), "destination") {
+				t.Fatalf("logout response without our Destination: %v", lf.done)
+			}
+		})
+	}
+	// The control: with our SLO URL, both bindings work.
+	lf := newLogoutFixture(t)
+	m, _ := lf.idp.RedirectMessage(testSLO, "SAMLRequest", lf.logoutRequest("id-ok1", testSLO).Element(), "")
+	serve(lf.sp, http.MethodGet, m, nil)
+	el := lf.logoutRequest("id-ok2", testSLO).Element()
+	lf.idp.SignMessage(el, samlidp.SignOptions{})
+	x, _ := samlidp.Serialize(el)
+	postLogout(lf.sp, "SAMLRequest", x)
+	if len(lf.ended) != 2 {
+		t.Fatalf("genuine logout requests: ended %v, done %v", lf.ended, lf.done)
+	}
+}
+
+// TestLogoutSHA1Policy: logout messages follow the sign-in policy: SHA-1
+// refused unless AllowSHA1, on both bindings.
+func TestLogoutSHA1Policy(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AllowSHA1=%v", allow), func(t *testing.T) {
+			lf := newLogoutFixture(t, withOptions(func(o *Options) { o.AllowSHA1 = allow }))
+			m, err := lf.idp.RedirectMessageWith(testSLO, "SAMLRequest", lf.logoutRequest("id-s1", testSLO).Element(), "", samlidp.RSASHA1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			serve(lf.sp, http.MethodGet, m, nil)
+			for i, o := range []samlidp.SignOptions{
+				{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1},
+				{SignatureMethod: samlidp.RSASHA256, DigestMethod: samlidp.DigestSHA1},
+				{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA256},
+			} {
+				el := lf.logoutRequest(fmt.Sprintf("id-p%d", i), testSLO).Element()
+				if err := lf.idp.SignMessage(el, o); err != nil {
+					t.Fatal(err)
+				}
+				x, _ := samlidp.Serialize(el)
+				postLogout(lf.sp, "SAMLRequest", x)
+			}
+			want := 0
+			if allow {
+				want = 4
+			}
+			if len(lf.ended) != want {
+				t.Fatalf("%d of 4 SHA-1 logout requests honoured, want %d (done %v)", len(lf.ended), want, lf.done)
+			}
+			for _, e := range lf.done {
+				if e != nil && !allow && !strings.Contains(e.Err.Error(), "SHA-1") {
+					t.Errorf("refused for another reason: %v", e.Err)
+				}
+			}
+		})
 	}
 }

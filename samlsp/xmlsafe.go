@@ -1,16 +1,14 @@
 package samlsp
 
 import (
-	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/beevik/etree"
-	dsig "github.com/russellhaering/goxmldsig"
-	"github.com/russellhaering/goxmldsig/etreeutils"
 )
 
 // Limits on the shape of any XML we parse: legitimate SAML is shallow and
@@ -20,161 +18,161 @@ const (
 	maxXMLElements = 20000
 )
 
-// checkXML rejects what SAML never needs and attackers love: a DOCTYPE or any
-// other directive (entity expansion, external entities), processing
-// instructions past the XML declaration, and trees too deep or too large. It
-// also makes sure the document is well-formed with a single root.
-func checkXML(data []byte) error {
-	d := xml.NewDecoder(bytes.NewReader(data))
-	d.Strict = true
-	// Refuse any charset but UTF-8 rather than guess.
-	d.CharsetReader = func(label string, _ io.Reader) (io.Reader, error) {
-		return nil, fmt.Errorf("unsupported XML encoding %q", label)
+// Namespaces of SAML 2.0, XML-DSig, XML-Enc 1.0 and 1.1.
+const (
+	nsProtocol  = "urn:oasis:names:tc:SAML:2.0:protocol"
+	nsAssertion = "urn:oasis:names:tc:SAML:2.0:assertion"
+	nsMetadata  = "urn:oasis:names:tc:SAML:2.0:metadata"
+	nsDSig      = "http://www.w3.org/2000/09/xmldsig#"
+	nsXMLEnc    = "http://www.w3.org/2001/04/xmlenc#"
+	nsXMLEnc11  = "http://www.w3.org/2009/xmlenc11#"
+	nsXMLNS     = "http://www.w3.org/2000/xmlns/"
+	nsXML       = "http://www.w3.org/XML/1998/namespace"
+)
+
+// parseXML is the one parser of untrusted SAML XML: every message and
+// document goes through it once, and every later check reads the tree it
+// returns. It refuses what SAML never needs and attackers love: a DOCTYPE or
+// any other directive (entity expansion, external entities), processing
+// instructions past the XML declaration, encodings other than UTF-8, trees
+// too deep or too large, text or a second element beside the root.
+//
+// It also refuses XML that is well-formed but not namespace-well-formed
+// (Namespaces in XML 1.0, section 7): names with more than one colon, an
+// undeclared prefix, a prefix undeclared with xmlns:p="", an attribute
+// given twice (also under two prefixes bound to one namespace). Those are
+// the constructs on which XML libraries disagree, and which Go's
+// encoding/xml does not keep stable through a round trip (CVE-2020-29509,
+// CVE-2020-29511): refusing them here is what lets us do without a second,
+// round-trip validating pass over the input. Namespace resolution itself
+// follows XML scoping exactly: etree resolves each prefix at the element
+// that uses it, walking out through its ancestors.
+func parseXML(data []byte) (*etree.Element, error) {
+	doc := etree.NewDocument()
+	doc.ReadSettings = etree.ReadSettings{
+		CharsetReader: func(label string, _ io.Reader) (io.Reader, error) {
+			return nil, fmt.Errorf("unsupported XML encoding %q", label)
+		},
+		// Keep repeated attributes so that the check below sees and refuses
+		// them, instead of etree silently keeping the last one.
+		PreserveDuplicateAttrs: true,
+		MaxDepth:               maxXMLDepth,
 	}
-	depth, elements, roots := 0, 0, 0
-	for {
-		tok, err := d.RawToken()
-		if errors.Is(err, io.EOF) {
-			break
+	if err := doc.ReadFromBytes(data); err != nil {
+		if errors.Is(err, etree.ErrMaxDepth) {
+			return nil, errors.New("XML nested too deeply")
 		}
-		if err != nil {
-			return fmt.Errorf("malformed XML: %w", err)
-		}
+		return nil, fmt.Errorf("malformed XML: %w", err)
+	}
+	var root *etree.Element
+	for i, tok := range doc.Child {
 		switch t := tok.(type) {
-		case xml.Directive:
-			return errors.New("XML directives (DOCTYPE, ENTITY) are not allowed")
-		case xml.ProcInst:
-			if t.Target != "xml" || elements > 0 {
-				return errors.New("XML processing instructions are not allowed")
+		case *etree.Element:
+			if root != nil {
+				return nil, errors.New("malformed XML: more than one root element")
 			}
-		case xml.StartElement:
-			if depth == 0 {
-				roots++
-				if roots > 1 {
-					return errors.New("malformed XML: more than one root element")
-				}
+			root = t
+		case *etree.CharData:
+			if strings.TrimSpace(t.Data) != "" {
+				return nil, errors.New("malformed XML: text outside the root element")
 			}
-			depth++
-			elements++
-			if depth > maxXMLDepth {
-				return errors.New("XML nested too deeply")
+		case *etree.ProcInst:
+			if t.Target != "xml" || i != 0 {
+				return nil, errors.New("XML processing instructions are not allowed")
 			}
-			if elements > maxXMLElements {
-				return errors.New("XML has too many elements")
-			}
-		case xml.EndElement:
-			depth--
-		case xml.CharData:
-			if depth == 0 && len(bytes.TrimSpace(t)) > 0 {
-				return errors.New("malformed XML: text outside the root element")
-			}
+		case *etree.Directive:
+			return nil, errors.New("XML directives (DOCTYPE, ENTITY) are not allowed")
 		}
 	}
-	if roots != 1 || depth != 0 {
-		return errors.New("malformed XML: no single complete root element")
+	if root == nil {
+		return nil, errors.New("malformed XML: no root element")
+	}
+	if err := checkTree(root); err != nil {
+		return nil, err
+	}
+	return root, nil
+}
+
+// checkTree applies parseXML's rules to every element below and including
+// root.
+func checkTree(root *etree.Element) error {
+	elements := 0
+	stack := []*etree.Element{root}
+	for len(stack) > 0 {
+		el := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		elements++
+		if elements > maxXMLElements {
+			return errors.New("XML has too many elements")
+		}
+		if err := checkElement(el); err != nil {
+			return err
+		}
+		for _, tok := range el.Child {
+			switch t := tok.(type) {
+			case *etree.Element:
+				stack = append(stack, t)
+			case *etree.ProcInst:
+				return errors.New("XML processing instructions are not allowed")
+			case *etree.Directive:
+				return errors.New("XML directives (DOCTYPE, ENTITY) are not allowed")
+			}
+		}
 	}
 	return nil
 }
 
-// Namespaces of SAML 2.0, XML-DSig and XML-Enc.
-const (
-	nsProtocol  = "urn:oasis:names:tc:SAML:2.0:protocol"
-	nsAssertion = "urn:oasis:names:tc:SAML:2.0:assertion"
-	nsDSig      = "http://www.w3.org/2000/09/xmldsig#"
-	nsXMLEnc    = "http://www.w3.org/2001/04/xmlenc#"
-)
-
-func is(el *etree.Element, ns, tag string) bool {
-	return el != nil && el.Tag == tag && el.NamespaceURI() == ns
-}
-
-// children returns el's child elements named ns:tag.
-func children(el *etree.Element, ns, tag string) []*etree.Element {
-	var out []*etree.Element
-	for _, c := range el.ChildElements() {
-		if is(c, ns, tag) {
-			out = append(out, c)
+// checkElement checks the names, namespace declarations and attributes of
+// one element.
+func checkElement(el *etree.Element) error {
+	if !ncName(el.Tag) || (el.Space != "" && !ncName(el.Space)) {
+		return fmt.Errorf("XML name %q is not namespace-well-formed", qname(el.Space, el.Tag))
+	}
+	if el.Space == "xmlns" || (el.Space != "" && el.Space != "xml" && el.NamespaceURI() == "") {
+		return fmt.Errorf("XML element %q uses an undeclared prefix", qname(el.Space, el.Tag))
+	}
+	for i, a := range el.Attr {
+		if !ncName(a.Key) || (a.Space != "" && !ncName(a.Space)) {
+			return fmt.Errorf("XML attribute name %q is not namespace-well-formed", qname(a.Space, a.Key))
 		}
-	}
-	return out
-}
-
-// onlyChild returns the single child named ns:tag, nil when there is none,
-// and an error when there are several.
-func onlyChild(el *etree.Element, ns, tag string) (*etree.Element, error) {
-	cs := children(el, ns, tag)
-	switch len(cs) {
-	case 0:
-		return nil, nil
-	case 1:
-		return cs[0], nil
-	}
-	return nil, fmt.Errorf("%d %s elements where one is allowed", len(cs), tag)
-}
-
-// walk calls f for el and every element below it.
-func walk(el *etree.Element, f func(*etree.Element)) {
-	f(el)
-	for _, c := range el.ChildElements() {
-		walk(c, f)
-	}
-}
-
-// text returns the concatenation of every text node directly inside el, so
-// that a comment splitting a value ("a<!---->b") can never shorten it.
-func text(el *etree.Element) string {
-	if el == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, t := range el.Child {
-		if cd, ok := t.(*etree.CharData); ok {
-			b.WriteString(cd.Data)
+		switch {
+		case a.Space == "xmlns":
+			// xmlns:p="" is XML 1.1 only; xml and xmlns are fixed.
+			if a.Value == "" || a.Key == "xmlns" || (a.Key == "xml") != (a.Value == nsXML) || a.Value == nsXMLNS {
+				return fmt.Errorf("XML namespace declaration xmlns:%s=%q is not allowed", a.Key, a.Value)
+			}
+		case a.Space == "" && a.Key == "xmlns":
+			if a.Value == nsXML || a.Value == nsXMLNS {
+				return fmt.Errorf("XML default namespace %q is not allowed", a.Value)
+			}
+		case a.Space != "" && a.Space != "xml" && lookupPrefix(el, a.Space) == "":
+			return fmt.Errorf("XML attribute %q uses an undeclared prefix", qname(a.Space, a.Key))
 		}
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// detach returns a copy of el that declares every namespace it inherits, so
-// it can be serialized or verified on its own.
-func detach(el *etree.Element) (*etree.Element, error) {
-	ctx, err := etreeutils.NSBuildParentContext(el)
-	if err != nil {
-		return nil, err
-	}
-	ctx, err = ctx.SubContext(el)
-	if err != nil {
-		return nil, err
-	}
-	return etreeutils.NSDetatch(ctx, el)
-}
-
-// unmarshalElement decodes el into v through encoding/xml.
-func unmarshalElement(el *etree.Element, v any) error {
-	det, err := detach(el)
-	if err != nil {
-		return err
-	}
-	doc := etree.NewDocument()
-	doc.SetRoot(det)
-	buf, err := doc.WriteToBytes()
-	if err != nil {
-		return err
-	}
-	return xml.Unmarshal(buf, v)
-}
-
-// removeKeyInfo strips KeyInfo from el's own Signature: the key must come
-// from the IdP's metadata, never from the message.
-func removeKeyInfo(el *etree.Element) {
-	for _, sig := range el.ChildElements() {
-		if sig.Tag != dsig.SignatureTag {
-			continue
-		}
-		for _, ki := range sig.ChildElements() {
-			if ki.Tag == dsig.KeyInfoTag {
-				sig.RemoveChild(ki)
+		for _, b := range el.Attr[:i] {
+			if b.Key == a.Key && (b.Space == a.Space || (a.Space != "" && b.Space != "" &&
+				a.Space != "xmlns" && b.Space != "xmlns" && lookupPrefix(el, a.Space) == lookupPrefix(el, b.Space))) {
+				return fmt.Errorf("XML attribute %q given twice", qname(a.Space, a.Key))
 			}
 		}
 	}
+	return nil
+}
+
+// ncName reports whether s can be a prefix or local name: not empty,
+// without a colon, and starting with a letter or '_' (Go's decoder checks
+// the other characters, but lets a name start with a digit, '-' or '.',
+// which no other parser and not Go's own encoder accepts).
+func ncName(s string) bool {
+	if s == "" || strings.Contains(s, ":") {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	return r == '_' || unicode.IsLetter(r)
+}
+
+func qname(space, local string) string {
+	if space == "" {
+		return local
+	}
+	return space + ":" + local
 }

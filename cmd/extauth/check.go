@@ -36,8 +36,12 @@ not configured, or broken with the reasons. Problems name settings, never
 their values: check never prints a secret. It says which environment section
 it read and why, and fails when no provider is configured there.
 
-For SAML it fetches the IdP metadata from saml_idp_metadata_url and reports
-the IdP's entity ID, single sign-on URLs and signing certificates; for OpenID
+For SAML it fetches the IdP metadata from saml_idp_metadata_url, reads it by
+the application's rules (its signature checked with idp_metadata_certificate
+when that is set) and reports the IdP's entity ID, single sign-on URLs and
+signing certificates, and warns when the IdP shows that it uses SHA-1 (the
+metadata's own signature, or alg:SigningMethod/DigestMethod lists), which
+the application refuses unless Options.SAML.AllowSHA1; for OpenID
 Connect it fetches <oidc_issuer>/.well-known/openid-configuration, checks that
 it names the configured issuer exactly, and reports the endpoints and the ID
 token signing algorithms. Certificates (the IdP's and the service provider's

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/fakes/samlidp"
 )
 
 func TestCheckAllProviders(t *testing.T) {
@@ -289,11 +292,14 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 		{"doctype", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/xml", []byte(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>`))
 		}, nil, "broken: IdP metadata: XML directives (DOCTYPE, ENTITY) are not allowed"},
-		{"not XML", func(f *providersFixture) {
+		{"HTML page", func(f *providersFixture) {
 			f.idp.serve("/metadata", "text/html", []byte(`<html><body>login</body>`))
-		}, nil, "broken: IdP metadata: malformed XML: no single complete root element"},
+		}, nil, "broken: IdP metadata: the answer is HTML, not SAML metadata"},
+		{"not XML", func(f *providersFixture) {
+			f.idp.serve("/metadata", "text/xml", []byte(`<x><y></x>`))
+		}, nil, "broken: IdP metadata: malformed XML: etree: invalid XML format"},
 		{"wrong root", func(f *providersFixture) {
-			f.idp.serve("/metadata", "text/xml", []byte(`<html/>`))
+			f.idp.serve("/metadata", "text/xml", []byte(`<feed xmlns="http://www.w3.org/2005/Atom"/>`))
 		}, nil, "broken: IdP metadata: the root element is neither md:EntityDescriptor nor md:EntitiesDescriptor"},
 		{"no signing certificate", func(f *providersFixture) {
 			m := valid(f)
@@ -305,11 +311,16 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 			m.certs = []*x509.Certificate{idpCert(t, "old", testNow.AddDate(-3, 0, 0), testNow.AddDate(0, 0, -1))}
 			f.idp.serve("/metadata", "text/xml", m.xml(t))
 		}, nil, "broken: IdP metadata: no signing certificate is valid now, so every response would be refused"},
-		{"no redirect binding", func(f *providersFixture) {
+		{"POST binding only", func(f *providersFixture) {
 			m := valid(f)
 			m.sso = []saml.Endpoint{{Binding: saml.HTTPPostBinding, Location: f.idp.URL + "/sso"}}
 			f.idp.serve("/metadata", "text/xml", m.xml(t))
-		}, nil, "broken: IdP metadata: no HTTP-Redirect single sign-on endpoint; set saml_idp_sso_service_url"},
+		}, nil, "enabled"},
+		{"no usable binding", func(f *providersFixture) {
+			m := valid(f)
+			m.sso = []saml.Endpoint{{Binding: saml.HTTPArtifactBinding, Location: f.idp.URL + "/sso"}}
+			f.idp.serve("/metadata", "text/xml", m.xml(t))
+		}, nil, "broken: IdP metadata: no HTTP-Redirect or HTTP-POST single sign-on endpoint; set saml_idp_sso_service_url"},
 		{"metadata expired", func(f *providersFixture) {
 			m := valid(f)
 			m.validUntil = testNow.Add(-time.Hour)
@@ -484,4 +495,87 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestCheckSAMLSHA1AndSignedMetadata: check reads what the IdP shows of
+// its algorithms and verifies the metadata's signature as the application
+// will.
+func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
+	mdKey, mdCert, err := samlidp.NewKeyPair("metadata signer", testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(t *testing.T, doc []byte, o samlidp.SignOptions) []byte {
+		out, err := samlidp.SignMetadata(doc, &samlidp.MetadataSigner{Key: mdKey, Cert: mdCert, Sign: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	valid := func(f *providersFixture) idpMetadata {
+		return idpMetadata{
+			entityID: "https://idp.example.org/saml",
+			sso:      []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/sso"}},
+			certs:    []*x509.Certificate{idpCert(t, "idp", testNow.AddDate(-1, 0, 0), testNow.AddDate(1, 0, 0))},
+		}
+	}
+	sha1 := samlidp.SignOptions{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1}
+	pinned := map[string]string{"IDP_MD_CERT": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: mdCert.Raw}))}
+	for _, tc := range []struct {
+		name   string
+		config string
+		extra  map[string]string
+		doc    func(f *providersFixture) []byte
+		line   string
+		want   []string
+	}{
+		{"SHA-1 signing methods only", "saml_only.yml", nil, func(f *providersFixture) []byte {
+			return algSupport(valid(f).xml(t), "http://www.w3.org/2000/09/xmldsig#rsa-sha1", "http://www.w3.org/2000/09/xmldsig#sha1")
+		}, "enabled", []string{
+			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 signing methods (alg:SigningMethod): http://www.w3.org/2000/09/xmldsig#rsa-sha1); extauth refuses SHA-1 signatures and digests unless the application sets Options.SAML.AllowSHA1\n",
+			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 digest methods (alg:DigestMethod): http://www.w3.org/2000/09/xmldsig#sha1)",
+		}},
+		{"SHA-256 among the signing methods", "saml_only.yml", nil, func(f *providersFixture) []byte {
+			return algSupport(valid(f).xml(t), "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256", "http://www.w3.org/2001/04/xmlenc#sha256")
+		}, "enabled", []string{"0 errors, 0 warnings."}},
+		{"metadata signed with SHA-1, not pinned", "saml_only.yml", nil, func(f *providersFixture) []byte {
+			return sign(t, valid(f).xml(t), sha1)
+		}, "enabled", []string{
+			"metadata signature       rsa-sha1, not verified (no idp_metadata_certificate)",
+			"  - saml: the IdP uses SHA-1 (the metadata is signed with http://www.w3.org/2000/09/xmldsig#rsa-sha1)",
+		}},
+		{"signed and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
+			return sign(t, valid(f).xml(t), samlidp.SignOptions{})
+		}, "enabled", []string{"metadata signature       rsa-sha256, verified with idp_metadata_certificate"}},
+		{"unsigned but pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte { return valid(f).xml(t) },
+			"broken: IdP metadata: the metadata is not signed, and idp_metadata_certificate requires a signature", nil},
+		{"signed with SHA-1 and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
+			return sign(t, valid(f).xml(t), sha1)
+		}, "broken: IdP metadata: the metadata signature is invalid: signature on EntityDescriptor: signature method http://www.w3.org/2000/09/xmldsig#rsa-sha1: SHA-1 is refused; an IdP that still signs with it needs Options.AllowSHA1", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newProvidersFixture(t)
+			f.idp.serve("/metadata", "text/xml", tc.doc(f))
+			path, repl := f.config(t, tc.config, tc.extra)
+			r := runAt(t, testNow, "check", "-config", path)
+			r.stdout = repl.apply(r.stdout)
+			if line := providerLine(r.stdout, "saml"); line != tc.line {
+				t.Fatalf("saml: %q, want %q\n%s", line, tc.line, r.stdout)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("report lacks %q:\n%s", w, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// algSupport adds alg:SigningMethod and alg:DigestMethod to the IdP's
+// metadata, as IdPs that implement the algorithm support profile do.
+func algSupport(doc []byte, signing, digest string) []byte {
+	ext := `<Extensions><alg:SigningMethod xmlns:alg="urn:oasis:names:tc:SAML:metadata:algsupport" Algorithm="` + signing +
+		`"/><alg:DigestMethod xmlns:alg="urn:oasis:names:tc:SAML:metadata:algsupport" Algorithm="` + digest + `"/></Extensions>`
+	i := bytes.Index(doc, []byte("<IDPSSODescriptor"))
+	return append(append(append([]byte(nil), doc[:i]...), ext...), doc[i:]...)
 }

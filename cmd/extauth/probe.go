@@ -89,23 +89,40 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	// the application will. The host's IdPEntityID option is not in the
 	// configuration file; like the default, check wants a single IdP.
 	now := pr.r.now
-	md, err := samlsp.ParseIdPMetadata(body, "", now)
+	rules := samlsp.MetadataRules{Now: now}
+	if c := cfg.Additional.IdPMetadataCertificate; c != "" {
+		// Validate has said what is wrong with one that does not parse.
+		rules.Certificate, _ = samlsp.ParseCertificatePEM(c)
+	}
+	md, err := samlsp.ParseIdPMetadata(body, rules)
 	if err != nil {
 		pr.r.fail(extauth.SAML, "IdP metadata: "+clean(err.Error()))
 		return
 	}
 	s.add("IdP entity ID", clean(md.Entity.EntityID))
+	switch {
+	case md.Signed:
+		s.add("metadata signature", shortAlg(md.SignatureMethod)+", verified with idp_metadata_certificate")
+	case md.SignatureMethod != "":
+		s.add("metadata signature", shortAlg(md.SignatureMethod)+", not verified (no idp_metadata_certificate)")
+	}
+	for _, use := range md.SHA1Use() {
+		pr.r.warn("saml: the IdP uses SHA-1 (%s); extauth refuses SHA-1 signatures and digests unless the application sets Options.SAML.AllowSHA1", clean(use))
+	}
 	if !md.ValidUntil.IsZero() {
 		s.add("metadata valid until", md.ValidUntil.UTC().Format(time.RFC3339))
 	}
 
-	redirect := ""
+	redirect, post := "", ""
 	var wantSigned bool
 	for _, d := range md.Entity.IDPSSODescriptors {
 		for _, sso := range d.SingleSignOnServices {
 			s.add("SSO ("+shortBinding(sso.Binding)+")", clean(sso.Location))
 			if sso.Binding == saml.HTTPRedirectBinding && redirect == "" {
 				redirect = sso.Location
+			}
+			if sso.Binding == saml.HTTPPostBinding && post == "" {
+				post = sso.Location
 			}
 		}
 		if d.WantAuthnRequestsSigned != nil && *d.WantAuthnRequestsSigned {
@@ -117,8 +134,10 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 		s.add("SSO used", redactURL(cfg.IdPSSOServiceURL)+" (saml_idp_sso_service_url)")
 	case redirect != "":
 		s.add("SSO used", clean(redirect))
+	case post != "":
+		s.add("SSO used", clean(post)+" (HTTP-POST: sign-ins start with a form the browser posts)")
 	default:
-		pr.r.fail(extauth.SAML, "IdP metadata: no HTTP-Redirect single sign-on endpoint; set saml_idp_sso_service_url")
+		pr.r.fail(extauth.SAML, "IdP metadata: no HTTP-Redirect or HTTP-POST single sign-on endpoint; set saml_idp_sso_service_url")
 	}
 
 	valid := 0
@@ -138,6 +157,14 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	if wantSigned && !cfg.Additional.HasKeyPair() {
 		pr.r.warn("saml: the IdP wants signed authentication requests (WantAuthnRequestsSigned), but saml_additional_settings has no certificate and private_key; make them with extauth keygen")
 	}
+}
+
+// shortAlg names an XML-DSig algorithm by its fragment (rsa-sha256).
+func shortAlg(uri string) string {
+	if i := strings.LastIndexByte(uri, '#'); i >= 0 {
+		return clean(uri[i+1:])
+	}
+	return clean(uri)
 }
 
 func shortBinding(b string) string {

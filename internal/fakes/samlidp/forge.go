@@ -15,7 +15,6 @@ import (
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
-	"github.com/crewjam/saml/xmlenc"
 	dsig "github.com/russellhaering/goxmldsig"
 )
 
@@ -34,8 +33,15 @@ type Spec struct {
 	// SignAssertion and SignResponse add enveloped RSA-SHA256 signatures.
 	SignAssertion bool
 	SignResponse  bool
-	// EncryptTo encrypts the (signed) assertion to this certificate.
-	EncryptTo *x509.Certificate
+	// EncryptTo encrypts the (signed) assertion to this certificate, as
+	// Encryption says.
+	EncryptTo  *x509.Certificate
+	Encryption Encryption
+	// Sign chooses the algorithms of both signatures (default RSA-SHA256,
+	// SHA-256).
+	Sign SignOptions
+	// Namespaces chooses how the response names its namespaces.
+	Namespaces NamespaceStyle
 	// Key and Cert sign instead of the IdP's own pair (an attacker's key:
 	// its certificate goes into KeyInfo, as goxmldsig always does).
 	Key  *rsa.PrivateKey
@@ -116,30 +122,6 @@ func (p *IdP) ForgeElement(s Spec) (*etree.Element, error) {
 	if s.Key != nil {
 		key, cert = s.Key, s.Cert
 	}
-	var aEl *etree.Element
-	if !s.NoAssertion && s.Assertion != nil {
-		a := *s.Assertion
-		aEl = a.Element()
-		if s.SignAssertion {
-			sig, err := signatureOf(aEl, key, cert)
-			if err != nil {
-				return nil, err
-			}
-			a.Signature = sig
-			aEl = a.Element()
-		}
-		if s.EncryptTo != nil {
-			enc, err := encrypt(aEl, s.EncryptTo)
-			if err != nil {
-				return nil, err
-			}
-			aEl = enc
-		}
-	}
-	return p.wrap(s, aEl, key, cert)
-}
-
-func (p *IdP) wrap(s Spec, aEl *etree.Element, key *rsa.PrivateKey, cert *x509.Certificate) (*etree.Element, error) {
 	resp := saml.Response{
 		ID:           s.ResponseID,
 		InResponseTo: s.InResponseTo,
@@ -152,60 +134,38 @@ func (p *IdP) wrap(s Spec, aEl *etree.Element, key *rsa.PrivateKey, cert *x509.C
 		resp.Issuer = &saml.Issuer{Format: "urn:oasis:names:tc:SAML:2.0:nameid-format:entity", Value: s.ResponseIssuer}
 	}
 	el := resp.Element()
-	if aEl != nil {
+	var aEl *etree.Element
+	if !s.NoAssertion && s.Assertion != nil {
+		aEl = s.Assertion.Element()
 		el.AddChild(aEl)
 	}
-	if s.SignResponse {
-		sig, err := signatureOf(el, key, cert)
+	restyle(el, s.Namespaces, 0, map[string]string{})
+	// Signatures are made where their element stands, innermost first.
+	if aEl != nil && s.SignAssertion {
+		sig, err := signEnveloped(aEl, key, cert, s.Namespaces.signOptions(2, s.Sign))
 		if err != nil {
 			return nil, err
 		}
-		resp.Signature = sig
-		el = resp.Element()
-		if aEl != nil {
-			el.AddChild(aEl)
+		insertAfterIssuer(aEl, sig)
+	}
+	if aEl != nil && s.EncryptTo != nil {
+		enc, err := encryptAssertion(aEl, s.EncryptTo, s.Encryption, s.Namespaces)
+		if err != nil {
+			return nil, err
 		}
+		at := aEl.Index()
+		el.RemoveChild(aEl)
+		el.InsertChildAt(at, enc)
+		restyle(enc, s.Namespaces, 1, scopeAt(el))
+	}
+	if s.SignResponse {
+		sig, err := signEnveloped(el, key, cert, s.Namespaces.signOptions(1, s.Sign))
+		if err != nil {
+			return nil, err
+		}
+		insertAfterIssuer(el, sig)
 	}
 	return el, nil
-}
-
-// signatureOf returns the enveloped RSA-SHA256 signature of el.
-func signatureOf(el *etree.Element, key *rsa.PrivateKey, cert *x509.Certificate) (*etree.Element, error) {
-	ks := dsig.TLSCertKeyStore(tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert})
-	ctx := dsig.NewDefaultSigningContext(ks)
-	ctx.Canonicalizer = dsig.MakeC14N10ExclusiveCanonicalizerWithPrefixList("")
-	if err := ctx.SetSignatureMethod(dsig.RSASHA256SignatureMethod); err != nil {
-		return nil, err
-	}
-	signed, err := ctx.SignEnveloped(el)
-	if err != nil {
-		return nil, err
-	}
-	kids := signed.ChildElements()
-	return kids[len(kids)-1], nil
-}
-
-// encrypt wraps el in an EncryptedAssertion for cert, as crewjam's IdP
-// does (RSA-OAEP key transport, AES-128-CBC).
-func encrypt(el *etree.Element, cert *x509.Certificate) (*etree.Element, error) {
-	doc := etree.NewDocument()
-	doc.SetRoot(el.Copy())
-	buf, err := doc.WriteToBytes()
-	if err != nil {
-		return nil, err
-	}
-	enc := xmlenc.OAEP()
-	enc.BlockCipher = xmlenc.AES128CBC
-	enc.DigestMethod = &xmlenc.SHA1
-	data, err := enc.Encrypt(cert, buf, nil)
-	if err != nil {
-		return nil, err
-	}
-	data.CreateAttr("Type", "http://www.w3.org/2001/04/xmlenc#Element")
-	out := etree.NewElement("saml:EncryptedAssertion")
-	out.CreateAttr("xmlns:saml", "urn:oasis:names:tc:SAML:2.0:assertion")
-	out.AddChild(data)
-	return out, nil
 }
 
 // Serialize writes el as a document.
@@ -230,6 +190,12 @@ func Parse(data []byte) (*etree.Element, error) {
 // RedirectMessage encodes a message for the HTTP-Redirect binding, signed
 // with the IdP key (RSA-SHA256 query signature).
 func (p *IdP) RedirectMessage(dest, param string, el *etree.Element, relayState string) (string, error) {
+	return p.RedirectMessageWith(dest, param, el, relayState, RSASHA256)
+}
+
+// RedirectMessageWith is RedirectMessage with the query signature's
+// algorithm sigAlg (RSASHA1 or RSASHA256).
+func (p *IdP) RedirectMessageWith(dest, param string, el *etree.Element, relayState, sigAlg string) (string, error) {
 	var buf bytes.Buffer
 	b64 := base64.NewEncoder(base64.StdEncoding, &buf)
 	fw, _ := flate.NewWriter(b64, flate.BestCompression)
@@ -244,10 +210,10 @@ func (p *IdP) RedirectMessage(dest, param string, el *etree.Element, relayState 
 	if relayState != "" {
 		q += "&RelayState=" + url.QueryEscape(relayState)
 	}
-	q += "&SigAlg=" + url.QueryEscape(dsig.RSASHA256SignatureMethod)
+	q += "&SigAlg=" + url.QueryEscape(sigAlg)
 	ks := dsig.TLSCertKeyStore(tls.Certificate{Certificate: [][]byte{p.cert.Raw}, PrivateKey: p.key, Leaf: p.cert})
 	ctx := dsig.NewDefaultSigningContext(ks)
-	if err := ctx.SetSignatureMethod(dsig.RSASHA256SignatureMethod); err != nil {
+	if err := ctx.SetSignatureMethod(sigAlg); err != nil {
 		return "", err
 	}
 	sig, err := ctx.SignString(q)

@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	"github.com/crewjam/saml/logger"
 	dsig "github.com/russellhaering/goxmldsig"
@@ -82,12 +83,42 @@ type Knobs struct {
 	NoEncrypt bool
 	// Mutate, when set, edits each assertion before it is signed.
 	Mutate func(*saml.Assertion)
+	// SSOBindings, when set, are the only single sign-on bindings the
+	// metadata lists (an IdP that takes AuthnRequests by POST only).
+	SSOBindings []string
+	// NoSLO leaves single logout out of the metadata, as IdPs without it do.
+	NoSLO bool
+	// RequireSignedRequests refuses AuthnRequests without a valid
+	// signature from the SP's registered signing certificate: the query
+	// signature of the redirect binding, the XML signature of the POST one.
+	// (The metadata does not say so: crewjam's IdP would then refuse every
+	// request, since it cannot check signatures itself.)
+	RequireSignedRequests bool
+	// MetadataSigner, when set, signs the metadata document (enveloped,
+	// as federations sign theirs).
+	MetadataSigner *MetadataSigner
 	// Deny answers every sign-in as a user who clicks Deny does: a signed
 	// Response with a failure status and no assertion.
 	Deny bool
 	// UnpublishedKey signs responses with a key pair that the metadata
 	// does not publish, so that no SP can verify them.
 	UnpublishedKey bool
+}
+
+// MetadataSigner is the key that signs the IdP metadata, and how.
+type MetadataSigner struct {
+	Key  *rsa.PrivateKey
+	Cert *x509.Certificate
+	Sign SignOptions
+}
+
+// AuthnRecord is an AuthnRequest the IdP received.
+type AuthnRecord struct {
+	Binding string
+	// Signed is true when the request carried a signature, which the IdP
+	// verified with the SP's certificate.
+	Signed bool
+	Raw    []byte
 }
 
 // Options configure a new IdP.
@@ -127,6 +158,7 @@ type IdP struct {
 	idx     atomic.Int64
 	mdHits  atomic.Int64
 	lastLog atomic.Pointer[LogoutRecord]
+	lastReq atomic.Pointer[AuthnRecord]
 	// other signs with a key pair the metadata never publishes, made on
 	// first use (Knobs.UnpublishedKey).
 	other     *saml.IdentityProvider
@@ -280,6 +312,21 @@ func (p *IdP) Metadata() []byte {
 		ed.ValidUntil = k.ValidUntil
 	}
 	ed.CacheDuration = k.CacheDuration
+	if k.SSOBindings != nil {
+		d := &ed.IDPSSODescriptors[0]
+		var kept []saml.Endpoint
+		for _, e := range d.SingleSignOnServices {
+			for _, b := range k.SSOBindings {
+				if e.Binding == b {
+					kept = append(kept, e)
+				}
+			}
+		}
+		d.SingleSignOnServices = kept
+	}
+	if k.NoSLO {
+		ed.IDPSSODescriptors[0].SingleLogoutServices = nil
+	}
 	for _, c := range k.ExtraCerts {
 		d := &ed.IDPSSODescriptors[0]
 		d.KeyDescriptors = append(d.KeyDescriptors, saml.KeyDescriptor{
@@ -290,7 +337,110 @@ func (p *IdP) Metadata() []byte {
 		})
 	}
 	buf, _ := xml.MarshalIndent(ed, "", "  ")
+	if k.MetadataSigner != nil {
+		signed, err := SignMetadata(buf, k.MetadataSigner)
+		if err != nil {
+			panic(err)
+		}
+		buf = signed
+	}
 	return buf
+}
+
+// SignMetadata signs a metadata document with an ID-referenced enveloped
+// signature, first child of the root as the schema wants it.
+func SignMetadata(doc []byte, s *MetadataSigner) ([]byte, error) {
+	root, err := Parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	if root.SelectAttr("ID") == nil {
+		root.CreateAttr("ID", "_metadata-1")
+	}
+	sig, err := signEnveloped(root, s.Key, s.Cert, s.Sign)
+	if err != nil {
+		return nil, err
+	}
+	root.InsertChildAt(0, sig)
+	return Serialize(root)
+}
+
+// LastAuthnRequest returns the last AuthnRequest the IdP accepted, or nil.
+func (p *IdP) LastAuthnRequest() *AuthnRecord { return p.lastReq.Load() }
+
+// checkAuthnRequest verifies the signature of an AuthnRequest when it
+// has one (and requires one with RequireSignedRequests), with the signing
+// certificate of the SP named by its Issuer, and records it.
+func (p *IdP) checkAuthnRequest(r *http.Request) error {
+	rec := &AuthnRecord{Binding: saml.HTTPRedirectBinding}
+	var sigErr error
+	var cert *x509.Certificate
+	lookup := func(x []byte) {
+		var req saml.AuthnRequest
+		if xml.Unmarshal(x, &req) == nil && req.Issuer != nil {
+			// An SP that Options.SPMetadataURL names is registered on its
+			// first request, before its signature can be checked.
+			if sp, err := (spProvider{p}).GetServiceProvider(r, req.Issuer.Value); err == nil {
+				cert = spSigningCert(sp)
+			}
+		}
+	}
+	if r.Method == http.MethodPost {
+		rec.Binding = saml.HTTPPostBinding
+		x, err := base64.StdEncoding.DecodeString(r.PostForm.Get("SAMLRequest"))
+		if err != nil {
+			return err
+		}
+		rec.Raw = x
+		lookup(x)
+		root, err := Parse(x)
+		if err != nil {
+			return err
+		}
+		if root.FindElement("./Signature") != nil {
+			rec.Signed = true
+			sigErr = verifyEnveloped(root, cert)
+		}
+	} else {
+		q := r.URL.Query()
+		raw, err := base64.StdEncoding.DecodeString(q.Get("SAMLRequest"))
+		if err != nil {
+			return err
+		}
+		x, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(raw)), 64<<10))
+		if err != nil {
+			return err
+		}
+		rec.Raw = x
+		lookup(x)
+		if q.Get("Signature") != "" {
+			rec.Signed = true
+			if cert == nil {
+				sigErr = errors.New("signed by an SP without a signing certificate")
+			} else {
+				sigErr = VerifyRedirectSignature(r.URL.RawQuery, "SAMLRequest", cert)
+			}
+		}
+	}
+	switch {
+	case sigErr != nil:
+		return fmt.Errorf("signature: %w", sigErr)
+	case !rec.Signed && p.knobsCopy().RequireSignedRequests:
+		return errors.New("unsigned, and this IdP requires signed requests")
+	}
+	p.lastReq.Store(rec)
+	return nil
+}
+
+// verifyEnveloped checks the XML signature of el with cert alone.
+func verifyEnveloped(el *etree.Element, cert *x509.Certificate) error {
+	if cert == nil {
+		return errors.New("signed by an SP without a signing certificate")
+	}
+	vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
+	vc.IdAttribute = "ID"
+	_, err := vc.Validate(el)
+	return err
 }
 
 // ServeHTTP routes the IdP's endpoints below its base path.
@@ -307,6 +457,14 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if k.Deny || r.PostForm.Get("decision") == "deny" {
 			p.deny(w, r)
 			return
+		}
+		// The login page posts the request back with a decision; it was
+		// checked when it first came.
+		if r.Method != http.MethodPost || r.PostForm.Get("decision") == "" {
+			if err := p.checkAuthnRequest(r); err != nil {
+				http.Error(w, "bad AuthnRequest: "+err.Error(), http.StatusBadRequest)
+				return
+			}
 		}
 		idp := p.idp
 		if k.UnpublishedKey {

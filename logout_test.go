@@ -16,7 +16,7 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/internal/harness"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/wpoauth"
+	"github.com/extauth/extauth/extauthtest/wpoauth"
 	"github.com/extauth/extauth/internal/harness"
 )
 

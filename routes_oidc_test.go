@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/internal/harness"
 )
 

@@ -26,7 +26,7 @@ import (
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"

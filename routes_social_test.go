@@ -15,9 +15,9 @@ import (
 	"github.com/markbates/goth/providers/github"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/forge"
-	"github.com/extauth/extauth/internal/fakes/graph"
-	mbfake "github.com/extauth/extauth/internal/fakes/oauth1"
+	"github.com/extauth/extauth/extauthtest/forge"
+	"github.com/extauth/extauth/extauthtest/graph"
+	mbfake "github.com/extauth/extauth/extauthtest/oauth1"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/providers"
 )

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/wpoauth"
+	"github.com/extauth/extauth/extauthtest/wpoauth"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/providers"
 	"github.com/go-chi/chi/v5"

@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/wpoauth"
+	"github.com/extauth/extauth/extauthtest/wpoauth"
 	"github.com/extauth/extauth/internal/pgtest"
 	"github.com/extauth/extauth/internal/redistest"
 	"github.com/extauth/extauth/redisstore"

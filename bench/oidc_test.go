@@ -41,7 +41,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/providers"
 )

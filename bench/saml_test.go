@@ -23,7 +23,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
 )
 

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/graph"
-	"github.com/extauth/extauth/internal/fakes/oauth1"
-	"github.com/extauth/extauth/internal/fakes/oidcop"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
-	"github.com/extauth/extauth/internal/fakes/wpoauth"
+	"github.com/extauth/extauth/extauthtest/graph"
+	"github.com/extauth/extauth/extauthtest/oauth1"
+	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/extauthtest/wpoauth"
 )
 
 // DefaultIdentity returns the identity a mocked sign-in with p yields when

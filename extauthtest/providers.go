@@ -16,12 +16,12 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/endpoint"
-	"github.com/extauth/extauth/internal/fakes/graph"
-	"github.com/extauth/extauth/internal/fakes/oauth1"
-	"github.com/extauth/extauth/internal/fakes/oidcop"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
-	"github.com/extauth/extauth/internal/fakes/wpoauth"
+	"github.com/extauth/extauth/extauthtest/graph"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/oauth1"
+	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/extauthtest/wpoauth"
 )
 
 // Providers is a set of fake providers that speak the real protocols, one

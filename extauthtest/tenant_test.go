@@ -14,8 +14,8 @@ import (
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest"
-	"github.com/extauth/extauth/internal/fakes/oidcop"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 )
 
 // Each tenant gets its own SAML IdP and OpenID provider, started for the

@@ -27,7 +27,7 @@ import (
 	"github.com/beevik/etree"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"

@@ -14,7 +14,7 @@ import (
 	"github.com/markbates/goth/providers/github"
 	"golang.org/x/oauth2"
 
-	"github.com/extauth/extauth/internal/fakes/forge"
+	"github.com/extauth/extauth/extauthtest/forge"
 	"github.com/extauth/extauth/providers"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	fake "github.com/extauth/extauth/internal/fakes/oauth1"
+	fake "github.com/extauth/extauth/extauthtest/oauth1"
 	"github.com/extauth/extauth/providers"
 )
 

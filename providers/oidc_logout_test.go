@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/providers"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/providers"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/graph"
+	"github.com/extauth/extauth/extauthtest/graph"
 	"github.com/extauth/extauth/providers"
 )
 

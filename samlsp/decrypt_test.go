@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/providers"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	xrv "github.com/mattermost/xml-roundtrip-validator"
 
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/store"
 	"github.com/extauth/extauth/providers"
 )

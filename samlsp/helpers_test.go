@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/store"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/store"
 	"github.com/extauth/extauth/providers"

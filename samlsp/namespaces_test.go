@@ -9,7 +9,7 @@ import (
 
 	"github.com/crewjam/saml"
 
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 )
 
 // TestNamespaceScoping signs Ada in with responses that name their

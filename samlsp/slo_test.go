@@ -15,7 +15,7 @@ import (
 
 	"github.com/crewjam/saml"
 
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/providers"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/internal/fakes/samlidp"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 )
 
 func TestCheckAllProviders(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // User is an account of the fake forge.

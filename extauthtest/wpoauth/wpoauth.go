@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // User is the profile /oauth/me returns.

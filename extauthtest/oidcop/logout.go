@@ -15,7 +15,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // LogoutFault breaks a logout token in one of the ways Back-Channel Logout

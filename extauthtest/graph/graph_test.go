@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/graph"
+	"github.com/extauth/extauth/extauthtest/graph"
 )
 
 const cb = "https://app.example/users/auth/socialnet/callback"

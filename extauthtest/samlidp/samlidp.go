@@ -38,7 +38,7 @@ import (
 	"github.com/crewjam/saml/logger"
 	dsig "github.com/russellhaering/goxmldsig"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // User is the demo account the IdP signs in.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/extauth/extauth/internal/fakes/forge"
+	"github.com/extauth/extauth/extauthtest/forge"
 )
 
 const cb = "https://app.example/users/auth/github/callback"

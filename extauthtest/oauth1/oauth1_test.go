@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	fake "github.com/extauth/extauth/internal/fakes/oauth1"
+	fake "github.com/extauth/extauth/extauthtest/oauth1"
 	signer "github.com/extauth/extauth/internal/oauth1"
 )
 

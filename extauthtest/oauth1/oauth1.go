@@ -32,7 +32,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // User is an account of the fake provider.

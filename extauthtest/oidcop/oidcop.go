@@ -35,7 +35,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // Fault is one way the provider misbehaves.

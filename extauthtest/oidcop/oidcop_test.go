@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/oidcop"
+	"github.com/extauth/extauth/extauthtest/oidcop"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/extauth/extauth/internal/fakes/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 )
 
 // serve runs a fake with one endpoint "e" behind fs; returned reports each

@@ -45,7 +45,12 @@
 // the SAML metadata and the OpenID Connect discovery documents. SetFault
 // makes one deny, hang, send a huge body or a bad signature, name the
 // wrong issuer or send an expired token, with the code each gives in its
-// table. Each fake is also a field of Providers, with knobs of its own.
+// table. Each fake is also a field of Providers, with knobs of its own;
+// the fakes are in the subpackages oauth1 (microblog), graph (socialnet),
+// oidcop (oidc, and search_oauth2 with GoogleClaims), wpoauth
+// (blog_oauth2) and samlidp (saml), and forge is a GitHub-style OAuth 2
+// provider for goth's github provider, each an http.Handler to serve as a
+// test likes.
 //
 // For a tenant (extauth.Options.TenantOf), start providers for the
 // tenant's base URL: their Config is the tenant's configuration, and

@@ -81,7 +81,7 @@ func DefaultIdentity(p extauth.Provider) extauth.Identity {
 		u := oidcop.DemoUsers()[0]
 		return oidcIdentity(u, "https://op.example.org", now, map[string]any{"aud": "mock-client-id"}, "mock-sid-1")
 	case extauth.BlogOAuth2:
-		u := wpoauth.New("", "", "").User
+		u := wpoauth.DemoUser
 		return extauth.Identity{
 			UID: strconv.Itoa(u.ID), Email: u.Email, Name: u.DisplayName, NickName: u.Login,
 			Tokens: extauth.Tokens{AccessToken: "mock-blog-access-token", RefreshToken: "mock-blog-refresh-token",

@@ -1,8 +1,8 @@
 // Package forge is a fake GitHub-style OAuth 2 provider (a code forge's
 // "OAuth app"): authorize, access_token and a user API, enough to sign in
 // through goth's github provider pointed at it with its custom-URL
-// constructor. It exists to test extauth's goth adapter against a provider
-// extauth did not write.
+// constructor. It tests extauth's goth adapter against a provider extauth
+// did not write, and an application's goth providers likewise.
 //
 // Like the real service, the token endpoint answers errors with HTTP 200
 // and an error parameter (incorrect_client_credentials,

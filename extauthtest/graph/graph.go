@@ -1,6 +1,9 @@
-// Package graph is a fake Facebook-style OAuth 2 provider and Graph API for
-// tests and the demo: the login dialog, the code exchange and /me, checked
-// the way the real service checks them.
+// Package graph is a fake Facebook-style OAuth 2 provider and Graph API
+// (extauth's socialnet), for the tests and the development of applications
+// that sign in with extauth, and for extauth's own: the login dialog, the
+// code exchange and /me, checked the way the real service checks them.
+// extauthtest.StartProviders starts one registered for an application's
+// callback URL.
 //
 // The dialog accepts only the registered app and redirect URIs. The code
 // exchange checks the client secret, that redirect_uri is identical to the
@@ -10,9 +13,9 @@
 // appsecret_proof, the hex HMAC-SHA256 of the access token keyed with the
 // app secret, and answers only the fields asked for.
 //
-// Knobs make it misbehave for the bad-case tests: server errors, a hang
-// that ends with the request's context, huge or malformed bodies, and a
-// replacement profile body.
+// Knobs make it misbehave for the bad-case tests: a person who cancels the
+// dialog, server errors, a hang that ends with the request's context, huge
+// or malformed bodies, and a replacement profile body.
 package graph
 
 import (

@@ -1,7 +1,9 @@
-// Package oauth1 is a fake Twitter-style OAuth 1.0a provider for tests and
-// the demo: request_token, authenticate, access_token and
-// 1.1/account/verify_credentials.json, checked the way the real service
-// checks them.
+// Package oauth1 is a fake Twitter-style OAuth 1.0a provider (extauth's
+// microblog), for the tests and the development of applications that sign
+// in with extauth, and for extauth's own: request_token, authenticate,
+// access_token and 1.1/account/verify_credentials.json, checked the way the
+// real service checks them. extauthtest.StartProviders starts one
+// registered for an application's callback URL.
 //
 // Every request's HMAC-SHA1 signature is recomputed with its own encoder
 // (not extauth's internal/oauth1, so that a mistake there cannot hide
@@ -10,9 +12,10 @@
 // and verifiers are single use, and the access token alone (without its
 // secret) opens nothing.
 //
-// Knobs make it misbehave for the bad-case tests: server errors, a hang
-// that ends with the request's context, huge or malformed bodies, a
-// missing oauth_callback_confirmed, and a replacement profile body.
+// Knobs make it misbehave for the bad-case tests: a user who refuses,
+// server errors, a hang that ends with the request's context, huge or
+// malformed bodies, a missing oauth_callback_confirmed, and a replacement
+// profile body.
 package oauth1
 
 import (

@@ -1,9 +1,14 @@
-// Package oidcop is a fake OpenID Connect provider for tests and the demo's
-// development providers. It speaks the real protocol (discovery, JWKS with
-// rotation, authorization code with PKCE S256, client_secret_basic or
-// client_secret_post, UserInfo, RFC 9207's iss parameter) and checks what a
-// real provider checks. Faults make it misbehave in each way the ID token
-// row of SECURITY.md lists, and in a few ways a network can.
+// Package oidcop is a fake OpenID Connect provider (extauth's oidc, and with
+// GoogleClaims its search_oauth2), for the tests and the development of
+// applications that sign in with extauth, and for extauth's own. It speaks
+// the real protocol (discovery, JWKS with rotation, authorization code with
+// PKCE S256, client_secret_basic or client_secret_post, UserInfo, RFC 9207's
+// iss parameter, RP-initiated, back-channel and front-channel logout) and
+// checks what a real provider checks. Faults make it misbehave in each way
+// an ID token can be wrong (the checks extauth's security model lists), in
+// a few ways a network can, and as a user who refuses.
+// extauthtest.StartProviders starts one registered for an application's
+// callback and logout URLs.
 //
 // An *OP is an http.Handler serving the paths under its issuer's path, so it
 // works on its own httptest server and mounted on another mux alike.

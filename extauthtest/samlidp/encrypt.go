@@ -75,6 +75,7 @@ const (
 	KeySibling
 )
 
+// String names the placement, for test names.
 func (k KeyPlacement) String() string {
 	return [...]string{"inline", "retrieval-method", "carried-key-name", "sibling"}[k]
 }

@@ -32,6 +32,7 @@ const (
 	NSMixed
 )
 
+// String names the style, for test names.
 func (s NamespaceStyle) String() string {
 	return [...]string{"usual", "rebound", "default", "mixed"}[s]
 }

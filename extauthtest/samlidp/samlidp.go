@@ -1,12 +1,16 @@
-// Package samlidp is a fake SAML 2.0 identity provider for tests and the
-// demo, built on crewjam/saml's IdentityProvider: it publishes metadata,
+// Package samlidp is a fake SAML 2.0 identity provider, for the tests and
+// the development of applications that sign in with extauth, and for
+// extauth's own, built on crewjam/saml's IdentityProvider: it publishes metadata,
 // answers HTTP-Redirect AuthnRequests with signed (and, when the SP
 // publishes an encryption certificate, encrypted) HTTP-POST responses,
 // starts unsolicited sign-ins, and answers single logout. A small login page
 // with a demo user stands in for a real sign-in; AutoApprove skips it.
 //
-// Knobs make it misbehave for the bad-case tests, and Forge (forge.go)
-// builds hand-made responses for the tamper tests.
+// Knobs make it misbehave for the bad-case tests (a user who refuses, a
+// signature no SP can verify, an assertion an SP must refuse), and Forge
+// (forge.go) builds hand-made responses for the tamper tests.
+// extauthtest.StartProviders starts one that reads an application's SP
+// metadata from its metadata route.
 package samlidp
 
 import (

@@ -1,6 +1,9 @@
-// Package wpoauth is a fake WordPress "WP OAuth Server": authorization code
-// grant with PKCE, single-use codes, client and redirect_uri checks, and the
-// /oauth/me profile. It serves tests and the demo's development provider.
+// Package wpoauth is a fake WordPress "WP OAuth Server" (extauth's
+// blog_oauth2): authorization code grant with PKCE, single-use codes, client
+// and redirect_uri checks, and the /oauth/me profile, for the tests and the
+// development of applications that sign in with extauth, and for extauth's
+// own. extauthtest.StartProviders starts one registered for an
+// application's callback URL.
 package wpoauth
 
 import (
@@ -69,13 +72,16 @@ type grant struct {
 	expires     time.Time
 }
 
+// DemoUser is the account a new fake signs in.
+var DemoUser = User{ID: 42, Login: "ada", Email: "ada@blog.example", DisplayName: "Ada Lovelace"}
+
 // New returns a fake for one registered client.
 func New(clientID, clientSecret, redirectURI string) *Server {
 	return &Server{
 		ClientID:     clientID,
 		ClientSecret: clientSecret,
 		RedirectURI:  redirectURI,
-		User:         User{ID: 42, Login: "ada", Email: "ada@blog.example", DisplayName: "Ada Lovelace"},
+		User:         DemoUser,
 		codes:        map[string]grant{},
 		tokens:       map[string]bool{},
 		refresh:      map[string]bool{},

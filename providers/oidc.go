@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/outbound"
 )
 
 // Client authentication methods at the token endpoint (OIDC Core 9).
@@ -298,19 +299,11 @@ func checkIssuer(s string) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopback(u.Hostname()) {
+		if outbound.IsLoopback(u.Hostname()) {
 			return nil
 		}
 	}
 	return errors.New("must be https (plain http only on a loopback host)")
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Name returns the provider slug, "oidc" (or "search_oauth2").
@@ -595,7 +588,7 @@ func CheckOIDCEndpoint(raw, issuer string) error {
 	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil {
 		return errors.New("is not an absolute URL")
 	}
-	if u.Scheme == "https" || (u.Scheme == "http" && strings.HasPrefix(issuer, "http:") && isLoopback(u.Hostname())) {
+	if u.Scheme == "https" || (u.Scheme == "http" && strings.HasPrefix(issuer, "http:") && outbound.IsLoopback(u.Hostname())) {
 		return nil
 	}
 	return errors.New("must be https")

@@ -22,6 +22,8 @@ func TestCheckOIDCEndpoint(t *testing.T) {
 		{"http://127.0.0.1:8080/token", "https://op.example", false},
 		{"http://127.0.0.1:8080/token", "http://127.0.0.1:8080", true},
 		{"http://localhost/token", "http://localhost", true},
+		{"http://a.localhost:3000/dev/oidc/token", "http://a.localhost:3000/dev/oidc", true},
+		{"http://a.localhost.evil.example/token", "http://a.localhost:3000", false},
 		{"http://op.example/token", "http://127.0.0.1", false},
 		{"/token", "https://op.example", false},
 		{"https://user@op.example/token", "https://op.example", false},

@@ -228,6 +228,8 @@ func TestMetadataURLMustBeHTTPS(t *testing.T) {
 		"http://127.0.0.1:8080/metadata":   true,
 		"http://[::1]/metadata":            true,
 		"http://localhost/metadata":        true,
+		"http://a.localhost:3000/metadata": true,
+		"http://localhost.example.org/md":  false,
 		"http://idp.example.org/metadata":  false,
 		"ftp://idp.example.org/metadata":   false,
 		"/metadata":                        false,

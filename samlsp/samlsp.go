@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -35,6 +34,7 @@ import (
 	"github.com/crewjam/saml"
 	dsig "github.com/russellhaering/goxmldsig"
 
+	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
@@ -408,21 +408,13 @@ func checkMetadataURL(s string) (*url.URL, error) {
 	case "https":
 		return u, nil
 	case "http":
-		if isLoopback(u.Hostname()) {
+		if outbound.IsLoopback(u.Hostname()) {
 			return u, nil
 		}
 		return nil, errors.New("must use https (plain http only for loopback addresses)")
 	default:
 		return nil, errors.New("must use https")
 	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // ParseCertificatePEM parses one PEM certificate. Errors never quote it.

@@ -50,7 +50,7 @@ func NewClient(base *http.Client, timeout time.Duration, maxBody int64) *http.Cl
 	if rt == nil {
 		rt = &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           dialLoopbackNames((&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext),
 			TLSHandshakeTimeout:   tlsHandshake,
 			ResponseHeaderTimeout: responseHeaders,
 			MaxIdleConns:          maxIdleConns,
@@ -115,7 +115,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	switch {
 	case next.Scheme == "https":
-	case next.Scheme == "http" && prev.Scheme == "http" && isLoopback(prev.Hostname()) && isLoopback(next.Hostname()):
+	case next.Scheme == "http" && prev.Scheme == "http" && IsLoopback(prev.Hostname()) && IsLoopback(next.Hostname()):
 	default:
 		return fmt.Errorf("%w: from %s to %s", ErrRedirect, prev.Scheme, Redact(next))
 	}
@@ -124,12 +124,34 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
+// IsLoopback reports whether host names the machine itself: a loopback
+// address, localhost, or a name under .localhost (RFC 6761, 6.3), such as
+// the tenant subdomains a.localhost that browsers reach at 127.0.0.1. It is
+// the one rule for where plain http is allowed (SAML metadata, OpenID
+// Connect issuers and endpoints, document redirects).
+func IsLoopback(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// dialLoopbackNames dials the names under .localhost at 127.0.0.1 without
+// asking a resolver, as browsers do: Go's resolver sends them to DNS, which
+// could answer with another machine, and IsLoopback lets plain http go to
+// them.
+func dialLoopbackNames(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			host = strings.ToLower(strings.TrimSuffix(host, "."))
+			if strings.HasSuffix(host, ".localhost") {
+				addr = net.JoinHostPort("127.0.0.1", port)
+			}
+		}
+		return dial(ctx, network, addr)
+	}
 }
 
 type limitTransport struct {

@@ -230,3 +230,44 @@ func TestDocumentRedirects(t *testing.T) {
 		})
 	}
 }
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1":               true,
+		"127.1.2.3":               true,
+		"::1":                     true,
+		"localhost":               true,
+		"LOCALHOST.":              true,
+		"a.localhost":             true,
+		"city-a.Localhost":        true,
+		"localhost.example.org":   false,
+		"a.localhost.example.org": false,
+		"notlocalhost":            false,
+		"example.org":             false,
+		"10.0.0.1":                false,
+		"":                        false,
+	} {
+		if got := IsLoopback(host); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// Names under .localhost reach 127.0.0.1 without a resolver: Go's would
+// ask DNS, which might answer with another machine, or not at all offline.
+func TestLocalhostNamesDialLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Host)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	resp, err := NewClient(nil, 2*time.Second, 100).Get("http://tenant-a.localhost:" + u.Port() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if want := "tenant-a.localhost:" + u.Port(); string(body) != want {
+		t.Errorf("the server saw Host %q, want %q", body, want)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
 	"net"
 	"net/http"
 	"net/mail"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/devpage"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -134,19 +134,17 @@ func (d *developer) ExtraRoutes() map[string]http.Handler {
 	return map[string]http.Handler{"form": http.HandlerFunc(d.serveForm)}
 }
 
-var developerForm = template.Must(template.New("developer").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Developer sign-in</title>
-<meta name="referrer" content="no-referrer">
-<style>body{font-family:sans-serif;max-width:30em;margin:3em auto}label{display:block;margin:.8em 0}input{width:100%;padding:.3em}</style></head>
-<body><h1>Developer sign-in</h1>
-<p><strong>For development only:</strong> no provider checks who you are. You are signed in as whoever you type.</p>
+var developerForm = devpage.Provider("developer", "Developer sign-in", `{{define "title"}}Sign in{{end}}
+{{define "main"}}<div class="notice warn"><strong>For development only:</strong> <p>no provider checks who you are. You are signed in as whoever you type.</p></div>
+<div class="card">
+<h1>Developer sign-in</h1>
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="state" value="{{.State}}">
-<label>Name <input name="name" id="name" autocomplete="name" required></label>
-<label>Email <input name="email" id="email" type="email" autocomplete="email" required></label>
-<button type="submit" id="sign-in">Sign in</button>
-</form></body></html>
-`))
+<label class="field">Name <input name="name" id="name" autocomplete="name" required></label>
+<label class="field">Email <input name="email" id="email" type="email" autocomplete="email" required></label>
+<div class="actions"><button type="submit" id="sign-in" class="primary">Sign in</button></div>
+</form>
+</div>{{end}}`)
 
 func (d *developer) serveForm(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {

@@ -13,7 +13,6 @@ package forge
 
 import (
 	"encoding/json"
-	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 // User is an account of the fake forge.
@@ -133,14 +133,17 @@ func (s *Server) SetProfileBody(b []byte) {
 // Calls reports how many requests reached endpoint.
 func (s *Server) Calls(e Endpoint) int { return s.faults.Calls(e) }
 
-var page = template.Must(template.New("authorize").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Authorize application (development forge)</title></head>
-<body><h1>Authorize the application?</h1>
+var page = devpage.Provider("authorize", "Forge", `{{define "title"}}Authorize application{{end}}
+{{define "main"}}<div class="card">
+<h1>Authorize the application?</h1>
+<p class="muted">It will read your profile and your email addresses.</p>
+<div class="choices">
 {{range .Users}}<form method="post" action="{{$.Action}}">{{range $k, $v := $.Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
-<input type="hidden" name="user" value="{{.ID}}"><button name="action" value="approve">Authorize as {{.Login}}</button></form>{{end}}
-<form method="post" action="{{.Action}}">{{range $k, $v := .Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
+<input type="hidden" name="user" value="{{.ID}}"><button name="action" value="approve">Authorize as {{.Login}}</button></form>
+{{end}}</div>
+<form method="post" action="{{.Action}}" class="actions">{{range $k, $v := .Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
 <button name="action" value="deny">Cancel</button></form>
-</body></html>`))
+</div>{{end}}`)
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if !s.faults.Enter(w, r, Authorize) {

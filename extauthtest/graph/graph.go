@@ -24,7 +24,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -34,6 +33,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 // User is an account of the fake provider.
@@ -236,23 +236,22 @@ func graphError(w http.ResponseWriter, status int, typ string, code, subcode int
 	json.NewEncoder(w).Encode(map[string]any{"error": e})
 }
 
-var page = template.Must(template.New("dialog").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Log in with socialnet (development provider)</title></head>
-<body>
+var page = devpage.Provider("dialog", "Social network", `{{define "title"}}Log in{{end}}
+{{define "main"}}<div class="card">
 <h1>Continue to the application?</h1>
-<p>It will receive: your name and profile picture{{if .Email}} and email address{{end}}. This is a fake provider for development.</p>
-{{range .Users}}
-<form method="post" action="{{$.Action}}">
+<p class="muted">It will receive your name and profile picture{{if .Email}} and your email address{{end}}.</p>
+<div class="choices">
+{{range .Users}}<form method="post" action="{{$.Action}}">
 <input type="hidden" name="request" value="{{$.Request}}">
 <input type="hidden" name="user" value="{{.ID}}">
 <button name="action" value="approve">Continue as {{.Name}}</button>
 </form>
-{{end}}
-<form method="post" action="{{.Action}}">
+{{end}}</div>
+<form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="request" value="{{.Request}}">
 <button name="action" value="deny">Cancel</button>
 </form>
-</body></html>`))
+</div>{{end}}`)
 
 func (s *Server) dialog(w http.ResponseWriter, r *http.Request) {
 	if !s.enter(w, r, Dialog) {

@@ -24,7 +24,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -36,6 +35,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 // User is an account of the fake provider.
@@ -258,23 +258,22 @@ func (s *Server) lookupRequest(token string) *requestToken {
 	return rt
 }
 
-var page = template.Must(template.New("consent").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign in with microblog (development provider)</title></head>
-<body>
+var page = devpage.Provider("consent", "Microblog", `{{define "title"}}Authorize application{{end}}
+{{define "main"}}<div class="card">
 <h1>Authorize this application to use your account?</h1>
-<p>This is a fake provider for development. Pick an account:</p>
-{{range .Users}}
-<form method="post" action="{{$.Action}}">
+<p class="muted">It will see your profile and email address, and sign you in. Pick an account:</p>
+<div class="choices">
+{{range .Users}}<form method="post" action="{{$.Action}}">
 <input type="hidden" name="oauth_token" value="{{$.Token}}">
 <input type="hidden" name="user" value="{{.ID}}">
 <button name="action" value="approve">Sign in as @{{.ScreenName}} ({{.Name}})</button>
 </form>
-{{end}}
-<form method="post" action="{{.Action}}">
+{{end}}</div>
+<form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="oauth_token" value="{{.Token}}">
 <button name="action" value="deny">Cancel</button>
 </form>
-</body></html>`))
+</div>{{end}}`)
 
 func (s *Server) authenticatePage(w http.ResponseWriter, r *http.Request) {
 	if !s.faults.Enter(w, r, Authenticate) {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -234,21 +233,19 @@ func (op *OP) endSession(w http.ResponseWriter, r *http.Request) {
 	op.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = logoutPage.Execute(w, map[string]any{"Action": op.prefix + "/end_session/decision", "Interaction": id, "Client": op.cfg.ClientID})
+	_ = op.page(logoutPages).Execute(w, map[string]any{"Action": op.prefix + "/end_session/decision", "Interaction": id, "Client": op.cfg.ClientID})
 }
 
-var logoutPage = template.Must(template.New("logout").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Fake OpenID Provider: sign out</title></head>
-<body>
-<h1>Fake OpenID Provider</h1>
-<p><strong>{{.Client}}</strong> asks to sign you out of the provider too.</p>
-<form method="post" action="{{.Action}}">
+var logoutPages = newPages("logout", `{{define "title"}}Sign out{{end}}
+{{define "main"}}<div class="card">
+<h1>Sign out of the provider too?</h1>
+<p><strong>{{.Client}}</strong> signed you out and asks to end your session here as well. Staying signed in here lets you sign in again without a password.</p>
+<form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="interaction" value="{{.Interaction}}">
-<button type="submit" name="decision" value="logout" id="op-logout">Sign out</button>
+<button type="submit" name="decision" value="logout" id="op-logout" class="primary">Sign out</button>
 <button type="submit" name="decision" value="stay" id="op-stay">Stay signed in</button>
 </form>
-</body></html>
-`))
+</div>{{end}}`)
 
 func (op *OP) endSessionDecision(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -335,15 +332,14 @@ func (op *OP) verifyOwn(token string) (map[string]any, error) {
 	return claims, nil
 }
 
-var accountPage = template.Must(template.New("account").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Fake OpenID Provider: your account</title></head>
-<body>
-<h1>Fake OpenID Provider</h1>
-{{if .Session}}<p id="op-signed-in">Signed in as {{.Session.User.Name}} (session {{.Session.SID}}).</p>
-<form method="post"><button type="submit" id="op-logout-everywhere">Sign out of every application</button></form>
+var accountPages = newPages("account", `{{define "title"}}Your account{{end}}
+{{define "main"}}<div class="card">
+<h1>Your account</h1>
+{{if .Session}}<p id="op-signed-in">Signed in as <strong>{{.Session.User.Name}}</strong> <span class="muted small">(session <code>{{.Session.SID}}</code>)</span>.</p>
+<p class="muted">Signing out here ends your session at every application you signed in to with it: each is told over the back channel.</p>
+<form method="post" class="actions"><button type="submit" id="op-logout-everywhere" class="primary">Sign out of every application</button></form>
 {{else}}<p id="op-signed-out">Not signed in at the provider.</p>{{end}}
-</body></html>
-`))
+</div>{{end}}`)
 
 // account is the provider's own page: it shows the browser's session and
 // signs it out of every application, which the provider then tells over
@@ -386,5 +382,5 @@ func (op *OP) account(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = accountPage.Execute(w, data)
+	_ = op.page(accountPages).Execute(w, data)
 }

@@ -41,6 +41,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 // Fault is one way the provider misbehaves.
@@ -627,7 +628,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	op.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = consentPage.Execute(w, map[string]any{
+	_ = op.page(consentPages).Execute(w, map[string]any{
 		"Action":      op.prefix + "/authorize/decision",
 		"Interaction": id,
 		"Client":      op.cfg.ClientID,
@@ -636,21 +637,43 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Fake OpenID Provider: sign in</title></head>
-<body>
-<h1>Fake OpenID Provider</h1>
-<p><strong>{{.Client}}</strong> asks to sign you in ({{.Scope}}).</p>
+// Brands of the OP's pages: an OP shaped as Google's (GoogleClaims) is
+// the stand-in of a Google account.
+const (
+	brandOP     = "OpenID Provider"
+	brandGoogle = "Google account"
+)
+
+// pages is one page of the OP in each brand.
+type pages map[string]*template.Template
+
+func newPages(name, body string) pages {
+	return pages{brandOP: devpage.Provider(name, brandOP, body), brandGoogle: devpage.Provider(name, brandGoogle, body)}
+}
+
+// page is the OP's version of p.
+func (op *OP) page(p pages) *template.Template {
+	if op.cfg.GoogleClaims {
+		return p[brandGoogle]
+	}
+	return p[brandOP]
+}
+
+var consentPages = newPages("consent", `{{define "title"}}Sign in{{end}}
+{{define "main"}}<div class="card">
+<h1>Sign in to continue</h1>
+<p><strong>{{.Client}}</strong> asks to sign you in and to see: <code>{{.Scope}}</code></p>
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="interaction" value="{{.Interaction}}">
-<fieldset><legend>Sign in as</legend>
-{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{$u.Sub}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} &lt;{{$u.Email}}&gt;</label><br>
+<fieldset class="choices"><legend>Sign in as</legend>
+{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{$u.Sub}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} <span class="muted">&lt;{{$u.Email}}&gt;</span></label>
 {{end}}</fieldset>
-<button type="submit" name="decision" value="approve">Approve</button>
+<div class="actions">
+<button type="submit" name="decision" value="approve" class="primary">Approve</button>
 <button type="submit" name="decision" value="deny">Deny</button>
+</div>
 </form>
-</body></html>
-`))
+</div>{{end}}`)
 
 func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {

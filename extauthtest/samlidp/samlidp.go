@@ -43,6 +43,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 // User is the demo account the IdP signs in.
@@ -566,16 +567,18 @@ func (p *IdP) fetchSP(r *http.Request) error {
 
 type sessionProvider struct{ p *IdP }
 
-var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
-<html><head><title>Fake SAML IdP</title></head><body>
-<h1>Fake SAML identity provider</h1>
-<p>{{.SP}} asks you to sign in as <b>{{.User}}</b>.</p>
-<form method="post" action="{{.Action}}">
+var loginPage = devpage.Provider("login", "SAML identity provider", `{{define "title"}}Sign in{{end}}
+{{define "main"}}<div class="card">
+<h1>Sign in to continue</h1>
+<p class="muted">Fake SAML identity provider</p>
+<p>The service provider <code>{{.SP}}</code> asks you to sign in as <strong>{{.User}}</strong>.</p>
+<form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="SAMLRequest" value="{{.Request}}">
 <input type="hidden" name="RelayState" value="{{.RelayState}}">
-<button name="decision" value="approve">Approve</button>
+<button name="decision" value="approve" class="primary">Approve</button>
 <button name="decision" value="deny">Deny</button>
-</form></body></html>`))
+</form>
+</div>{{end}}`)
 
 func (s sessionProvider) GetSession(w http.ResponseWriter, r *http.Request, req *saml.IdpAuthnRequest) *saml.Session {
 	p := s.p
@@ -662,7 +665,8 @@ func (p *IdP) deny(w http.ResponseWriter, r *http.Request) {
 }
 
 var postForm = template.Must(template.New("post").Parse(`<!doctype html>
-<html><body onload="document.forms[0].submit()">
+<html lang="en"><head><meta charset="utf-8"><title>Signing you in…</title></head>
+<body onload="document.forms[0].submit()">
 <form method="post" action="{{.URL}}">
 <input type="hidden" name="SAMLResponse" value="{{.SAMLResponse}}">
 <input type="hidden" name="RelayState" value="{{.RelayState}}">

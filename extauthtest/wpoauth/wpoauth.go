@@ -12,7 +12,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 // User is the profile /oauth/me returns.
@@ -108,15 +108,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-var consent = template.Must(template.New("consent").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Blog: authorize</title>
-<style>body{font-family:sans-serif;max-width:30em;margin:3em auto}</style></head>
-<body><h1>WP OAuth Server (development)</h1>
-<p>The application <b>{{.Client}}</b> asks to sign you in as <b>{{.User}}</b>.</p>
-<form method="post">
-<button name="decision" value="approve" id="approve">Approve</button>
-<button name="decision" value="deny" id="deny">Deny</button></form></body></html>
-`))
+var consent = devpage.Provider("consent", "WordPress", `{{define "title"}}Authorize{{end}}
+{{define "main"}}<div class="card">
+<h1>Authorize the application?</h1>
+<p>The application <strong>{{.Client}}</strong> asks to sign you in as <strong>{{.User}}</strong> with this blog's WP OAuth Server.</p>
+<form method="post" class="actions">
+<button name="decision" value="approve" id="approve" class="primary">Approve</button>
+<button name="decision" value="deny" id="deny">Deny</button></form>
+</div>{{end}}`)
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {

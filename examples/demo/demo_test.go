@@ -11,32 +11,44 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crewjam/saml"
 
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
 )
 
 // startDemo runs the demo on its development providers.
 func startDemo(t *testing.T) string {
 	t.Helper()
+	base, _ := startDemoWith(t, serverOptions{})
+	return base
+}
+
+// startDemoWith runs the demo with o and returns its base URL and itself.
+func startDemoWith(t *testing.T, o serverOptions) (string, *server) {
+	t.Helper()
+	var demo *server
 	srv := harness.Serve(t, func(base string) http.Handler {
-		h, closeFn, err := newServer(base, serverOptions{})
+		d, err := newServer(base, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(closeFn)
-		return h
+		t.Cleanup(d.Close)
+		demo = d
+		return d
 	})
-	return srv.URL
+	return srv.URL, demo
 }
 
 func TestDemoBlogSignInAndOut(t *testing.T) {
@@ -54,7 +66,7 @@ func TestDemoBlogSignInAndOut(t *testing.T) {
 		t.Fatalf("no consent page: %s", consent.Body)
 	}
 	page := b.PostForm(consent.URL.String(), url.Values{"decision": {"approve"}})
-	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">42</b>`) {
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<code id="uid">42</code>`) {
 		t.Fatalf("after sign-in: %s %s", page.URL, page.Body)
 	}
 	me := b.Get(base + "/me.json")
@@ -147,7 +159,7 @@ func TestDemoSocialSignIn(t *testing.T) {
 			}
 			action, form := tc.approve(consent)
 			page := b.PostForm(action, form)
-			if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">`+tc.uid+`</b>`) {
+			if page.URL.Path != "/" || !strings.Contains(page.Body, `<code id="uid">`+tc.uid+`</code>`) {
 				t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
 			}
 		})
@@ -209,7 +221,7 @@ func samlSignInFrom(t *testing.T, b *harness.Browser, base, idpOrigin string) {
 		defer func() { b.Header = saved }()
 	}
 	page := b.Do(req)
-	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">ada@example.org</b>`) {
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<code id="uid">ada@example.org</code>`) {
 		t.Fatalf("after SAML sign-in: %s %s", page.URL, page.Body)
 	}
 }
@@ -254,11 +266,11 @@ func TestDemoSAMLSignOut(t *testing.T) {
 	from := len(b.Hops)
 	page := b.PostForm(base+"/logout", nil)
 	hops := b.Hops[from:]
-	want := []string{"/logout", "/users/auth/saml/logout", "/dev/saml/slo", "/users/auth/saml/logout", "/"}
+	want := []string{"/logout", "/dev/saml/slo", "/users/auth/saml/logout", "/"}
 	if got := hopPaths(t, hops); !slices.Equal(got, want) {
 		t.Fatalf("sign-out went through %q, want %q", got, want)
 	}
-	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, `id="signed-out"`) {
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, `id="signed-out"`) || !strings.Contains(page.Body, `id="notice-provider"`) {
 		t.Fatalf("after sign-out: %d %s", page.StatusCode, page.Body)
 	}
 	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
@@ -270,19 +282,18 @@ func TestDemoSAMLSignOut(t *testing.T) {
 
 	// What the IdP was asked: to end ada's session, the one the sign-in
 	// made, in a LogoutRequest from the demo.
-	lr := logoutRequestOf(t, hops[2])
+	lr := logoutRequestOf(t, hops[1])
 	if lr.NameID == nil || lr.NameID.Value != "ada@example.org" || lr.SessionIndex == nil || lr.SessionIndex.Value == "" {
 		t.Errorf("LogoutRequest names %+v, session %+v", lr.NameID, lr.SessionIndex)
 	}
 	if lr.Issuer == nil || lr.Issuer.Value != base+"/users/auth/saml/metadata" {
 		t.Errorf("LogoutRequest issued by %+v", lr.Issuer)
 	}
-	if r, _ := url.Parse(hops[3]); r.Query().Get("SAMLResponse") == "" {
-		t.Errorf("the IdP came back without a LogoutResponse: %s", hops[3])
+	if r, _ := url.Parse(hops[2]); r.Query().Get("SAMLResponse") == "" {
+		t.Errorf("the IdP came back without a LogoutResponse: %s", hops[2])
 	}
 
-	// The put-aside session was for that one logout: the route alone does
-	// not go to the IdP again.
+	// The logout route alone, with no LogoutResponse, goes nowhere.
 	from = len(b.Hops)
 	again := b.Get(base + "/users/auth/saml/logout")
 	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/users/auth/saml/logout", "/"}) || again.StatusCode != http.StatusOK {
@@ -347,7 +358,7 @@ func TestDemoOIDCSignIn(t *testing.T) {
 			interaction, _, _ := strings.Cut(rest, `"`)
 			bob := "248289761002"
 			page := b.PostForm(base+action, url.Values{"interaction": {interaction}, "user": {bob}, "decision": {"approve"}})
-			if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">`+bob+`</b>`) {
+			if page.URL.Path != "/" || !strings.Contains(page.Body, `<code id="uid">`+bob+`</code>`) {
 				t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
 			}
 		})
@@ -360,7 +371,7 @@ func oidcSignIn(t *testing.T, b *harness.Browser, base string) {
 	consent := b.PostForm(base+"/users/auth/oidc", nil)
 	page := b.PostForm(base+formAction(t, consent.Body), url.Values{
 		"interaction": {hiddenValue(consent.Body, "interaction")}, "user": {"248289761001"}, "decision": {"approve"}})
-	if page.URL.Path != "/" || !strings.Contains(page.Body, `<b id="uid">248289761001</b>`) {
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<code id="uid">248289761001</code>`) {
 		t.Fatalf("after sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
 	}
 }
@@ -391,7 +402,7 @@ func TestDemoOIDCSignOut(t *testing.T) {
 	oidcSignIn(t, b, base)
 	from := len(b.Hops)
 	confirm := b.PostForm(base+"/logout", nil)
-	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/users/auth/oidc/logout", "/dev/oidc/end_session"}) {
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/dev/oidc/end_session"}) {
 		t.Fatalf("sign-out went through %q", got)
 	}
 	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
@@ -403,7 +414,7 @@ func TestDemoOIDCSignOut(t *testing.T) {
 	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/dev/oidc/end_session/decision", "/users/auth/oidc/post_logout", "/"}) {
 		t.Fatalf("after the OP's confirmation: %q", got)
 	}
-	if !strings.Contains(page.Body, `id="signed-out"`) || b.Cookie(base+"/", "demo_session") != nil {
+	if !strings.Contains(page.Body, `id="signed-out"`) || !strings.Contains(page.Body, `id="notice-provider"`) || b.Cookie(base+"/", "demo_session") != nil {
 		t.Errorf("not signed out: %d %s", page.StatusCode, page.Body)
 	}
 	if account := b.Get(base + "/dev/oidc/account"); !strings.Contains(account.Body, `id="op-signed-out"`) {
@@ -415,9 +426,12 @@ func TestDemoOIDCSignOut(t *testing.T) {
 	b.PostForm(base+formAction(t, consent.Body), url.Values{
 		"interaction": {hiddenValue(consent.Body, "interaction")}, "user": {"248289761001"}, "decision": {"approve"}})
 	from = len(b.Hops)
-	b.PostForm(base+"/logout", nil)
-	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/users/auth/search_oauth2/logout", "/"}) {
+	page = b.PostForm(base+"/logout", nil)
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/"}) {
 		t.Errorf("search_oauth2 sign-out went through %q", got)
+	}
+	if !strings.Contains(page.Body, `id="notice-local"`) || !strings.Contains(page.Body, "Google account offers applications no way to end its own session") {
+		t.Errorf("a local sign-out does not say so: %s", page.Body)
 	}
 	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("/me.json after a local sign-out: %d", r.StatusCode)
@@ -445,5 +459,146 @@ func TestDemoBackchannelLogout(t *testing.T) {
 	// The other browser's sign-in is another OP session: it stays.
 	if r := other.Get(base + "/me.json"); r.StatusCode != http.StatusOK {
 		t.Errorf("another session ended too: %d", r.StatusCode)
+	}
+}
+
+// samlDemoWithIdP runs the demo with a SAML IdP of its own on another
+// server, as a real one would be, set up by knobs.
+func samlDemoWithIdP(t *testing.T, knobs func(*samlidp.Knobs)) (string, *samlidp.IdP) {
+	t.Helper()
+	var idp *samlidp.IdP
+	srv := harness.Serve(t, func(base string) http.Handler {
+		idpSrv := httptest.NewUnstartedServer(nil)
+		var err error
+		idp, err = samlidp.New(samlidp.Options{BaseURL: "http://" + idpSrv.Listener.Addr().String(), SPMetadataURL: base + "/users/auth/saml/metadata"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if knobs != nil {
+			idp.Set(knobs)
+		}
+		idpSrv.Config.Handler = idp
+		idpSrv.Start()
+		t.Cleanup(idpSrv.Close)
+		d, err := newServer(base, serverOptions{samlIdPMetadataURL: idp.MetadataURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		return d
+	})
+	return srv.URL, idp
+}
+
+// samlSignInAt signs b in at the demo through idp's login page, wherever
+// idp is served, and returns the session index of the sign-in.
+func samlSignInAt(t *testing.T, b *harness.Browser, base string) string {
+	t.Helper()
+	var login *harness.Response
+	for range 100 {
+		if login = b.PostForm(base+"/users/auth/saml", nil); login.StatusCode != http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	form := formOf(login.Body)
+	form.Set("decision", "approve")
+	action, err := login.URL.Parse(formAction(t, login.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := b.PostForm(action.String(), form)
+	page := b.PostForm(formAction(t, post.Body), formOf(post.Body))
+	if page.URL.Path != "/" || !strings.Contains(page.Body, `<code id="uid">ada@example.org</code>`) {
+		t.Fatalf("after SAML sign-in: %s %d %s", page.URL, page.StatusCode, page.Body)
+	}
+	var id struct {
+		SID string `json:"sid"`
+	}
+	if err := json.Unmarshal([]byte(b.Get(base+"/me.json").Body), &id); err != nil || id.SID == "" {
+		t.Fatalf("no session index: %v", err)
+	}
+	return id.SID
+}
+
+// With an IdP that publishes no HTTP-Redirect single logout endpoint,
+// signing out is local: the home page says so in a note, not an error
+// page, and the IdP is not asked.
+func TestDemoSAMLLogoutWithoutSLOEndpoint(t *testing.T) {
+	base, idp := samlDemoWithIdP(t, func(k *samlidp.Knobs) { k.NoSLO = true })
+	b := harness.NewBrowser(t)
+	samlSignInAt(t, b, base)
+	from := len(b.Hops)
+	page := b.PostForm(base+"/logout", nil)
+	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/"}) {
+		t.Errorf("sign-out went through %q", got)
+	}
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, `id="signed-out"`) || !strings.Contains(page.Body, `id="notice-local"`) ||
+		!strings.Contains(page.Body, "SAML (Ada&#39;s university IdP) offers applications no way to end its own session, so you are still signed in there") {
+		t.Fatalf("after sign-out: %d %s", page.StatusCode, page.Body)
+	}
+	if strings.Contains(page.Body, "misconfigured") {
+		t.Errorf("a local sign-out shows an error: %s", page.Body)
+	}
+	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("/me.json after sign-out: %d", r.StatusCode)
+	}
+	if idp.LastLogout() != nil {
+		t.Error("the IdP was asked to log out")
+	}
+	// The note is for the page after the sign-out only.
+	if again := b.Get(base + "/"); strings.Contains(again.Body, `id="notice-`) {
+		t.Errorf("the note shows again")
+	}
+}
+
+// The IdP's own LogoutRequest (the user signed out at the IdP, or of
+// another application) ends the demo session it names, and only that one;
+// an unsigned or foreign one ends nothing.
+func TestDemoIdPInitiatedLogout(t *testing.T) {
+	base, idp := samlDemoWithIdP(t, nil)
+	first, second := harness.NewBrowser(t), harness.NewBrowser(t)
+	firstIndex := samlSignInAt(t, first, base)
+	samlSignInAt(t, second, base)
+	slo := base + "/users/auth/saml/logout"
+	logout := func(signer *samlidp.IdP, sessionIndex string) *harness.Response {
+		t.Helper()
+		lr := &saml.LogoutRequest{ID: "id-" + strconv.FormatInt(time.Now().UnixNano(), 36), Version: "2.0", IssueInstant: time.Now(),
+			Destination: slo, Issuer: &saml.Issuer{Value: idp.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org"}}
+		if sessionIndex != "" {
+			lr.SessionIndex = &saml.SessionIndex{Value: sessionIndex}
+		}
+		m, err := signer.RedirectMessage(slo, "SAMLRequest", lr.Element(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return harness.NewBrowser(t).NoFollow().Get(m)
+	}
+
+	impostor, err := samlidp.New(samlidp.Options{BaseURL: "http://127.0.0.1:1/impostor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := logout(impostor, ""); resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(resp.Header.Get("Location"), idp.SLOURL()) {
+		t.Errorf("a LogoutRequest signed by another key was answered as a success")
+	}
+	if first.Get(base+"/me.json").StatusCode != http.StatusOK || second.Get(base+"/me.json").StatusCode != http.StatusOK {
+		t.Fatal("a LogoutRequest signed by another key ended a session")
+	}
+
+	resp := logout(idp, firstIndex)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), idp.SLOURL()) || !strings.Contains(resp.Header.Get("Location"), "SAMLResponse=") {
+		t.Fatalf("the IdP's LogoutRequest: %d to %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if r := first.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the session the IdP ended is still signed in: %d", r.StatusCode)
+	}
+	if r := second.Get(base + "/me.json"); r.StatusCode != http.StatusOK {
+		t.Errorf("another session of the same user ended too: %d", r.StatusCode)
+	}
+	// Without a SessionIndex, the LogoutRequest ends all of the user's.
+	logout(idp, "")
+	if r := second.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a LogoutRequest for the user left a session: %d", r.StatusCode)
 	}
 }

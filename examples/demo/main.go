@@ -22,11 +22,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/internal/devpage"
 )
 
 func main() {
@@ -63,15 +65,18 @@ func run(args []string, stderr io.Writer) error {
 		base = "http://" + ln.Addr().String()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	handler, closeFn, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger})
+	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer closeFn()
+	defer demo.Close()
 	fmt.Printf("extauth demo listening on %s\n", base)
+	for _, s := range demo.sites.list[1:] {
+		fmt.Printf("  tenant %s (%s): %s\n", s.tenant, s.name, s.base)
+	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           demo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -100,59 +105,110 @@ type serverOptions struct {
 	samlIdPMetadataURL string
 }
 
-// newServer builds the demo's handler: the extauth routes, the pages, and
-// (without a config file) the development providers.
-func newServer(base string, o serverOptions) (http.Handler, func(), error) {
+// server is the demo: its handler, and the development providers it serves
+// (nil with a secrets file), which the tests reach into.
+type server struct {
+	http.Handler
+	dev   *devProviders
+	auth  *extauth.Auth
+	sites *sites
+}
+
+// Close stops the demo's background work and its development providers.
+func (s *server) Close() {
+	s.auth.Close()
+	if s.dev != nil {
+		s.dev.close()
+	}
+}
+
+// newServer builds the demo: the extauth routes, the pages, and (without a
+// config file) the development providers, for the demo's own site and for
+// each tenant's.
+func newServer(base string, o serverOptions) (*server, error) {
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
+	srv := &server{}
 	var cfg *extauth.Config
-	var err error
+	var tenantOf func(*http.Request) (string, error)
+	tenantBase := subdomainBase(base)
 	if o.configPath == "" {
-		cfg, err = mountDevProviders(mux, base, o.samlIdPMetadataURL, o.httpClient)
+		dev, err := mountDevProviders(mux, base, o)
+		if err != nil {
+			return nil, err
+		}
+		srv.dev, cfg = dev, dev.cfg
+		if dev.tenantOf != nil {
+			tenantOf, tenantBase = dev.tenantOf, dev.tenantBase
+		}
 	} else {
 		var opts []extauth.ConfigOption
 		if o.env != "" {
 			opts = append(opts, extauth.Env(o.env))
 		}
+		var err error
 		cfg, err = extauth.LoadConfig(o.configPath, opts...)
 		if cfg != nil {
 			cfg.LogWarnings(context.Background(), logger)
 		}
+		if err != nil {
+			return nil, err
+		}
+		// A secrets file's tenants are served on subdomains of the
+		// base URL's host.
+		if len(cfg.Tenants) > 0 {
+			u, _ := url.Parse(base)
+			tenantOf = extauth.SubdomainTenants(u.Hostname())
+		}
 	}
-	if err != nil {
-		return nil, nil, err
+	fail := func(err error) (*server, error) {
+		if srv.dev != nil {
+			srv.dev.close()
+		}
+		return nil, err
 	}
 	key, err := cookieKey(o.configPath != "")
 	if err != nil {
-		return nil, nil, err
+		return fail(err)
 	}
 	sessions := newSessions(strings.HasPrefix(base, "https://"))
-	a, err := extauth.New(cfg, extauth.Options{
+	sites := newSites(base, cfg, tenantBase, devTenants)
+	sites.tenantOf = tenantOf
+	srv.sites = sites
+	pages := &pages{sessions: sessions, sites: sites, log: logger}
+	opts := extauth.Options{
 		BaseURL:    base,
 		CookieKey:  key,
 		Logger:     logger,
 		HTTPClient: o.httpClient,
-		// Signing out goes through the provider where it can end its own
-		// session (SAML single logout, OpenID Connect RP-initiated logout),
-		// and the providers' own logouts end the demo's sessions (pages.go).
+		TenantOf:   tenantOf,
+		// The demo's sign-out button ends the demo's session, then sends
+		// the browser to the provider where it can end its own (SAML
+		// single logout, OpenID Connect RP-initiated logout), which comes
+		// back to Done; the providers' own logouts end the demo's sessions.
 		Logout: extauth.LogoutOptions{
-			Session:          sessions.logoutSession,
 			OnProviderLogout: sessions.endProviderSessions,
-			Done:             sessions.logoutDone,
+			Done:             pages.logoutDone,
 		},
 		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 			sessions.signIn(w, id)
 			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
 		},
-	})
-	if err != nil {
-		return nil, nil, err
+		OnFailure: pages.onFailure,
 	}
+	if tenantOf != nil {
+		opts.TenantBaseURL = func(tenant string) (string, error) { return tenantBase(tenant), nil }
+	}
+	a, err := extauth.New(cfg, opts)
+	if err != nil {
+		return fail(err)
+	}
+	srv.auth, pages.auth = a, a
 	a.Mount(mux)
-	pages := &pages{auth: a, sessions: sessions, logoutRoutes: logoutRoutes(a)}
+	mux.Handle("GET /style.css", devpage.Handler())
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)
@@ -160,7 +216,8 @@ func newServer(base string, o serverOptions) (http.Handler, func(), error) {
 	// routes identity providers POST to from their own site.
 	cop := http.NewCrossOriginProtection()
 	a.AllowCrossSiteCallbacks(cop)
-	return cop.Handler(mux), func() { a.Close() }, nil
+	srv.Handler = cop.Handler(mux)
+	return srv, nil
 }
 
 // cookieKey reads EXTAUTH_COOKIE_KEY (64 hex digits). Development mode makes

@@ -1,208 +1,226 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/base64"
+	"embed"
 	"encoding/json"
 	"html/template"
+	"log/slog"
 	"net/http"
-	"sync"
-	"time"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/extauth/extauth"
 )
 
-// sessions is the demo's own sign-in session: an in-memory map from a random
-// cookie to the identity. A real application would use its session store.
-type sessions struct {
-	secure bool
-	mu     sync.Mutex
-	byID   map[string]*extauth.Identity
-	// leaving holds, for a session signed out here whose provider still
-	// has to end its own, what the provider's logout route asks for: only
-	// for the one redirect between the sign-out form and that route.
-	leaving map[string]pendingLogout
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+// page parses a page: the layout and the page's "main".
+func page(file string) *template.Template {
+	return template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/"+file))
 }
 
-type pendingLogout struct {
-	provider extauth.Provider
-	session  extauth.LogoutSession
-	until    time.Time
-}
-
-const (
-	sessionCookie = "demo_session"
-	// logoutWindow is how long the browser has to follow the redirect from
-	// the sign-out form to the provider's logout route.
-	logoutWindow = time.Minute
+var (
+	homePage     = page("home.html")
+	failurePage  = page("failure.html")
+	notFoundPage = page("notfound.html")
 )
-
-func newSessions(secure bool) *sessions {
-	return &sessions{secure: secure, byID: map[string]*extauth.Identity{}, leaving: map[string]pendingLogout{}}
-}
-
-func (s *sessions) signIn(w http.ResponseWriter, id *extauth.Identity) {
-	b := make([]byte, 32)
-	rand.Read(b)
-	sid := base64.RawURLEncoding.EncodeToString(b)
-	s.mu.Lock()
-	s.byID[sid] = id
-	s.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/", HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
-}
-
-func (s *sessions) current(r *http.Request) (string, *extauth.Identity) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return "", nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return c.Value, s.byID[c.Value]
-}
-
-func (s *sessions) signOut(w http.ResponseWriter, r *http.Request) {
-	if sid, _ := s.current(r); sid != "" {
-		s.mu.Lock()
-		delete(s.byID, sid)
-		s.mu.Unlock()
-	}
-	s.clearCookie(w)
-}
-
-func (s *sessions) clearCookie(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
-}
-
-// signOutForProvider ends the local session at once and keeps what ending
-// the provider's session needs (Identity.LogoutSession: the ID token, or the
-// SAML NameID and SessionIndex) for the provider's logout route. The cookie
-// stays until the provider has answered, to find them again; it no longer
-// names a signed-in user. It reports false when there is no session.
-func (s *sessions) signOutForProvider(r *http.Request) (extauth.Provider, bool) {
-	sid, id := s.current(r)
-	if id == nil {
-		return "", false
-	}
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byID, sid)
-	for k, p := range s.leaving {
-		if now.After(p.until) {
-			delete(s.leaving, k)
-		}
-	}
-	p := extauth.Provider(id.Provider)
-	s.leaving[sid] = pendingLogout{provider: p, session: id.LogoutSession(), until: now.Add(logoutWindow)}
-	return p, true
-}
-
-// logoutSession is Options.Logout.Session: the provider session that
-// signOutForProvider put aside for this browser, once.
-func (s *sessions) logoutSession(r *http.Request, provider extauth.Provider) (extauth.LogoutSession, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return extauth.LogoutSession{}, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.leaving[c.Value]
-	delete(s.leaving, c.Value)
-	if !ok || p.provider != provider || time.Now().After(p.until) {
-		return extauth.LogoutSession{}, false
-	}
-	return p.session, true
-}
-
-// endProviderSessions is Options.Logout.OnProviderLogout: a provider says
-// its session ended (a SAML LogoutRequest, an OpenID Connect back- or
-// front-channel logout), so the demo sessions it names end too: the one of
-// that provider session, or all of that user's.
-func (s *sessions) endProviderSessions(_ context.Context, e extauth.LogoutEvent) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for sid, id := range s.byID {
-		if id.Provider != string(e.Provider) || id.Tenant != e.Tenant {
-			continue
-		}
-		subject := id.UID
-		if id.SAML != nil {
-			subject = id.SAML.NameID
-		}
-		if (e.Session == "" || e.Session == id.SessionID) && (e.Subject == "" || e.Subject == subject) {
-			delete(s.byID, sid)
-		}
-	}
-	return nil
-}
-
-var logoutFailed = template.Must(template.New("logout").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Single logout failed</title></head>
-<body><h1>Single logout failed</h1><p id="slo-failed">{{.Message}}</p><p><code>{{.Code}}</code></p>
-<p>This demo no longer knows you; the identity provider may still do.</p><p><a href="/">Home</a></p></body></html>
-`))
-
-// logoutDone is Options.Logout.Done. After the provider confirmed the
-// logout (or when it could not be asked) the stale cookie goes too. A failed
-// confirmation leaves the cookie alone: anyone can send a browser to a
-// logout route with a bad one, and that must not sign the user out.
-func (s *sessions) logoutDone(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
-	if err == nil {
-		s.clearCookie(w)
-		http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(err.Code.HTTPStatus())
-	logoutFailed.Execute(w, err)
-}
 
 type pages struct {
 	auth     *extauth.Auth
 	sessions *sessions
-	// logoutRoutes are the logout routes of the providers that have one.
-	logoutRoutes map[extauth.Provider]string
+	sites    *sites
+	log      *slog.Logger
 }
 
-var home = template.Must(template.New("home").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>extauth demo</title>
-<style>body{font-family:sans-serif;max-width:42em;margin:2em auto}button{margin:.2em;padding:.4em .8em}pre{background:#f4f4f4;padding:1em;overflow:auto}</style>
-</head><body><h1>extauth demo</h1>
-{{if .Identity}}
-<p id="signed-in">Signed in with <b id="provider">{{.Identity.Provider}}</b> as <b id="uid">{{.Identity.UID}}</b>{{with .Identity.Name}} ({{.}}){{end}}.</p>
-<pre id="identity">{{.JSON}}</pre>
-<form method="post" action="/logout"><button id="logout">Sign out</button></form>
-{{else}}
-<p id="signed-out">Not signed in.</p>
-{{end}}
-<h2>Sign in with</h2>
-{{range .Providers}}<form method="post" action="/users/auth/{{.}}" style="display:inline"><button id="signin-{{.}}">Sign in with {{.}}</button></form>
-{{end}}
-<p><a href="/me.json">/me.json</a></p>
-</body></html>
-`))
+// view is what every page shows: the site it is on, in the header, and
+// the demo's other sites.
+type view struct {
+	Title string
+	Site  siteView
+	Sites []siteView
+}
+
+type siteView struct {
+	Tenant, Name, Host, URL string
+	Current                 bool
+}
+
+func (p *pages) view(s *site, title string) view {
+	v := view{Title: title, Site: siteView{Tenant: s.tenant, Name: s.name, Host: s.host(), URL: s.base, Current: true}}
+	for _, o := range p.sites.list {
+		v.Sites = append(v.Sites, siteView{Tenant: o.tenant, Name: o.name, Host: o.host(), URL: o.base, Current: o == s})
+	}
+	return v
+}
+
+func (p *pages) render(w http.ResponseWriter, status int, t *template.Template, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := t.ExecuteTemplate(w, "layout", data); err != nil {
+		p.log.Error("demo: rendering a page", "err", err)
+	}
+}
+
+// site returns the site of r, or answers 404 for a host that is none.
+func (p *pages) site(w http.ResponseWriter, r *http.Request) *site {
+	if s := p.sites.of(r); s != nil {
+		return s
+	}
+	main := p.sites.list[0]
+	v := p.view(main, "No such site")
+	v.Site.Current = false
+	p.render(w, http.StatusNotFound, notFoundPage, struct {
+		view
+		Message string
+	}{v, "This demo serves no tenant at " + r.Host + "."})
+	return nil
+}
+
+type providerView struct{ Slug, Label string }
+
+type noticeView struct{ ID, Class, Title, Text string }
+
+type identityView struct {
+	Display, Initial string
+	Name, Email      string
+	EmailVerified    bool
+	Provider         providerView
+	UID, Tenant      string
+	SessionID        string
+	Attributes       []attributeView
+	JSON             string
+}
+
+type attributeView struct {
+	Friendly, Name string
+	Values         []string
+}
 
 func (p *pages) home(w http.ResponseWriter, r *http.Request) {
-	_, id := p.sessions.current(r)
-	data := struct {
-		Identity  *extauth.Identity
-		JSON      string
-		Providers []extauth.Provider
-	}{Identity: id, Providers: p.auth.Providers()}
-	if id != nil {
-		b, _ := json.MarshalIndent(id, "", "  ")
-		data.JSON = string(b)
+	s := p.site(w, r)
+	if s == nil {
+		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	home.Execute(w, data)
+	data := struct {
+		view
+		Notice    *noticeView
+		Identity  *identityView
+		Providers []providerView
+	}{view: p.view(s, "Sign in")}
+	if n, ok := p.sessions.takeNotice(w, r); ok {
+		data.Notice = noticeFor(s, n)
+	}
+	if _, id := p.sessions.current(r, s.tenant); id != nil {
+		data.Identity = identityFor(s, id)
+		data.Title = "Signed in"
+	}
+	for _, pr := range s.providers {
+		data.Providers = append(data.Providers, providerView{Slug: string(pr), Label: s.label(pr)})
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, http.StatusOK, homePage, data)
+}
+
+func noticeFor(s *site, n notice) *noticeView {
+	label := s.label(n.provider)
+	switch n.kind {
+	case noticeLocal:
+		return &noticeView{ID: "local", Class: "warn", Title: "Signed out of this demo only",
+			Text: label + " offers applications no way to end its own session, so you are still signed in there: signing in with it again may not ask for your password. Sign out at " + label + " itself to end that session too."}
+	case noticeProvider:
+		return &noticeView{ID: "provider", Class: "ok", Title: "Signed out",
+			Text: "You are signed out of this demo, and " + label + " was asked to end its session too."}
+	default:
+		return &noticeView{ID: "unreachable", Class: "warn", Title: "Signed out of this demo only",
+			Text: "You are signed out of this demo, but " + label + " could not be reached to end its own session: you may still be signed in there."}
+	}
+}
+
+func identityFor(s *site, id *extauth.Identity) *identityView {
+	b, _ := json.MarshalIndent(id, "", "  ")
+	v := &identityView{
+		Display:       id.Name,
+		Name:          id.Name,
+		Email:         id.Email,
+		EmailVerified: id.EmailVerified,
+		Provider:      providerView{Slug: id.Provider, Label: s.label(extauth.Provider(id.Provider))},
+		UID:           id.UID,
+		Tenant:        id.Tenant,
+		SessionID:     id.SessionID,
+		JSON:          string(b),
+	}
+	if v.Display == "" {
+		v.Display = id.UID
+	}
+	if r, _ := utf8.DecodeRuneInString(v.Display); r != utf8.RuneError {
+		v.Initial = string(unicode.ToUpper(r))
+	}
+	if id.SAML != nil {
+		names := make([]string, 0, len(id.SAML.Attributes))
+		for name := range id.SAML.Attributes {
+			names = append(names, name)
+		}
+		slices.SortFunc(names, func(a, b string) int { return strings.Compare(friendlyName(a)+a, friendlyName(b)+b) })
+		for _, name := range names {
+			v.Attributes = append(v.Attributes, attributeView{Friendly: friendlyName(name), Name: name, Values: id.SAML.Attributes[name]})
+		}
+	}
+	return v
+}
+
+// samlAttributeNames are the friendly names of the attributes IdPs send
+// under their OIDs (LDAP, eduPerson, SCHAC): the names people know them by.
+var samlAttributeNames = map[string]string{
+	"urn:oid:0.9.2342.19200300.100.1.1":  "uid",
+	"urn:oid:0.9.2342.19200300.100.1.3":  "mail",
+	"urn:oid:2.5.4.3":                    "cn",
+	"urn:oid:2.5.4.4":                    "sn",
+	"urn:oid:2.5.4.10":                   "o",
+	"urn:oid:2.5.4.11":                   "ou",
+	"urn:oid:2.5.4.12":                   "title",
+	"urn:oid:2.5.4.20":                   "telephoneNumber",
+	"urn:oid:2.5.4.42":                   "givenName",
+	"urn:oid:2.16.840.1.113730.3.1.3":    "employeeNumber",
+	"urn:oid:2.16.840.1.113730.3.1.241":  "displayName",
+	"urn:oid:1.3.6.1.4.1.5923.1.1.1.1":   "eduPersonAffiliation",
+	"urn:oid:1.3.6.1.4.1.5923.1.1.1.6":   "eduPersonPrincipalName",
+	"urn:oid:1.3.6.1.4.1.5923.1.1.1.7":   "eduPersonEntitlement",
+	"urn:oid:1.3.6.1.4.1.5923.1.1.1.9":   "eduPersonScopedAffiliation",
+	"urn:oid:1.3.6.1.4.1.5923.1.1.1.10":  "eduPersonTargetedID",
+	"urn:oid:1.3.6.1.4.1.5923.1.1.1.13":  "eduPersonUniqueId",
+	"urn:oid:1.3.6.1.4.1.5923.1.5.1.1":   "isMemberOf",
+	"urn:oid:1.3.6.1.4.1.25178.1.2.9":    "schacHomeOrganization",
+	"urn:oid:1.3.6.1.4.1.25178.1.2.10":   "schacHomeOrganizationType",
+	"urn:oid:0.9.2342.19200300.100.1.41": "mobile",
+}
+
+// friendlyName is the name people know a SAML attribute by: from the
+// table above, the last part of a WS-Federation claim URI (AD FS, Entra
+// ID), or the name itself when it is no URI. "" when there is none.
+func friendlyName(name string) string {
+	if f, ok := samlAttributeNames[name]; ok {
+		return f
+	}
+	if strings.HasPrefix(name, "http://schemas.") {
+		return name[strings.LastIndex(name, "/")+1:]
+	}
+	if !strings.Contains(name, ":") {
+		return name
+	}
+	return ""
 }
 
 func (p *pages) me(w http.ResponseWriter, r *http.Request) {
-	_, id := p.sessions.current(r)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	s := p.sites.of(r)
+	var id *extauth.Identity
+	if s != nil {
+		_, id = p.sessions.current(r, s.tenant)
+	}
 	if id == nil {
 		w.WriteHeader(http.StatusNotFound)
 		w.Write([]byte(`{"error":"not signed in"}` + "\n"))
@@ -211,32 +229,127 @@ func (p *pages) me(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(id)
 }
 
+// logout ends the demo's session, then the provider's where it can: a
+// SAML IdP's single logout, an OpenID provider's end_session_endpoint.
+// The note on the next page says which it was.
 func (p *pages) logout(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		http.Error(w, "cross-site sign-out refused", http.StatusForbidden)
 		return
 	}
-	// A SAML or OpenID Connect sign-in ends at the provider as well,
-	// through its logout route, which comes back home once the provider
-	// has confirmed (or at once, when it cannot end its session).
-	if _, id := p.sessions.current(r); id != nil {
-		if route, ok := p.logoutRoutes[extauth.Provider(id.Provider)]; ok {
-			p.sessions.signOutForProvider(r)
-			http.Redirect(w, r, route, http.StatusSeeOther)
-			return
-		}
+	s := p.site(w, r)
+	if s == nil {
+		return
 	}
-	p.sessions.signOut(w, r)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	id := p.sessions.signOut(w, r, s.tenant)
+	if id == nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	prov := extauth.Provider(id.Provider)
+	// LogoutURL answers the provider's logout endpoint, or a path here
+	// when the provider has none: the sign-out is then local only.
+	u, err := p.auth.LogoutURL(w, r, prov, id.LogoutSession())
+	switch {
+	case err != nil:
+		p.log.Warn("demo: cannot sign out at the provider", "provider", prov, "err", err)
+		p.sessions.setNotice(w, notice{kind: noticeUnreachable, provider: prov})
+		u = "/"
+	case strings.HasPrefix(u, "/"):
+		p.sessions.setNotice(w, notice{kind: noticeLocal, provider: prov})
+	default:
+		p.sessions.setNotice(w, notice{kind: noticeProvider, provider: prov})
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
-// logoutRoutes maps each provider that has a logout route to its path.
-func logoutRoutes(a *extauth.Auth) map[extauth.Provider]string {
-	out := map[extauth.Provider]string{}
-	for _, rt := range a.Routes() {
-		if rt.Purpose == "logout" {
-			out[rt.Provider] = rt.Path
-		}
+// logoutDone is Options.Logout.Done: the provider has answered a sign-out
+// (the demo's session ended before the browser went there). A reply that
+// does not verify changes nothing: anyone can send a browser to a logout
+// route with a bad one, and that must not sign the user out.
+func (p *pages) logoutDone(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+	if err == nil {
+		http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		return
 	}
-	return out
+	p.failure(w, r, err, "slo-failed", "Sign-out could not be confirmed")
+}
+
+// onFailure is Options.OnFailure: the failure page, or JSON for a .json
+// route.
+func (p *pages) onFailure(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+	if extauth.Format(r) == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(err.Code.HTTPStatus())
+		json.NewEncoder(w).Encode(map[string]string{"error": string(err.Code), "error_description": err.Message, "provider": err.Provider})
+		return
+	}
+	p.failure(w, r, err, "failure", "Sign-in didn't complete")
+}
+
+func (p *pages) failure(w http.ResponseWriter, r *http.Request, err *extauth.Error, id, heading string) {
+	s := p.sites.of(r)
+	if s == nil {
+		s = p.sites.list[0]
+	}
+	words := explain(err.Code)
+	data := struct {
+		view
+		ID, Heading, Explanation, Advice, Message, Code string
+		Status                                          int
+		Provider                                        *providerView
+	}{
+		view: p.view(s, heading), ID: id, Heading: heading, Explanation: words.what, Advice: words.todo,
+		Message: err.Message, Code: string(err.Code), Status: err.Code.HTTPStatus(),
+	}
+	if data.Message == "" {
+		data.Message = "Sign-in failed."
+	}
+	if err.Provider != "" {
+		data.Provider = &providerView{Slug: err.Provider, Label: s.label(extauth.Provider(err.Provider))}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, err.Code.HTTPStatus(), failurePage, data)
+}
+
+// explanation says in plain words what an error code means, and what to
+// do about it.
+type explanation struct{ what, todo string }
+
+// explanations cover every extauth.Code (TestDemoExplainsEveryCode).
+var explanations = map[extauth.Code]explanation{
+	extauth.CodeAccessDenied: {
+		"The sign-in was refused at the provider: you (or the provider) said no, so it shared nothing about you.",
+		"Sign in again and approve, or pick another provider."},
+	extauth.CodeCSRFDetected: {
+		"The sign-in was started from another site. extauth refuses that: a page elsewhere could otherwise sign you in to an account of its choosing.",
+		"Start the sign-in from this demo's own page."},
+	extauth.CodeInvalidState: {
+		"The provider sent you back, but this browser has no sign-in under way that matches: it expired (after 10 minutes), was finished already, or was started at another site of this demo.",
+		"Start again from the sign-in page."},
+	extauth.CodeInvalidResponse: {
+		"The provider's answer could not be trusted: it was malformed or too large, or its signature, issuer, audience or validity period did not check out.",
+		"Try again. If it happens again, the provider's keys, clock or configuration need a look: the server log says which check failed."},
+	extauth.CodeInvalidCredentials: {
+		"The provider refused this application's own credentials (its client ID or secret), so it would not say who you are.",
+		"The operator must fix the client credentials in the secrets file."},
+	extauth.CodeReplayed: {
+		"Part of this sign-in (a code, a state or a SAML assertion) had been used before. Each works once only, so that a copy cannot sign anyone in.",
+		"Start a new sign-in rather than going back into a finished one."},
+	extauth.CodeProviderUnavailable: {
+		"The provider could not be reached, or answered with an error of its own.",
+		"Try again in a moment."},
+	extauth.CodeMisconfigured: {
+		"This provider's configuration cannot work: a setting is missing or wrong, or the provider's metadata lacks what extauth needs.",
+		"The operator must fix the configuration: the server log says what is wrong."},
+	extauth.CodeTimeout: {
+		"The provider took too long to answer.",
+		"Try again in a moment."},
+}
+
+func explain(c extauth.Code) explanation {
+	if e, ok := explanations[c]; ok {
+		return e
+	}
+	return explanation{"The sign-in failed.", "Start again from the sign-in page."}
 }

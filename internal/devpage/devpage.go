@@ -51,11 +51,11 @@ const layout = `<!doctype html>
 <title>{{template "title" .}} · {{brand}} (development)</title>
 <style>{{css}}</style></head>
 <body class="provider">
-<header class="bar"><div class="wrap"><span class="brand">{{brand}}</span><span class="pill">development provider</span></div></header>
+<header class="bar"><div class="wrap narrow"><span class="brand">{{brand}}</span><span class="spacer"></span><span class="pill">development provider</span></div></header>
 <main class="wrap narrow">
 {{template "main" .}}
 </main>
-<footer class="wrap">A stand-in for {{brand}} that speaks the real protocol, served for development by extauthtest. No real account is involved.</footer>
+<footer class="wrap narrow">A development stand-in that speaks the real protocol, served by extauthtest. No real account is involved.</footer>
 </body></html>
 `
 

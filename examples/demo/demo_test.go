@@ -207,7 +207,7 @@ func samlSignInFrom(t *testing.T, b *harness.Browser, base, idpOrigin string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(login.Body, "Fake SAML identity provider") || !strings.Contains(login.Body, `value="approve"`) {
+	if !strings.Contains(login.Body, "<span class=\"brand\">SAML identity provider</span>") || !strings.Contains(login.Body, `value="approve"`) {
 		t.Fatalf("no IdP login page: %d %s", login.StatusCode, login.Body)
 	}
 	form := formOf(login.Body)
@@ -430,7 +430,7 @@ func TestDemoOIDCSignOut(t *testing.T) {
 	if got := hopPaths(t, b.Hops[from:]); !slices.Equal(got, []string{"/logout", "/"}) {
 		t.Errorf("search_oauth2 sign-out went through %q", got)
 	}
-	if !strings.Contains(page.Body, `id="notice-local"`) || !strings.Contains(page.Body, "Google account offers applications no way to end its own session") {
+	if !strings.Contains(page.Body, `id="notice-local"`) || !strings.Contains(page.Body, "This demo cannot end your session at Google account") {
 		t.Errorf("a local sign-out does not say so: %s", page.Body)
 	}
 	if r := b.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
@@ -534,7 +534,7 @@ func TestDemoSAMLLogoutWithoutSLOEndpoint(t *testing.T) {
 		t.Errorf("sign-out went through %q", got)
 	}
 	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, `id="signed-out"`) || !strings.Contains(page.Body, `id="notice-local"`) ||
-		!strings.Contains(page.Body, "SAML (Ada&#39;s university IdP) offers applications no way to end its own session, so you are still signed in there") {
+		!strings.Contains(page.Body, "This demo cannot end your session at SAML (Ada&#39;s university IdP): the provider offers applications no way to sign you out. You are still signed in there") {
 		t.Fatalf("after sign-out: %d %s", page.StatusCode, page.Body)
 	}
 	if strings.Contains(page.Body, "misconfigured") {

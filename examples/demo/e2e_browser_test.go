@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/png"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -57,6 +59,7 @@ func (s *syncBuffer) String() string {
 type demo struct {
 	base string
 	log  *syncBuffer
+	srv  *server
 }
 
 func startDemoServer(t *testing.T) *demo {
@@ -66,12 +69,13 @@ func startDemoServer(t *testing.T) *demo {
 		t.Fatal(err)
 	}
 	d := &demo{base: "http://" + ln.Addr().String(), log: &syncBuffer{}}
-	h, closeFn, err := newServer(d.base, serverOptions{logger: slog.New(slog.NewTextHandler(d.log, nil))})
+	demoSrv, err := newServer(d.base, serverOptions{logger: slog.New(slog.NewTextHandler(d.log, nil))})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	d.srv = demoSrv
+	srv := &http.Server{Handler: demoSrv, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -80,7 +84,7 @@ func startDemoServer(t *testing.T) *demo {
 	t.Cleanup(func() {
 		srv.Close()
 		<-done
-		closeFn()
+		demoSrv.Close()
 	})
 	return d
 }
@@ -168,11 +172,14 @@ type tab struct {
 	// navs lists the document requests in order, redirects included, as
 	// "METHOD URL" without the query.
 	navs []string
+	// paused receives the requests the Fetch domain holds back, when a
+	// test enables it (holdRequest).
+	paused chan *fetch.EventRequestPaused
 }
 
 func (b *browser) open(t *testing.T, d *demo) *tab {
 	t.Helper()
-	tb := &tab{t: t, demo: d}
+	tb := &tab{t: t, demo: d, paused: make(chan *fetch.EventRequestPaused, 8)}
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext(), chromedp.WithListener(tb.record))
 	if err := chromedp.Do(ctx); err != nil {
 		cancel()
@@ -200,6 +207,13 @@ func (tb *tab) record(ev any) {
 		tb.mu.Lock()
 		tb.navs = append(tb.navs, req.Request.Method+" "+withoutQuery(req.Request.URL))
 		tb.mu.Unlock()
+		return
+	}
+	if p, ok := ev.(*fetch.EventRequestPaused); ok {
+		select {
+		case tb.paused <- p:
+		default:
+		}
 		return
 	}
 	resp, ok := ev.(*network.EventResponseReceived)
@@ -288,7 +302,14 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 // home loads the demo's home page.
 func (tb *tab) home() {
 	tb.t.Helper()
-	tb.do("loading the home page", chromedp.Navigate(tb.demo.base+"/"), chromedp.WaitReady(chromedp.CSS("body")))
+	tb.homeAt(tb.demo.base)
+}
+
+// homeAt loads the home page of the site at base: the demo's, or a
+// tenant's.
+func (tb *tab) homeAt(base string) {
+	tb.t.Helper()
+	tb.do("loading the home page at "+base, chromedp.Navigate(base+"/"), chromedp.WaitReady(chromedp.CSS("body")))
 }
 
 // startSignIn presses the home page's button for the provider and waits for
@@ -298,9 +319,15 @@ func (tb *tab) home() {
 // for a few seconds at most.
 func (tb *tab) startSignIn(provider string) {
 	tb.t.Helper()
+	tb.startSignInAt(tb.demo.base, provider)
+}
+
+// startSignInAt is startSignIn at the site at base.
+func (tb *tab) startSignInAt(base, provider string) {
+	tb.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		tb.home()
+		tb.homeAt(base)
 		tb.do("starting sign-in with "+provider, click("#signin-"+provider))
 		if tb.status() != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			return
@@ -389,6 +416,59 @@ func (tb *tab) cookies(paths ...string) []*network.Cookie {
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// laptop is the viewport of the screenshots: a laptop's screen.
+var laptop = chromedp.EmulateViewport(1280, 800)
+
+var (
+	shotsOnce sync.Once
+	shotsDir  string
+	shotsErr  error
+)
+
+// screenshotDir is $E2E_ARTIFACTS/screenshots, made once per run; without
+// $E2E_ARTIFACTS, a new directory that outlives the run.
+func screenshotDir() (string, error) {
+	shotsOnce.Do(func() {
+		var dir string
+		if dir, shotsErr = artifactDir(); shotsErr == nil {
+			shotsDir = filepath.Join(dir, "screenshots")
+			shotsErr = os.MkdirAll(shotsDir, 0o755)
+		}
+	})
+	return shotsDir, shotsErr
+}
+
+// pageBackground is the background the shared stylesheet gives every page,
+// the demo's and the providers': a page that shows it has its styles.
+const pageBackground = "rgb(245, 247, 250)"
+
+// screenshot saves the whole page as name.png under screenshotDir, for a
+// person to look at (CI keeps them as artifacts), after checking that the
+// page is styled and rendered.
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	if bg := get(tb, "reading the page's background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`)); bg != pageBackground {
+		tb.t.Errorf("%s: the page's background is %s, not the stylesheet's %s", name, bg, pageBackground)
+	}
+	raw := get(tb, "taking a screenshot", chromedp.FullScreenshot(100))
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		tb.t.Fatalf("%s: the screenshot is no PNG: %v", name, err)
+	}
+	if n := colours(img); n < 3 {
+		tb.t.Errorf("%s: the screenshot has %d colours: the page did not render", name, n)
+	}
+	dir, err := screenshotDir()
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+	tb.t.Logf("screenshot: %s", path)
+}
 
 // artifactDir is $E2E_ARTIFACTS, else a new directory that outlives the test
 // (t.TempDir would be removed with the evidence).

@@ -24,8 +24,10 @@ type e2eProvider struct {
 	// while the user is on the provider's pages.
 	txCookie cookieWant
 	// signOut lists the document requests the home page's Sign out button
-	// leads to, "METHOD path" for the demo's own pages; nil means the
-	// demo's local sign-out alone, localSignOut.
+	// leads to, "METHOD path" for the demo's own pages, when the provider
+	// ends its own session too; nil means the demo's local sign-out alone,
+	// localSignOut, after which the home page notes that the provider's
+	// session goes on.
 	signOut []string
 	// signOutAt gets through the provider's pages during sign-out (an
 	// OpenID provider asks to confirm); nil when it has none.
@@ -96,11 +98,10 @@ func e2eProviders() []e2eProvider {
 			// serves the demo over HTTPS with the IdP on another site and
 			// expects {network.CookieSameSiteNone, true, "/users/auth/saml/callback"}.
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
-			// Sign-out is SAML single logout: the logout route sends a
+			// Sign-out is SAML single logout: the demo sends a
 			// LogoutRequest to the IdP, whose LogoutResponse comes back to
-			// the same route, which then goes home.
-			signOut: []string{"POST /logout", "GET /users/auth/saml/logout", "GET /dev/saml/slo",
-				"GET /users/auth/saml/logout", "GET /"},
+			// the logout route, which then goes home.
+			signOut: []string{"POST /logout", "GET /dev/saml/slo", "GET /users/auth/saml/logout", "GET /"},
 		},
 		{
 			name: "oidc",
@@ -109,11 +110,11 @@ func e2eProviders() []e2eProvider {
 			deny:     steps{click(`button[name=decision][value=deny]`)},
 			uid:      "248289761001",
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
-			// Sign-out is RP-initiated logout: the logout route sends the
-			// browser to the OP's end_session_endpoint, where the user
-			// confirms; the OP comes back to post_logout with our state,
-			// which goes home.
-			signOut: []string{"POST /logout", "GET /users/auth/oidc/logout", "GET /dev/oidc/end_session",
+			// Sign-out is RP-initiated logout: the demo sends the browser
+			// to the OP's end_session_endpoint, where the user confirms;
+			// the OP comes back to post_logout with our state, which goes
+			// home.
+			signOut: []string{"POST /logout", "GET /dev/oidc/end_session",
 				"POST /dev/oidc/end_session/decision", "GET /users/auth/oidc/post_logout", "GET /"},
 			signOutAt: steps{click("#op-logout")},
 		},
@@ -124,8 +125,7 @@ func e2eProviders() []e2eProvider {
 			uid:      "248289761001",
 			txCookie: cookieWant{sameSite: network.CookieSameSiteLax, path: "/"},
 			// Google, and its stand-in, have no end_session_endpoint: the
-			// logout route signs out locally.
-			signOut: []string{"POST /logout", "GET /users/auth/search_oauth2/logout", "GET /"},
+			// sign-out is local, and the home page says so.
 		},
 	}
 }

@@ -91,12 +91,15 @@ func TestE2ESignIn(t *testing.T) {
 			n := tb.navigated()
 			out := append(append(steps{click("#logout")}, p.signOutAt...), chromedp.WaitVisible(chromedp.ID("signed-out")))
 			tb.do("signing out", out...)
-			want := p.signOut
+			want, note := p.signOut, "#notice-provider"
 			if want == nil {
-				want = localSignOut
+				want, note = localSignOut, "#notice-local"
 			}
 			if got := tb.navigations(n); !slices.Equal(got, want) {
 				t.Errorf("sign-out went through %q, want %q", got, want)
+			}
+			if text := tb.text(note); text == "" {
+				t.Errorf("no sign-out note %s", note)
 			}
 			if me := tb.fetch("/me.json"); me.Status != http.StatusNotFound {
 				t.Fatalf("/me.json after sign-out: %d %s", me.Status, me.Body)

@@ -129,7 +129,7 @@ func noticeFor(s *site, n notice) *noticeView {
 	switch n.kind {
 	case noticeLocal:
 		return &noticeView{ID: "local", Class: "warn", Title: "Signed out of this demo only",
-			Text: label + " offers applications no way to end its own session, so you are still signed in there: signing in with it again may not ask for your password. Sign out at " + label + " itself to end that session too."}
+			Text: "This demo cannot end your session at " + label + ": the provider offers applications no way to sign you out. You are still signed in there, and signing in with it again may not ask for your password."}
 	case noticeProvider:
 		return &noticeView{ID: "provider", Class: "ok", Title: "Signed out",
 			Text: "You are signed out of this demo, and " + label + " was asked to end its session too."}
@@ -302,6 +302,7 @@ func (p *pages) failure(w http.ResponseWriter, r *http.Request, err *extauth.Err
 		view: p.view(s, heading), ID: id, Heading: heading, Explanation: words.what, Advice: words.todo,
 		Message: err.Message, Code: string(err.Code), Status: err.Code.HTTPStatus(),
 	}
+	data.Message = sentence(data.Message)
 	if data.Message == "" {
 		data.Message = "Sign-in failed."
 	}
@@ -345,6 +346,20 @@ var explanations = map[extauth.Code]explanation{
 	extauth.CodeTimeout: {
 		"The provider took too long to answer.",
 		"Try again in a moment."},
+}
+
+// sentence makes extauth's message, a lowercase phrase meant to follow a
+// colon, a sentence of its own.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	s = string(unicode.ToUpper(r)) + s[n:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }
 
 func explain(c extauth.Code) explanation {

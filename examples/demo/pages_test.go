@@ -175,6 +175,9 @@ func TestDemoFailurePage(t *testing.T) {
 			t.Errorf("the failure page lacks %s", want)
 		}
 	}
+	if !strings.Contains(page.Body, `<dd id="message">You did not allow the sign-in.</dd>`) {
+		t.Errorf("the failure page does not give extauth's message as a sentence:\n%s", page.Body)
+	}
 	if page.StatusCode != http.StatusForbidden {
 		t.Errorf("status %d, want 403", page.StatusCode)
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +218,40 @@ func TestDemoTenantSessionCookieStaysAtItsTenant(t *testing.T) {
 	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: c.Value})
 	if me := other.Do(req); me.StatusCode != http.StatusOK {
 		t.Errorf("the control, a's session cookie at a: %d %s", me.StatusCode, me.Body)
+	}
+}
+
+// With a secrets file that has tenants, the demo serves each on a
+// subdomain of its base URL's host, with the tenant's providers.
+func TestDemoConfigTenants(t *testing.T) {
+	t.Setenv("EXTAUTH_COOKIE_KEY", strings.Repeat("ab", 32))
+	path := filepath.Join(t.TempDir(), "secrets.yml")
+	secrets := "microblog_key: app\nmicroblog_secret: app-secret\ntenants:\n  city-b:\n    socialnet_key: city-b\n    socialnet_secret: city-b-secret\n"
+	if err := os.WriteFile(path, []byte(secrets), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	demo, err := newServer("https://app.example.org", serverOptions{configPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer demo.Close()
+	get := func(host string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "https://"+host+"/", nil)
+		demo.ServeHTTP(rec, req)
+		return rec
+	}
+	home := get("city-b.app.example.org").Body.String()
+	for _, want := range []string{`id="tenant-badge">tenant city-b</span>`, `id="signin-microblog"`, `id="signin-socialnet"`, `href="https://app.example.org/"`} {
+		if !strings.Contains(home, want) {
+			t.Errorf("city-b's home page lacks %s", want)
+		}
+	}
+	main := get("app.example.org").Body.String()
+	if !strings.Contains(main, `href="https://city-b.app.example.org/"`) || strings.Contains(main, `id="signin-socialnet"`) {
+		t.Errorf("the demo's own home page: %s", main)
+	}
+	if rec := get("city-z.app.example.org"); rec.Code != http.StatusNotFound {
+		t.Errorf("an unknown tenant: %d", rec.Code)
 	}
 }

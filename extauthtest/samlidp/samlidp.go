@@ -570,7 +570,6 @@ type sessionProvider struct{ p *IdP }
 var loginPage = devpage.Provider("login", "SAML identity provider", `{{define "title"}}Sign in{{end}}
 {{define "main"}}<div class="card">
 <h1>Sign in to continue</h1>
-<p class="muted">Fake SAML identity provider</p>
 <p>The service provider <code>{{.SP}}</code> asks you to sign in as <strong>{{.User}}</strong>.</p>
 <form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="SAMLRequest" value="{{.Request}}">

@@ -2,7 +2,9 @@
 //
 // Without -config it runs offline on development providers served by the
 // same process, speaking the real protocols, each with a login and consent
-// page so the protocol's steps can be seen:
+// page so the protocol's steps can be seen. Beside its own site it serves
+// two tenants, http://a.localhost:3000 and http://b.localhost:3000, each
+// with a SAML IdP and an OpenID provider of its own:
 //
 //	go run ./examples/demo
 //

@@ -9,14 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
+	"time"
 
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/providers"
 	"github.com/go-chi/chi/v5"
 	"github.com/gorilla/mux"
 	"github.com/markbates/goth/providers/github"
 	"github.com/markbates/goth/providers/gitlab"
-
-	"github.com/extauth/extauth"
-	"github.com/extauth/extauth/providers"
+	"golang.org/x/oauth2"
 )
 
 func ExampleParseConfig() {
@@ -321,3 +323,256 @@ var (
 )
 
 func startSession(http.ResponseWriter, *extauth.Identity) {}
+
+// A Consul Democracy-style file: the section comes from RAILS_ENV, the
+// providers have Consul's names, ERB sits inside quotes, and tenants
+// override the environment's settings.
+func ExampleParseConfig_tenants() {
+	secrets := []byte(`
+default: &default
+  secret_key_base: "<%= ENV["SECRET_KEY_BASE"] %>"
+production:
+  <<: *default
+  twitter_key: app-twitter
+  twitter_secret: "<%= ENV["TWITTER_SECRET"] %>"
+  oidc_client_id: app
+  oidc_client_secret: "<%= ENV["OIDC_SECRET"] %>"
+  oidc_issuer: https://id.example.org
+  tenants:
+    city_a:
+      oidc_client_id: city-a
+      oidc_client_secret: "<%= ENV["CITY_A_OIDC_SECRET"] %>"
+    city_b:
+      twitter_key: ""
+      twitter_secret: ""
+`)
+	env := map[string]string{"RAILS_ENV": "production", "TWITTER_SECRET": "t", "OIDC_SECRET": "o", "CITY_A_OIDC_SECRET": "a"}
+	lookup := func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+	cfg, err := extauth.ParseConfig(secrets, extauth.LookupEnv(lookup))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Environment, "from", cfg.EnvironmentSource, cfg.Providers())
+	for _, name := range cfg.TenantNames() {
+		t := cfg.Tenants[name]
+		fmt.Println(name, t.Providers(), t.OIDC.ClientID)
+	}
+	for i, w := range cfg.Warnings {
+		fmt.Println(cfg.WarningLevel(i), w)
+	}
+	// Output:
+	// production from RAILS_ENV [microblog oidc]
+	// city_a [microblog oidc] city-a
+	// city_b [oidc] app
+	// INFO twitter_key, twitter_secret read as microblog_key, microblog_secret (microblog is extauth's name for twitter)
+}
+
+// Problems name the tenant they are in, and never a value.
+func ExampleProblem_tenant() {
+	_, err := extauth.ParseConfig([]byte(`
+oidc_client_id: app
+oidc_client_secret: s3cret
+oidc_issuer: https://id.example.org
+tenants:
+  city_a:
+    oidc_issuer: id.city-a.example.org
+`), extauth.LookupEnv(nil))
+	var ve *extauth.ValidationError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			fmt.Printf("%s | tenant %s, key %s\n", p, p.Tenant, p.Key)
+		}
+	}
+	// Output:
+	// tenants.city_a: oidc: oidc_issuer must be an absolute http or https URL | tenant city_a, key oidc_issuer
+}
+
+// appSessions stands for a host's session store: its own session ID (in
+// its cookie) to the Identity of the sign-in.
+type appSessions struct {
+	mu   sync.Mutex
+	byID map[string]*extauth.Identity
+}
+
+// One set of hooks signs users out through every protocol: the logout
+// routes ask Session which provider session to end, a provider's own
+// logout (SAML LogoutRequest, OpenID Connect back- or front-channel) calls
+// OnProviderLogout, and Done answers the browser when a sign-out ends.
+func ExampleLogoutOptions() {
+	sessions := &appSessions{byID: map[string]*extauth.Identity{}}
+	logout := extauth.LogoutOptions{
+		// The browser was sent to /users/auth/<p>/logout by your sign-out
+		// button: end your session, and say which provider session to end.
+		Session: func(r *http.Request, p extauth.Provider) (extauth.LogoutSession, bool) {
+			c, err := r.Cookie("app_session")
+			if err != nil {
+				return extauth.LogoutSession{}, false
+			}
+			sessions.mu.Lock()
+			defer sessions.mu.Unlock()
+			id, ok := sessions.byID[c.Value]
+			delete(sessions.byID, c.Value)
+			if !ok || id.Provider != string(p) {
+				return extauth.LogoutSession{}, false
+			}
+			return id.LogoutSession(), true
+		},
+		// The provider says its session ended: end yours, the one of that
+		// provider session (e.Session), or all of that user's.
+		OnProviderLogout: func(ctx context.Context, e extauth.LogoutEvent) error {
+			sessions.mu.Lock()
+			defer sessions.mu.Unlock()
+			for key, id := range sessions.byID {
+				subject := id.UID
+				if id.SAML != nil {
+					subject = id.SAML.NameID
+				}
+				if id.Tenant == e.Tenant && id.Provider == string(e.Provider) &&
+					(e.Session == "" || e.Session == id.SessionID) && (e.Subject == "" || e.Subject == subject) {
+					delete(sessions.byID, key)
+				}
+			}
+			return nil
+		},
+		// The sign-out is over. err is not nil when the provider's answer
+		// could not be verified: then leave the cookie alone, since anyone
+		// can send a browser there with a bad one.
+		Done: func(w http.ResponseWriter, r *http.Request, err *extauth.Error) {
+			if err != nil {
+				http.Error(w, "Sign-out could not be confirmed.", err.Code.HTTPStatus())
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: "app_session", Path: "/", MaxAge: -1})
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+		ReturnTo: "/signed-out",
+	}
+	cfg, err := extauth.LoadConfig("config/secrets.yml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:   "https://app.example.org",
+		CookieKey: cookieKey(),
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			sessionID := sessions.start(id) // keeps id: its SessionID, its LogoutSession
+			http.SetCookie(w, &http.Cookie{Name: "app_session", Value: sessionID, Path: "/", HttpOnly: true, Secure: true})
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		},
+		Logout: logout,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	a.Mount(mux)
+}
+
+func (s *appSessions) start(id *extauth.Identity) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fmt.Sprintf("s%d", len(s.byID)+1) // use a random ID in your application
+	s.byID[key] = id
+	return key
+}
+
+func cookieKey() []byte { return make([]byte, 32) }
+
+// A host that ends its session in its own handler sends the browser to the
+// provider itself. For OpenID Connect, LogoutURL also sets the cookie that
+// binds the returning state to this browser.
+func ExampleAuth_LogoutURL() {
+	var a *extauth.Auth // from extauth.New, with Options.Logout.Done and ReturnTo
+	var current func(*http.Request) *extauth.Identity
+	var endSession func(http.ResponseWriter, *http.Request)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
+		id := current(r)
+		endSession(w, r) // your own session ends first, whatever the provider does
+		if id == nil {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		u, err := a.LogoutURL(w, r, extauth.Provider(id.Provider), id.LogoutSession())
+		if err != nil {
+			// The provider's discovery or metadata cannot be read, say:
+			// you are signed out here, not there.
+			log.Printf("provider logout: %v", err)
+			u = "/"
+		}
+		http.Redirect(w, r, u, http.StatusSeeOther)
+	})
+}
+
+// A host that calls an API with the user's tokens renews them through
+// extauth: the same HTTP client, time-outs and ID token checks as the
+// sign-in.
+func ExampleAuth_TokenSource() {
+	var a *extauth.Auth
+	var id *extauth.Identity // kept from the sign-in (Tenant, Provider and Tokens suffice)
+	ctx := context.Background()
+
+	ts, err := a.TokenSource(ctx, id)
+	if errors.Is(err, extauth.ErrNoRefresh) {
+		log.Printf("%s tokens cannot be renewed: keep using them, or sign in again", id.Provider)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := oauth2.NewClient(ctx, ts).Get("https://api.example.org/v1/me")
+	if err != nil {
+		var e *extauth.Error
+		if errors.As(err, &e) && e.Code == extauth.CodeInvalidResponse {
+			log.Printf("the provider refused to renew the tokens: sign in again")
+		}
+		return
+	}
+	defer resp.Body.Close()
+	// Keep what the source holds now: the provider may have rotated the
+	// refresh token, and for OpenID Connect a new, verified ID token is in
+	// tok.Extra("id_token").
+	tok, err := ts.Token()
+	if err == nil {
+		id.Tokens.AccessToken, id.Tokens.RefreshToken, id.Tokens.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
+	}
+}
+
+func ExampleIdentity_LogoutSession() {
+	id := &extauth.Identity{
+		Provider:  "saml",
+		UID:       "ada@example.org",
+		SessionID: "_idx-42",
+		SAML:      &extauth.SAMLInfo{NameID: "ada@example.org", SessionIndex: "_idx-42"},
+	}
+	s := id.LogoutSession()
+	fmt.Println(s.NameID, s.SessionIndex)
+	fmt.Printf("%+v\n", extauth.LogoutSession{IDToken: "eyJhbGciOi..."})
+	// Output:
+	// ada@example.org _idx-42
+	// {IDToken:[REDACTED] NameID: NameIDFormat: SessionIndex:}
+}
+
+// One instance keeps its single-use values in memory, at most MaxEntries at
+// once; past the bound a new sign-in is refused (provider_unavailable)
+// until values expire, and no value is forgotten early.
+func ExampleNewMemoryStore() {
+	store := extauth.NewMemoryStore(extauth.MemoryStoreOptions{MaxEntries: 2})
+	// extauth.New(cfg, extauth.Options{Store: store, ...}) would use it.
+	ctx := context.Background()
+	until := time.Now().Add(10 * time.Minute)
+	for _, key := range []string{"tx:a", "tx:b", "tx:a", "tx:c"} {
+		fresh, err := store.Consume(ctx, key, until)
+		fmt.Println(key, fresh, err)
+	}
+	// Output:
+	// tx:a true <nil>
+	// tx:b true <nil>
+	// tx:a false <nil>
+	// tx:c false memory store is full: 2 single-use values held, none expired yet (MaxEntries 2)
+}

@@ -275,11 +275,11 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 		{"server error", func(f *providersFixture) {
 			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusInternalServerError) })
 		}, nil, "broken: IdP metadata: answers HTTP 500"},
-		{"redirect", func(f *providersFixture) {
+		{"redirect to another scheme", func(f *providersFixture) {
 			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "https://elsewhere.example/md?token=abc", http.StatusFound)
+				http.Redirect(w, r, "ftp://elsewhere.example/md?token=abc", http.StatusFound)
 			})
-		}, nil, "broken: IdP metadata: answers HTTP 302, a redirect to https://elsewhere.example/md?…; configure the final URL (extauth follows no redirects)"},
+		}, nil, "broken: IdP metadata: redirect refused: from http to ftp://elsewhere.example/md; configure the document's final https URL"},
 		{"hangs", func(f *providersFixture) {
 			f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		}, []string{"-timeout", "200ms"}, "broken: IdP metadata: no answer within 200ms"},
@@ -578,4 +578,28 @@ func algSupport(doc []byte, signing, digest string) []byte {
 		`"/><alg:DigestMethod xmlns:alg="urn:oasis:names:tc:SAML:metadata:algsupport" Algorithm="` + digest + `"/></Extensions>`
 	i := bytes.Index(doc, []byte("<IDPSSODescriptor"))
 	return append(append(append([]byte(nil), doc[:i]...), ext...), doc[i:]...)
+}
+
+// Metadata that moved is read where it went, as the application reads it,
+// and check names the final URL to configure instead.
+func TestCheckReportsMovedDocuments(t *testing.T) {
+	f := newProvidersFixture(t)
+	f.idp.serve("/moved", "application/samlmetadata+xml", idpMetadata{
+		entityID: "https://idp.example.org/saml",
+		sso:      []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/sso"}},
+		certs:    []*x509.Certificate{idpCert(t, "idp", testNow.AddDate(-1, 0, 0), testNow.AddDate(1, 0, 0))},
+	}.xml(t))
+	f.idp.handle("/metadata", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/moved", http.StatusMovedPermanently)
+	})
+	path, repl := f.config(t, "saml_only.yml", nil)
+	r := runAt(t, testNow, "check", "-config", path)
+	r.stdout = repl.apply(r.stdout)
+	if line := providerLine(r.stdout, "saml"); line != "enabled" {
+		t.Fatalf("saml: %q\n%s", line, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "SAML IdP metadata moved:") || !strings.Contains(r.stdout, "/metadata redirects to ") ||
+		!strings.Contains(r.stdout, "/moved; configure that URL directly") {
+		t.Errorf("report does not name the final URL:\n%s", r.stdout)
+	}
 }

@@ -31,25 +31,37 @@ type prober struct {
 	r       *checkReport
 }
 
-// fetch GETs a provider document. It follows no redirect, as the
-// application does not, and bounds the time and the size.
-func (pr *prober) fetch(ctx context.Context, rawURL, accept string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+// fetch GETs a provider document as the application does: following up to
+// three redirects that stay on https, bounded in time and size. A document
+// that moved is reported with its final URL, which is better configured
+// directly: each redirect is one more request, and one more host to trust.
+func (pr *prober) fetch(ctx context.Context, what, rawURL, accept string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(outbound.Document(ctx), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, errors.New("not a URL that can be fetched")
 	}
 	req.Header.Set("Accept", accept)
 	resp, err := pr.client.Do(req)
+	if errors.Is(err, outbound.ErrRedirect) {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%v; configure the document's final https URL", err)
+	}
 	if err != nil {
 		return nil, pr.transportError(err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return nil, fmt.Errorf("answers HTTP %d, a redirect to %s; configure the final URL (extauth follows no redirects)",
+		return nil, fmt.Errorf("answers HTTP %d, a redirect to %s that extauth does not follow; configure the final URL",
 			resp.StatusCode, redactURL(resp.Header.Get("Location")))
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("answers HTTP %d", resp.StatusCode)
+	}
+	if final := resp.Request.URL.String(); final != rawURL {
+		pr.r.warn("%s moved: %s redirects to %s; configure that URL directly", what, redactURL(rawURL), redactURL(final))
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -80,7 +92,7 @@ func (pr *prober) transportError(err error) error {
 func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	s := pr.r.section("SAML")
 	s.add("IdP metadata", redactURL(cfg.IdPMetadataURL))
-	body, err := pr.fetch(ctx, cfg.IdPMetadataURL, "application/samlmetadata+xml, application/xml, text/xml")
+	body, err := pr.fetch(ctx, "SAML IdP metadata", cfg.IdPMetadataURL, "application/samlmetadata+xml, application/xml, text/xml")
 	if err != nil {
 		pr.r.fail(extauth.SAML, "IdP metadata: "+err.Error())
 		return
@@ -187,7 +199,7 @@ func (pr *prober) oidc(ctx context.Context, issuer string) {
 	fail := func(format string, args ...any) {
 		pr.r.fail(extauth.OIDC, "discovery: "+fmt.Sprintf(format, args...))
 	}
-	body, err := pr.fetch(ctx, wellKnown, "application/json")
+	body, err := pr.fetch(ctx, "OpenID Connect discovery", wellKnown, "application/json")
 	if err != nil {
 		fail("%v", err)
 		return

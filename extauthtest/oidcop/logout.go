@@ -248,21 +248,8 @@ var logoutPages = newPages("logout", `{{define "title"}}Sign out{{end}}
 </div>{{end}}`)
 
 func (op *OP) endSessionDecision(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "malformed request", http.StatusBadRequest)
-		return
-	}
-	op.mu.Lock()
-	es, ok := op.logouts[r.PostForm.Get("interaction")]
-	delete(op.logouts, r.PostForm.Get("interaction"))
-	op.mu.Unlock()
-	if !ok || op.now().After(es.expires) {
-		http.Error(w, "unknown or expired interaction", http.StatusBadRequest)
+	es, ok := takeInteraction(op, w, r, op.logouts, func(e *endSession) time.Time { return e.expires })
+	if !ok {
 		return
 	}
 	if r.PostForm.Get("decision") != "logout" {

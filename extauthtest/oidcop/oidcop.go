@@ -675,22 +675,36 @@ var consentPages = newPages("consent", `{{define "title"}}Sign in{{end}}
 </form>
 </div>{{end}}`)
 
-func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
+// takeInteraction reads the POST of one of the OP's pages and takes its
+// interaction out of pending, once. It answers the browser itself, and
+// reports false, for anything else: another method, a malformed form, an
+// interaction unknown or expired.
+func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pending map[string]T, expires func(T) time.Time) (T, bool) {
+	var zero T
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
+		return zero, false
 	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "malformed request", http.StatusBadRequest)
-		return
+		return zero, false
 	}
+	id := r.PostForm.Get("interaction")
 	op.mu.Lock()
-	req, ok := op.pending[r.PostForm.Get("interaction")]
-	delete(op.pending, r.PostForm.Get("interaction"))
+	v, ok := pending[id]
+	delete(pending, id)
 	op.mu.Unlock()
-	if !ok || op.now().After(req.expires) {
+	if !ok || op.now().After(expires(v)) {
 		http.Error(w, "unknown or expired interaction", http.StatusBadRequest)
+		return zero, false
+	}
+	return v, true
+}
+
+func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
+	req, ok := takeInteraction(op, w, r, op.pending, func(a *authRequest) time.Time { return a.expires })
+	if !ok {
 		return
 	}
 	if r.PostForm.Get("decision") != "approve" {

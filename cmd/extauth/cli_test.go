@@ -411,3 +411,24 @@ func TestSecretsIn(t *testing.T) {
 		t.Errorf("a printed certificate: %v", leaks)
 	}
 }
+
+// routes lists the routes where the application's PathPrefix and Slugs put
+// them, as an operator registered them for another library.
+func TestRoutesPathPrefixAndSlugs(t *testing.T) {
+	r := runAt(t, testNow, "routes", "-all", "-base-url", "https://app.example.org", "-path-prefix", "/auth/", "-slug", "microblog=twitter")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"microblog      callback", "/auth/twitter/callback", "https://app.example.org/auth/twitter/callback",
+		"https://app.example.org/auth/oidc/callback"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "/users/auth/") {
+		t.Errorf("the default prefix is still printed:\n%s", r.stdout)
+	}
+	if r := runAt(t, testNow, "routes", "-all", "-base-url", "https://app.example.org", "-slug", "twitter"); r.code != 2 {
+		t.Errorf("a -slug without = exits %d", r.code)
+	}
+}

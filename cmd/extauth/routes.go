@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -105,7 +106,7 @@ func oidcLogoutLines(p extauth.Provider, routes []extauth.Route) []string {
 }
 
 func (c *cli) routes(_ context.Context, args []string) int {
-	f := c.newFlags("routes", "(-config FILE [-env ENV] [-tenant NAME | -all-tenants] | -all) -base-url URL [-json]",
+	f := c.newFlags("routes", "(-config FILE [-env ENV] [-tenant NAME | -all-tenants] | -all) -base-url URL [-path-prefix P] [-slug P=S]... [-json]",
 		`Lists the routes extauth mounts for the providers a secrets file configures
 and, for each provider, the exact callback URL to register with it. The
 callback URL is the base URL plus /users/auth/<provider>/callback, never
@@ -124,6 +125,11 @@ configuration with the tenant's settings over it), -all-tenants every
 tenant's. A tenant's base URL is not in the file: it is the tenant's name as
 a subdomain of -base-url, as the application derives it by default, or
 -base-url with the name for {tenant}, as in https://app.example.org/{tenant}.
+
+-path-prefix and -slug say what the application's Options.PathPrefix and
+Options.Slugs say, which the secrets file does not hold: -slug
+microblog=twitter lists microblog's routes as /users/auth/twitter, as an
+operator registered them for OmniAuth's twitter strategy.
 `)
 	configPath := f.String("config", "", "the secrets file")
 	env := f.String("env", "", envHelp)
@@ -131,6 +137,19 @@ a subdomain of -base-url, as the application derives it by default, or
 	all := f.Bool("all", false, "list every built-in provider, configured or not")
 	baseURL := f.String("base-url", "", "the application's external base URL, e.g. https://app.example.org; for tenants, {tenant} stands for the name (required)")
 	asJSON := f.Bool("json", false, "print JSON for scripts")
+	var lay routeLayout
+	f.StringVar(&lay.prefix, "path-prefix", "", "where the application mounts the routes, Options.PathPrefix (default /users/auth/)")
+	f.Func("slug", "a provider renamed in its routes, as Options.Slugs does: provider=slug (repeatable)", func(v string) error {
+		p, slug, ok := strings.Cut(v, "=")
+		if !ok || p == "" || slug == "" {
+			return errors.New("want provider=slug, e.g. microblog=twitter")
+		}
+		if lay.slugs == nil {
+			lay.slugs = map[extauth.Provider]string{}
+		}
+		lay.slugs[extauth.Provider(p)] = slug
+		return nil
+	})
 	if done, code := f.parse(args); done {
 		return code
 	}
@@ -154,7 +173,7 @@ a subdomain of -base-url, as the application derives it by default, or
 	}
 
 	if *configPath == "" {
-		return c.printRoutes([]target{{baseURL: *baseURL}}, extauth.BuiltinProviders(), *asJSON, false)
+		return c.printRoutes([]target{{baseURL: *baseURL}}, extauth.BuiltinProviders(), lay, *asJSON, false)
 	}
 	cfg, err := c.load(*configPath, *env, *tf.name)
 	if err != nil {
@@ -170,12 +189,36 @@ a subdomain of -base-url, as the application derives it by default, or
 		}
 		return c.errorf("routes", "%s configures no provider%s", *configPath, inEnvironment(cfg))
 	}
-	return c.printRoutes(targets, nil, *asJSON, *tf.all)
+	return c.printRoutes(targets, nil, lay, *asJSON, *tf.all)
+}
+
+// routeLayout is what the application's Options say of its routes beyond the
+// base URL.
+type routeLayout struct {
+	prefix string
+	slugs  map[extauth.Provider]string
+}
+
+// routes lists ps's routes at baseURL under the layout, each named after its
+// provider rather than its slug.
+func (l routeLayout) routes(baseURL string, ps []extauth.Provider) ([]extauth.Route, error) {
+	routes, err := extauth.Options{BaseURL: baseURL, PathPrefix: l.prefix, Slugs: l.slugs}.Routes(ps...)
+	if err != nil {
+		return nil, err
+	}
+	for i, rt := range routes {
+		for p, slug := range l.slugs {
+			if string(rt.Provider) == slug {
+				routes[i].Provider = p
+			}
+		}
+	}
+	return routes, nil
 }
 
 // printRoutes prints the routes of each target, of its configured providers
 // or, without a configuration, of ps.
-func (c *cli) printRoutes(targets []target, ps []extauth.Provider, asJSON, many bool) int {
+func (c *cli) printRoutes(targets []target, ps []extauth.Provider, lay routeLayout, asJSON, many bool) int {
 	var docs []routesDoc
 	w := c.stdout
 	for i, t := range targets {
@@ -183,7 +226,7 @@ func (c *cli) printRoutes(targets []target, ps []extauth.Provider, asJSON, many 
 		if t.cfg != nil {
 			providers, entityID = t.cfg.Providers(), t.cfg.SAML.SPEntityID
 		}
-		routes, err := extauth.RoutesFor(t.baseURL, providers...)
+		routes, err := lay.routes(t.baseURL, providers)
 		if err != nil {
 			return c.errorf("routes", "%v", err)
 		}

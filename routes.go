@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -248,7 +249,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var te *tenantError
 		if errors.As(err, &te) {
 			e.Err = te.err
-			a.failOn(&site{tenant: te.tenant, log: a.log.With("tenant", te.tenant)}, w, r, format, e)
+			a.failAt(te.tenant, a.log.With("tenant", te.tenant), w, r, format, e)
 			return
 		}
 		a.fail(w, r, format, e)
@@ -695,8 +696,14 @@ func (a *Auth) fail(w http.ResponseWriter, r *http.Request, format string, err *
 
 // failOn answers a failure on st, logging it with st's tenant.
 func (a *Auth) failOn(st *site, w http.ResponseWriter, r *http.Request, format string, err *Error) {
-	st.log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
-	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, st.tenant)), err)
+	a.failAt(st.tenant, st.log, w, r, format, err)
+}
+
+// failAt answers a failure at tenant, also one whose site could not be
+// built, logging it with log.
+func (a *Auth) failAt(tenant string, log *slog.Logger, w http.ResponseWriter, r *http.Request, format string, err *Error) {
+	log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
+	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, tenant)), err)
 }
 
 var failurePage = template.Must(template.New("failure").Parse(`<!doctype html>

@@ -432,15 +432,3 @@ func (f *failureCache) drop(name string) {
 	delete(f.m, name)
 	f.mu.Unlock()
 }
-
-// prefixedStore keeps each tenant's single-use keys apart, so that the same
-// assertion ID at two tenants is no false replay, while a replay within a
-// tenant is still refused across instances.
-type prefixedStore struct {
-	Store
-	prefix string
-}
-
-func (s prefixedStore) Consume(ctx context.Context, key string, until time.Time) (bool, error) {
-	return s.Store.Consume(ctx, s.prefix+key, until)
-}

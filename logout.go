@@ -127,12 +127,14 @@ const (
 )
 
 // logoutPurposes lists the logout routes served for s: the start of a
-// sign-out and the return from the provider for a SessionEnder, the
-// back- and front-channel routes for a LogoutReceiver.
+// sign-out for every provider (local only for those without a logout of
+// their own, so that a host writes one sign-out button for all), the
+// return from the provider for a SessionEnder, the back- and front-channel
+// routes for a LogoutReceiver.
 func logoutPurposes(s providers.Strategy) []string {
-	var out []string
+	out := []string{purposeLogout}
 	if _, ok := s.(providers.SessionEnder); ok {
-		out = append(out, purposeLogout, purposePostLogout)
+		out = append(out, purposePostLogout)
 	}
 	if _, ok := s.(providers.LogoutReceiver); ok {
 		out = append(out, purposeBackchannel, purposeFrontchannel)
@@ -151,7 +153,7 @@ func (a *Auth) logoutRoute(st *site, name, purpose string) (http.Handler, bool) 
 	_, isEnder := s.(providers.SessionEnder)
 	recv, isRecv := s.(providers.LogoutReceiver)
 	switch {
-	case purpose == purposeLogout && isEnder:
+	case purpose == purposeLogout:
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveLogout(w, r, m) }), true
 	case purpose == purposePostLogout && isEnder:
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.servePostLogout(w, r, m) }), true
@@ -264,12 +266,18 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 	return false
 }
 
-// serveLogout starts a sign-out at the provider for the session
-// LogoutOptions.Session reports. Like a sign-in, it must start from this
-// site: signing users out from another one is a nuisance attack.
+// serveLogout starts a sign-out: the host ends its session in
+// LogoutOptions.Session, which names the provider session to end at the
+// provider, if any. It has a sign-in's start rules (the same table, the
+// same click-to-continue page, StrictPOST): whatever starts it runs the
+// host's hook and moves the browser, so another site must not be able to.
 func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, m mount) {
 	setNoStore(w)
-	if !allowMethods(w, r, http.MethodGet, http.MethodPost) {
+	methods := []string{http.MethodGet, http.MethodPost}
+	if a.strictPOST {
+		methods = methods[1:]
+	}
+	if !allowMethods(w, r, methods...) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
@@ -277,14 +285,18 @@ func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, m mount) {
 		http.Error(w, "malformed request", http.StatusBadRequest)
 		return
 	}
-	if verdict, why := a.startVerdict(r, m); verdict == startRefuse {
-		m.log.Warn("extauth: sign-out refused", "provider", m.name, "why", why)
-		http.Error(w, "sign-out must start from this site", http.StatusForbidden)
-		return
-	}
 	returnTo := a.logoutReturnTo
 	if rt := r.Form.Get("return_to"); rt != "" {
 		returnTo = SafeReturnTo(rt)
+	}
+	switch verdict, why := a.startVerdict(r, m); verdict {
+	case startRefuse:
+		a.logoutDone(w, r, m, returnTo, &Error{Code: CodeCSRFDetected, Provider: m.name,
+			Message: "sign-out must start from this site", Err: errors.New("sign-out refused: " + why)})
+		return
+	case startConfirm:
+		a.confirmPage(w, m, purposeLogout, r.Form.Get("return_to"))
+		return
 	}
 	var sess LogoutSession
 	ok := false
@@ -468,18 +480,27 @@ func (a *Auth) providerLogout(ctx context.Context, m mount, ev providers.LogoutE
 }
 
 // withLogout is o with Options.Logout adapted into the SAML strategy's hooks
-// for tenant's site.
-func withLogout(o *Options, tenant string) *Options {
+// for the provider mounted as slug on st.
+func (a *Auth) withLogout(o *Options, st *site, slug string) *Options {
 	so := *o
-	so.SAML = samlOptions(o, tenant)
+	so.SAML = a.samlOptions(o, st, slug)
 	return &so
 }
 
 // samlOptions adapts Options.Logout into the SAML strategy's own hooks for
-// tenant's site, leaving any hook set directly in Options.SAML.Logout in
-// place.
-func samlOptions(o *Options, tenant string) samlsp.Options {
-	so, lo := o.SAML, o.Logout
+// the provider mounted as slug on st, leaving any hook set directly in
+// Options.SAML.Logout in place.
+func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
+	so, lo, tenant := o.SAML, o.Logout, st.tenant
+	if so.Logout.Start == nil && so.Logout.Session == nil {
+		// The SAML logout URL is also where a sign-out starts: the same
+		// start rules and hooks (Options.Logout) as every other
+		// provider's logout route. A host that set the SAML hooks itself
+		// keeps the SP's own start, which takes same-origin requests only.
+		so.Logout.Start = func(w http.ResponseWriter, r *http.Request) {
+			a.serveLogout(w, r, mount{site: st, name: slug, s: st.strategies[slug]})
+		}
+	}
 	if so.Logout.Session == nil && lo.Session != nil {
 		so.Logout.Session = func(r *http.Request) (samlsp.LogoutSession, bool) {
 			s, ok := lo.Session(r, SAML)

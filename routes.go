@@ -487,6 +487,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	m.log.Debug("extauth: signed in", "provider", name)
 	host := identityFrom(id)
 	host.Tenant, host.Unsolicited = m.tenant, unsolicited
+	if host.Tokens != (Tokens{}) {
+		host.Tokens.Tenant = m.tenant
+	}
 	m.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format, m.tenant)), host)
 }
 

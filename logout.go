@@ -18,13 +18,15 @@ import (
 // protocol: one set of hooks serves SAML single logout and OpenID Connect
 // RP-initiated, back-channel and front-channel logout.
 type LogoutOptions struct {
-	// Session returns the provider session of the signed-in user of r, for
-	// the logout route of provider p (/users/auth/<p>/logout) to end at
-	// the provider: typically what Identity.LogoutSession returned at
-	// sign-in, kept with the host's session. Without it, or when it
-	// reports none, the logout route signs out locally only. Hosts that
-	// send the browser to the provider themselves call Auth.LogoutURL
-	// instead.
+	// Session ends the host's session of the signed-in user of r and
+	// returns its provider session, for the logout route of provider p
+	// (/users/auth/<p>/logout, which every provider has) to end at the
+	// provider: typically what Identity.LogoutSession returned at sign-in,
+	// kept with the host's session. Without it, when it reports none, or
+	// for a provider without a logout of its own, the logout route signs
+	// out locally only. The route runs it only for a start the sign-in
+	// rules let through. Hosts that send the browser to the provider
+	// themselves call Auth.LogoutURL instead.
 	Session func(r *http.Request, p Provider) (LogoutSession, bool)
 	// OnProviderLogout ends the host's sessions that a provider says have
 	// ended: a SAML IdP's LogoutRequest, an OpenID Connect back-channel
@@ -38,7 +40,8 @@ type LogoutOptions struct {
 	ReturnTo string
 	// Done answers the browser when a sign-out ends: err is nil when the
 	// provider confirmed it (or there was nothing to do at the provider),
-	// an *Error when the confirmation was not valid. ReturnTo(r) is where
+	// an *Error when the confirmation was not valid or the start was
+	// refused (csrf_detected, Session not run). ReturnTo(r) is where
 	// it should land. Without it the browser is redirected there, or gets
 	// a short error page.
 	Done func(w http.ResponseWriter, r *http.Request, err *Error)

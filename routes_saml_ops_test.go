@@ -2,7 +2,10 @@ package extauth_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -10,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -544,4 +549,177 @@ func TestSAMLLogoutEchoesNameID(t *testing.T) {
 func testSAMLEnv() providers.Env {
 	return providers.Env{CallbackURL: "https://app.example.org/users/auth/saml/callback", HTTPClient: http.DefaultClient,
 		Store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), Logger: slog.New(slog.DiscardHandler)}
+}
+
+// datedKeyPair makes an RSA key pair whose certificate is valid from
+// notBefore to notAfter.
+func datedKeyPair(t *testing.T, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert
+}
+
+// datedPEMPair is datedKeyPair in PEM, certificate then key.
+func datedPEMPair(t *testing.T, cn string, notBefore, notAfter time.Time) [2]string {
+	t.Helper()
+	key, cert := datedKeyPair(t, cn, notBefore, notAfter)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))}
+}
+
+// TestSAMLCertificateExpiryThroughRoutes: the running application watches
+// the certificates SAML depends on. An SP certificate that has expired is
+// logged as an error that says signing goes on, and sign-ins do go on; an
+// IdP whose every signing certificate has expired makes Ready and the
+// health route report it, as the sign-ins that now fail do.
+func TestSAMLCertificateExpiryThroughRoutes(t *testing.T) {
+	now := time.Now()
+	t.Run("expired SP certificate", func(t *testing.T) {
+		sp := datedPEMPair(t, "expired SP", now.AddDate(-2, 0, 0), now.Add(-24*time.Hour))
+		idp := newSAMLIdP(t)
+		idp.Set(func(k *samlidp.Knobs) { k.RequireSignedRequests = true })
+		var logs syncBuffer
+		a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+			c.SAML.Additional.Certificate, c.SAML.Additional.PrivateKey = sp[0], extauth.NewSecret(sp[1])
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, nil)
+		form := idpForm(t, b, redirect)
+		raw, _ := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+		if resp := a.callback(b, form); resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), "EncryptedAssertion") {
+			t.Fatalf("sign-in with an expired SP certificate: %d %s", resp.StatusCode, resp.Body)
+		}
+		if err := a.Auth.Ready(context.Background()); err != nil {
+			t.Fatalf("Ready: %v", err)
+		}
+		line := logLine(t, logs.String(), "the SP certificate has expired")
+		for _, want := range []string{"level=ERROR", "goes on signing requests and decrypting assertions", "provider=saml",
+			"setting=saml_additional_settings.certificate", `subject="CN=expired SP"`} {
+			if !strings.Contains(line, want) {
+				t.Errorf("log line lacks %q: %s", want, line)
+			}
+		}
+	})
+	t.Run("expired IdP certificate", func(t *testing.T) {
+		key, cert := datedKeyPair(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
+		var idp *samlidp.IdP
+		harness.Serve(t, func(base string) http.Handler {
+			var err error
+			if idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert}); err != nil {
+				t.Fatal(err)
+			}
+			return idp
+		})
+		var logs syncBuffer
+		a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		err := a.Auth.Ready(ctx)
+		ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err == nil || !strings.Contains(err.Error(), "saml: every IdP signing certificate has expired") {
+			t.Fatalf("Ready: %v", err)
+		}
+		rec := httptest.NewRecorder()
+		a.Auth.ReadyHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil).WithContext(ctx))
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "every IdP signing certificate has expired") {
+			t.Fatalf("health: %d %s", rec.Code, rec.Body)
+		}
+		// It is not for show: the sign-in fails.
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, nil)
+		if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("sign-in with an expired IdP certificate: %d %s", resp.StatusCode, resp.Body)
+		}
+		line := logLine(t, logs.String(), "an IdP signing certificate has expired")
+		for _, want := range []string{"level=ERROR", "every sign-in fails", "subject=\"CN=expired IdP\"", "idp_signing_certs_valid=0"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("log line lacks %q: %s", want, line)
+			}
+		}
+	})
+}
+
+// logLine returns the one line of logs that holds msg.
+func logLine(t *testing.T, logs, msg string) string {
+	t.Helper()
+	var found []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, msg) {
+			found = append(found, l)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d lines say %q:\n%s", len(found), msg, logs)
+	}
+	return found[0]
+}
+
+// TestSAMLCertificateExpiryPerTenant: each tenant's SP watches its own
+// certificates; its log lines and TenantReady name the tenant.
+func TestSAMLCertificateExpiryPerTenant(t *testing.T) {
+	now := time.Now()
+	good := newSAMLIdP(t)
+	key, cert := datedKeyPair(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
+	var bad *samlidp.IdP
+	harness.Serve(t, func(base string) http.Handler {
+		var err error
+		if bad, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert}); err != nil {
+			t.Fatal(err)
+		}
+		return bad
+	})
+	soon := datedPEMPair(t, "SP of a", now.Add(-time.Hour), now.Add(10*24*time.Hour))
+	cfg := &extauth.Config{Tenants: map[string]*extauth.Config{
+		"a": {SAML: extauth.SAMLConfig{SPEntityID: "https://a.example.test/saml", IdPMetadataURL: good.MetadataURL(),
+			Additional: extauth.SAMLAdditionalSettings{Certificate: soon[0], PrivateKey: extauth.NewSecret(soon[1])}}},
+		"b": {SAML: extauth.SAMLConfig{SPEntityID: "https://b.example.test/saml", IdPMetadataURL: bad.MetadataURL()}},
+	}}
+	var logs syncBuffer
+	auth, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.test", CookieKey: testKey,
+		Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
+		TenantOf:      func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
+		TenantBaseURL: func(name string) (string, error) { return "https://" + name + ".example.test", nil },
+		OnSuccess:     func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auth.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := auth.TenantReady(ctx, "a"); err != nil {
+		t.Fatalf("tenant a: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := auth.TenantReady(ctx, "b"); err == nil || !strings.Contains(err.Error(), "tenant b not ready: saml: every IdP signing certificate has expired") {
+		t.Fatalf("tenant b: %v", err)
+	}
+	if l := logLine(t, logs.String(), "the SP certificate expires soon"); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "tenant=a") ||
+		!strings.Contains(l, "expires_in=2") {
+		t.Errorf("tenant a: %s", l)
+	}
+	if l := logLine(t, logs.String(), "an IdP signing certificate has expired"); !strings.Contains(l, "tenant=b") {
+		t.Errorf("tenant b: %s", l)
+	}
 }

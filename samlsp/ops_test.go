@@ -3,11 +3,19 @@ package samlsp
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +287,167 @@ func TestIdPLogoutRequestQualifiers(t *testing.T) {
 	want := LogoutSession{NameID: "a3f1c9", NameIDFormat: NameIDPersistent, NameQualifier: f.idp.EntityID(), SPNameQualifier: testEntityID, SPProvidedID: "ada"}
 	if len(ended) != 1 || ended[0] != want {
 		t.Fatalf("OnIdPLogout saw %+v, want %+v", ended, want)
+	}
+}
+
+// datedCert makes a quick (ECDSA) self-signed certificate valid from
+// notBefore to notAfter, for an IdP's metadata.
+func datedCert(t *testing.T, cn string, notBefore, notAfter time.Time) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, NotBefore: notBefore, NotAfter: notAfter}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// records is a slog handler that keeps every record.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// count returns how many records at level start with msg.
+func (r *records) count(level slog.Level, msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, rec := range r.recs {
+		if rec.Level == level && strings.HasPrefix(rec.Message, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCertificateExpiryWatch: at start-up and after every metadata refresh
+// the SP looks at its certificates and the IdP's; what expires within 30
+// days is a warning, what has expired an error, each logged when it enters
+// that state and then at most daily however often the metadata is
+// refreshed. CertificateExpiries shows the same certificates.
+func TestCertificateExpiryWatch(t *testing.T) {
+	start := time.Now()
+	var clock atomic.Int64
+	clock.Store(start.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	spCert, spKey := pemPair(t, 1)
+	_, idpCert := testKey(t, 0)
+	expired := datedCert(t, "idp-old", start.AddDate(-1, 0, 0), start.Add(-time.Hour))
+	soon := datedCert(t, "idp-next", start.Add(-time.Hour), start.Add(10*24*time.Hour))
+	f := newFixture(t, noWait, withIdP(func(p *samlidp.IdP) {
+		p.Set(func(k *samlidp.Knobs) { k.ExtraCerts = []*x509.Certificate{expired, soon} })
+	}))
+	logs := &records{}
+	sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: f.idp.MetadataURL(), CertificatePEM: spCert, PrivateKeyPEM: spKey},
+		providers.Env{CallbackURL: testACS, HTTPClient: f.env(nil).HTTPClient, Store: store.NewMemory(nil, 0), Now: now, Logger: slog.New(logs)},
+		Options{MetadataRefresh: 20 * time.Millisecond, MetadataRetry: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	refreshes := func(n int64) {
+		t.Helper()
+		want := sp.md.fetches.Load() + n
+		deadline := time.Now().Add(5 * time.Second)
+		for sp.md.fetches.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("fewer than %d metadata refreshes", n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		// The check follows the fetch.
+		time.Sleep(30 * time.Millisecond)
+	}
+	refreshes(5)
+	const (
+		idpExpired  = "saml: an IdP signing certificate has expired; responses signed with it are refused"
+		idpExpiring = "saml: an IdP signing certificate expires soon"
+		spExpiring  = "saml: the SP certificate expires soon"
+	)
+	if n := logs.count(slog.LevelError, idpExpired); n != 1 {
+		t.Errorf("%d errors about the expired IdP certificate after 5 refreshes, want 1", n)
+	}
+	if n := logs.count(slog.LevelWarn, idpExpiring); n != 1 {
+		t.Errorf("%d warnings about the expiring IdP certificate, want 1", n)
+	}
+	if n := logs.count(slog.LevelWarn, spExpiring); n != 0 {
+		t.Errorf("a warning about an SP certificate valid for years")
+	}
+	if err := sp.ReadyError(); err != nil {
+		t.Errorf("ReadyError with a valid IdP certificate: %v", err)
+	}
+
+	// A day later, the same again, once.
+	clock.Add(int64(25 * time.Hour))
+	refreshes(5)
+	if a, b := logs.count(slog.LevelError, idpExpired), logs.count(slog.LevelWarn, idpExpiring); a != 2 || b != 2 {
+		t.Errorf("a day later: %d errors, %d warnings; want 2 and 2", a, b)
+	}
+
+	// Ten years on, everything has expired: the SP certificate is an error
+	// that says signing goes on, and the SP is not ready.
+	clock.Add(int64(11 * 365 * 24 * time.Hour))
+	refreshes(3)
+	if n := logs.count(slog.LevelError, "saml: the SP certificate has expired; extauth goes on signing"); n != 1 {
+		t.Errorf("%d errors about the expired SP certificate, want 1", n)
+	}
+	if n := logs.count(slog.LevelError, "saml: an IdP signing certificate has expired, and no other is valid"); n != 3 {
+		t.Errorf("%d errors about IdP certificates with none valid, want 3 (one each)", n)
+	}
+	if err := sp.ReadyError(); err == nil || !strings.Contains(err.Error(), "every IdP signing certificate has expired") {
+		t.Errorf("ReadyError = %v", err)
+	}
+
+	got := sp.CertificateExpiries()
+	want := []string{"sp sign+decrypt CN=extauth test", "idp verify CN=extauth test", "idp verify CN=idp-old", "idp verify CN=idp-next"}
+	var have []string
+	for _, c := range got {
+		have = append(have, c.Kind+" "+c.Use+" "+c.Subject)
+	}
+	if fmt.Sprint(have) != fmt.Sprint(want) || !got[0].NotAfter.Equal(must(ParseCertificatePEM(spCert)).NotAfter) ||
+		!got[1].NotAfter.Equal(idpCert.NotAfter) || !got[2].NotAfter.Equal(expired.NotAfter) || len(got[3].SHA256) != 64 {
+		t.Errorf("CertificateExpiries = %+v, want %v", got, want)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestCertificateExpiriesDuringRotation lists both SP certificates, with
+// what each does, before any IdP metadata.
+func TestCertificateExpiriesDuringRotation(t *testing.T) {
+	cur, curKey := pemPair(t, 1)
+	next, nextKey := pemPair(t, 2)
+	sp := offlineSP(t, Config{CertificatePEM: cur, PrivateKeyPEM: curKey, CertificateNewPEM: next, PrivateKeyNewPEM: nextKey}, Options{}, time.Now())
+	got := sp.CertificateExpiries()
+	if len(got) != 2 || got[0].Kind != CertSP || got[0].Use != CertUseSignDecrypt || got[1].Kind != CertSP || got[1].Use != CertUseDecrypt ||
+		got[0].SHA256 == got[1].SHA256 {
+		t.Fatalf("CertificateExpiries = %+v", got)
+	}
+	if err := sp.ReadyError(); err == nil || !strings.Contains(err.Error(), "no copy of the identity provider's metadata") {
+		t.Fatalf("ReadyError before any metadata: %v", err)
 	}
 }

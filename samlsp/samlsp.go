@@ -221,7 +221,9 @@ type SP struct {
 	// customQuery is Config.Custom, encoded once.
 	customQuery string
 
-	md       *metadataCache
+	md *metadataCache
+	// expiry rate-limits the log lines about certificates that expire.
+	expiry   expiryWatch
 	stop     context.CancelFunc
 	done     chan struct{}
 	closeOne sync.Once
@@ -381,6 +383,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
 	sp.md = newMetadataCache(sp)
+	sp.checkExpiry()
 	ctx, cancel := context.WithCancel(context.Background())
 	sp.stop = cancel
 	sp.done = make(chan struct{})
@@ -436,8 +439,8 @@ func (sp *SP) SLOURL() string { return sp.slo.String() }
 // MetadataURL returns the URL at which our metadata is to be served.
 func (sp *SP) MetadataURL() string { return sp.metaURL.String() }
 
-// Ready reports whether a copy of the IdP metadata is available.
-func (sp *SP) Ready() bool { return sp.md.current() != nil }
+// Ready reports whether the SP can sign users in: ReadyError is nil.
+func (sp *SP) Ready() bool { return sp.ReadyError() == nil }
 
 func derivedURL(override, def, what string, problems []error) (*url.URL, []error) {
 	s := def

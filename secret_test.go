@@ -338,6 +338,8 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"Identity.LogoutSession()": (&extauth.Identity{UID: "u", Tokens: tokens}).LogoutSession(),
 		"providers.LogoutSession":  providers.LogoutSession{IDToken: "LEAK-id-token"},
 		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
+		"samlsp.Config next key":   samlsp.Config{SPEntityID: "sp", PrivateKeyNewPEM: keyPEM},
+		"SAMLAdditional next key":  extauth.SAMLAdditionalSettings{PrivateKeyNew: extauth.NewSecret(keyPEM)},
 		"Config.SAML":              full.SAML,
 		"SAMLAdditional":           full.SAML.Additional,
 		"GothStrategy":             providers.Goth(github.New("gh-key", "LEAK-goth-secret", "https://app.example.org/cb")),

@@ -121,3 +121,45 @@ func BenchmarkDeflateLevels(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompleteDuringRotation measures what a key rotation costs a
+// callback: with certificate_new set, an assertion encrypted to the next
+// key pays one failed RSA decryption with the current key first. Its side
+// named extauth_... is the one encrypted to the next key, the other the
+// one encrypted to the current key, so that
+//
+//	go test -run XXX -bench CompleteDuringRotation -benchmem -count 8 ./samlsp/ | go run ./internal/benchratio
+//
+// prints the median ratio of the two, round by round.
+func BenchmarkCompleteDuringRotation(b *testing.B) {
+	f := newFixture(b, withKeyPair, withNextKeyPair)
+	sp, err := New(f.cfg, f.env(alwaysFresh{}), f.opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sp.Close() })
+	f.waitReady(sp)
+	for _, side := range []struct {
+		name string
+		key  int
+	}{{"extauth_to_next_key", 2}, {"to_current_key", 1}} {
+		tx, _ := f.begin(sp)
+		s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+		_, s.EncryptTo = testKey(b, side.key)
+		x, err := f.idp.Forge(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body := responseForm(x, tx.Binding).Encode()
+		b.Run(side.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				if _, err := sp.Complete(context.Background(), r, tx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

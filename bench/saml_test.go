@@ -41,7 +41,7 @@ type samlSide struct {
 	// key rotation test chooses the next one.
 	encryptTo *x509.Certificate
 	acs       *acsCase
-	acsAt   time.Time
+	acsAt     time.Time
 }
 
 const benchEntityID = "https://app.example.test/saml"

@@ -55,10 +55,16 @@ type LogoutSession struct {
 	// IDToken is the OpenID Connect ID token of the sign-in, sent to the
 	// provider as id_token_hint.
 	IDToken string `redact:"secret"`
-	// NameID, NameIDFormat and SessionIndex name a SAML session.
-	NameID       string
-	NameIDFormat string
-	SessionIndex string
+	// NameID, NameIDFormat and SessionIndex name a SAML session;
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them (Identity.SAML's), "" when it
+	// sent none: the LogoutRequest carries the NameID exactly so.
+	NameID          string
+	NameIDFormat    string
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	SessionIndex    string
 }
 
 // LogoutSession returns what ending this sign-in's session at the provider
@@ -67,6 +73,7 @@ func (id *Identity) LogoutSession() LogoutSession {
 	s := LogoutSession{IDToken: id.Tokens.IDToken}
 	if id.SAML != nil {
 		s.NameID, s.NameIDFormat, s.SessionIndex = id.SAML.NameID, id.SAML.NameIDFormat, id.SAML.SessionIndex
+		s.NameQualifier, s.SPNameQualifier, s.SPProvidedID = id.SAML.NameQualifier, id.SAML.SPNameQualifier, id.SAML.SPProvidedID
 	}
 	return s
 }
@@ -201,7 +208,7 @@ func (a *Auth) LogoutURL(w http.ResponseWriter, r *http.Request, p Provider, s L
 func (a *Auth) providerLogoutURL(w http.ResponseWriter, r *http.Request, m mount, s LogoutSession, returnTo string) (u string, local bool, err error) {
 	switch st := m.s.(type) {
 	case *samlsp.SP:
-		u, err = st.LogoutURL(r.Context(), samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex})
+		u, err = st.LogoutURL(r.Context(), samlLogoutSession(s))
 	case providers.SessionEnder:
 		state := randomString(32)
 		u, err = st.EndSessionURL(r.Context(), providers.LogoutSession(s), state, m.url(m.extraPath(m.name, purposePostLogout)))
@@ -507,7 +514,7 @@ func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
 	if so.Logout.Session == nil && lo.Session != nil {
 		so.Logout.Session = func(r *http.Request) (samlsp.LogoutSession, bool) {
 			s, ok := lo.Session(r, SAML)
-			return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex}, ok && s.NameID != ""
+			return samlLogoutSession(s), ok && s.NameID != ""
 		}
 	}
 	if so.Logout.OnIdPLogout == nil && lo.OnProviderLogout != nil {
@@ -527,6 +534,12 @@ func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
 		}
 	}
 	return so
+}
+
+// samlLogoutSession is the SAML part of s, the NameID whole.
+func samlLogoutSession(s LogoutSession) samlsp.LogoutSession {
+	return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
+		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, SessionIndex: s.SessionIndex}
 }
 
 func logoutReturnTo(lo LogoutOptions) string {

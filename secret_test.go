@@ -372,6 +372,8 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"Identity.LogoutSession()": (&extauth.Identity{UID: "u", Tokens: tokens}).LogoutSession(),
 		"providers.LogoutSession":  providers.LogoutSession{IDToken: "LEAK-id-token"},
 		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
+		"samlsp.Config next key":   samlsp.Config{SPEntityID: "sp", PrivateKeyNewPEM: keyPEM},
+		"SAMLAdditional next key":  extauth.SAMLAdditionalSettings{PrivateKeyNew: extauth.NewSecret(keyPEM)},
 		"Config.SAML":              full.SAML,
 		"Config":                   *full,
 		"Config.OIDC":              full.OIDC,

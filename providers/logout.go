@@ -96,3 +96,17 @@ type Refresher interface {
 	// ErrNoRefresh.
 	TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error)
 }
+
+// ErrNoRevocation is wrapped by the error of revoking a token at a
+// provider that names no revocation endpoint.
+var ErrNoRevocation = errors.New("the provider offers no revocation endpoint")
+
+// Revoker is implemented by strategies whose provider revokes tokens
+// (RFC 7009).
+type Revoker interface {
+	// RevokeToken revokes token, an access or a refresh token (hint
+	// "access_token" or "refresh_token", or "" for the provider to find
+	// out), authenticating the client as at the token endpoint. Without a
+	// revocation endpoint the error wraps ErrNoRevocation.
+	RevokeToken(ctx context.Context, token, hint string) error
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"golang.org/x/oauth2"
 )
@@ -20,17 +21,19 @@ var _ Refresher = (*OIDC)(nil)
 func (s *OIDC) TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error) {
 	var sub string
 	if t.IDToken != "" {
-		if sub = unverifiedClaim(t.IDToken, "sub"); sub == "" {
+		if sub = unverifiedClaim(s.signedIDToken(t.IDToken), "sub"); sub == "" {
 			return nil, NewError(CodeMisconfigured, "the sign-in's ID token is not readable", errors.New("refresh: the ID token in Tokens names no subject"))
 		}
 	}
-	r := &refresher{ctx: ctx, client: s.client, refreshToken: t.RefreshToken,
-		conf: func(ctx context.Context) (*oauth2.Config, error) {
+	r := &refresher{ctx: ctx, refreshToken: t.RefreshToken,
+		conf: func(ctx context.Context) (*oauth2.Config, *http.Client, error) {
 			d, err := s.provider(ctx)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return &d.oauth, nil
+			// The token endpoint's client adds a fresh client assertion
+			// to each renewal when the client authenticates with one.
+			return &d.oauth, d.tokenClient, nil
 		},
 		check: func(ctx context.Context, tok *oauth2.Token) error {
 			raw, _ := tok.Extra("id_token").(string)

@@ -145,6 +145,18 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			}
 		}
 	}
+	for _, k := range sortedKeys(o.AuthParams) {
+		switch {
+		case k == "":
+			bad(OIDCSettingsKey, "has an authorization parameter with an empty name")
+		case slices.Contains(reservedAuthParams, k) || k == "prompt" && o.Prompt != "":
+			bad(OIDCSettingsKey+"."+k, "is a parameter extauth sets itself")
+		case strings.Contains(o.AuthParams[k], "-----BEGIN"):
+			// Parameters travel in the authorization URL: a misspelt
+			// private_key would publish the key.
+			bad(OIDCSettingsKey+"."+k, "holds a PEM block, but other entries are sent to the provider as authorization request parameters; the key belongs in private_key")
+		}
+	}
 	if ma, ok := o.AuthParams["max_age"]; ok {
 		if n, err := strconv.ParseInt(ma, 10, 64); err != nil || n < 0 {
 			bad(settingMaxAge, "must be a whole number of seconds")

@@ -3,8 +3,8 @@ package extauth_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"

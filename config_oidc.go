@@ -211,3 +211,13 @@ func (c OIDCConfig) additionalProblems() []Problem {
 	}
 	return ps
 }
+
+// CheckDiscovery returns why this client registration cannot work with a
+// provider whose discovery document is doc: a client_auth_method,
+// algorithm or encryption of oidc_additional_settings the provider does
+// not advertise, pushed or by-value requests it does not take. The error
+// names the entry. It makes no request: extauth check runs it on the
+// document it fetched, as the strategy does on its first sign-in.
+func (c OIDCConfig) CheckDiscovery(doc *providers.OIDCDiscovery) error {
+	return providers.CheckOIDCDiscovery(c.strategyConfig(providers.OIDCOptions{}), doc)
+}

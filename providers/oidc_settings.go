@@ -4,9 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/oauth2"
 )
 
 // OIDCSettingsKey is the secrets file's mapping of the OpenID Connect
@@ -200,4 +203,24 @@ func encAlgsFor(k *clientKey) []string {
 		return rsaKeyAlgs
 	}
 	return ecKeyAlgs
+}
+
+// CheckOIDCDiscovery returns why the client c cannot work with a provider
+// whose discovery document is doc, as the strategy would find when it reads
+// it: a client authentication method, signing algorithm or encryption the
+// provider does not advertise, pushed or by-value requests it does not
+// take. The error names the setting. It makes no request; extauth check
+// runs it on the document it fetched.
+func CheckOIDCDiscovery(c OIDCConfig, doc *OIDCDiscovery) error {
+	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: http.DefaultClient})
+	if err != nil {
+		return err
+	}
+	method, style, err := s.authStyle(doc.TokenAuthMethods)
+	if err != nil {
+		return err
+	}
+	d := &discovered{issuer: s.issuer, method: method, tokenClient: s.client}
+	d.oauth.Endpoint = oauth2.Endpoint{AuthURL: doc.AuthorizationEndpoint, TokenURL: doc.TokenEndpoint, AuthStyle: style}
+	return s.register(d, doc)
 }

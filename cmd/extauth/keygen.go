@@ -35,7 +35,7 @@ const (
 )
 
 func (c *cli) keygen(_ context.Context, args []string) int {
-	f := c.newFlags("keygen", "-name APP [-bits 2048] [-days 3650] [-out DIR [-force]]",
+	f := c.newFlags("keygen", "-name APP [-bits 2048] [-days 3650] [-out DIR [-force]] | -oidc [-ec | -bits 2048] [-out DIR [-force]]",
 		`Generates the SAML service-provider key pair as the specification guides:
 an RSA private key and a self-signed X.509 certificate made from it, with the
 subject common name APP, for signing authentication requests and decrypting
@@ -45,14 +45,26 @@ Without -out it prints a YAML snippet to paste under saml_additional_settings
 in the secrets file. With -out it writes DIR/sp.key (the private key, PKCS #8,
 mode 0600) and DIR/sp.crt (the certificate, mode 0644), refusing to replace
 existing files unless -force is given.
+
+-oidc generates an OpenID Connect client key instead, for
+oidc_additional_settings.private_key (private_key_jwt, request objects,
+encrypted ID tokens): RSA of -bits bits, or with -ec an EC P-256 key. No
+certificate: its public half is served at /users/auth/oidc/jwks. With -out
+it writes DIR/oidc.key (mode 0600).
 `)
 	name := f.String("name", "", "the application's name, the certificate's subject common name (required)")
 	bits := f.Int("bits", defaultBits, fmt.Sprintf("RSA key size in bits, %d to %d", minKeyBits, maxKeyBits))
 	days := f.Int("days", defaultDays, "days the certificate is valid")
 	out := f.String("out", "", "write sp.key and sp.crt into this directory instead of printing YAML")
 	force := f.Bool("force", false, "with -out, replace existing files")
+	oidcKey := f.Bool("oidc", false, "generate an OpenID Connect client key (oidc_additional_settings.private_key) instead")
+	ec := f.Bool("ec", false, "with -oidc, an EC P-256 key instead of RSA")
 	if done, code := f.parse(args); done {
 		return code
+	}
+	if *oidcKey || *ec {
+		return c.keygenOIDC(f, oidcKeyOptions{oidc: *oidcKey, ec: *ec, bits: *bits, out: *out, force: *force,
+			name: *name, given: given(f)})
 	}
 	switch {
 	case strings.TrimSpace(*name) == "":

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -211,4 +212,40 @@ production:
 		t.Errorf("warnings %q", cfg.Warnings)
 	}
 	assertNoSecrets(t, "Config", cfg, pemLines(clientKeys()["EC"][0].pem))
+}
+
+// TestOIDCWorkedExampleLoads keeps docs/oidc.md's worked example true: its
+// secrets file, with the key in the environment, loads and builds.
+func TestOIDCWorkedExampleLoads(t *testing.T) {
+	doc, err := os.ReadFile("docs/oidc.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "### A worked example")
+	_, rest, ok2 := strings.Cut(rest, "```yaml\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("no YAML in the worked example")
+	}
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "   "))
+	}
+	key := clientKeys()["RSA"][0].pem
+	cfg, err := extauth.ParseConfig([]byte(strings.Join(lines, "\n")), extauth.Env("production"),
+		extauth.LookupEnv(func(k string) (string, bool) { return key, k == "OIDC_PRIVATE_KEY" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.OIDC.Additional
+	if !cfg.OIDC.Configured() || a.PrivateKey.Value() != key || !a.PushedAuthorizationRequests || !a.RequestObject ||
+		a.IDTokenEncryptedResponseAlg != "RSA-OAEP-256" || a.MaxAge != "3600" || len(a.Custom) != 1 {
+		t.Errorf("the example reads as %+v", a)
+	}
+	auth, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.org", CookieKey: testKey,
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.Close()
 }

@@ -7,6 +7,7 @@ package bench
 //
 //	go test -run '^$' -bench 'OIDCHighAssuranceRatio' ./bench/
 //	go test -run '^$' -bench 'OIDCHighAssurance$' -benchtime 300x -benchmem ./bench/ -rounds 6 | go run ./internal/benchratio
+//	go test -run '^$' -bench 'OIDCHighAssuranceFloor' -benchmem ./bench/
 //
 // Both sides of each pair are extauth, against the same in-process
 // provider, whose token endpoint answers with responses minted before the
@@ -15,16 +16,19 @@ package bench
 
 import (
 	"crypto"
+	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -120,13 +124,14 @@ func haPairs(b *testing.B) []struct {
 	ours, base haSetup
 } {
 	keys := haClientKeys()
-	plain := haSetup{name: "client_secret_basic"}
+	// benchratio pairs a side named extauth... with the other.
+	plain := haSetup{name: "plain"}
 	assertion := func(kind string) haSetup {
-		return haSetup{name: "private_key_jwt", method: "private_key_jwt", key: keys[kind],
+		return haSetup{name: "extauth_private_key_jwt", method: "private_key_jwt", key: keys[kind],
 			add: extauth.OIDCAdditionalSettings{ClientAuthMethod: "private_key_jwt", PrivateKey: extauth.NewSecret(pemKey(b, keys[kind]))}}
 	}
 	encrypted := func(kind, alg, enc string) haSetup {
-		return haSetup{name: "jwe", key: keys[kind], enc: &oidcop.Encryption{Alg: alg, Enc: enc},
+		return haSetup{name: "extauth_jwe", key: keys[kind], enc: &oidcop.Encryption{Alg: alg, Enc: enc},
 			add: extauth.OIDCAdditionalSettings{PrivateKey: extauth.NewSecret(pemKey(b, keys[kind])),
 				IDTokenEncryptedResponseAlg: alg, IDTokenEncryptedResponseEnc: enc}}
 	}
@@ -158,6 +163,63 @@ func BenchmarkOIDCHighAssuranceRatio(b *testing.B) {
 	for _, pair := range haPairs(b) {
 		b.Run(pair.name, func(b *testing.B) {
 			cpuRatio(b, 60, haCallback(b, pair.ours), haCallback(b, pair.base))
+		})
+	}
+}
+
+// BenchmarkOIDCHighAssuranceFloor is what the crypto of each comparison
+// costs alone, in crypto/rsa, crypto/ecdsa and crypto/ecdh, in CPU-time
+// rounds as BenchmarkOIDCHighAssuranceRatio: the floor of the time the
+// high-assurance callbacks add.
+func BenchmarkOIDCHighAssuranceFloor(b *testing.B) {
+	keys := haClientKeys()
+	rsaKey, ecKey := keys["RSA"].(*rsa.PrivateKey), keys["EC"].(*ecdsa.PrivateKey)
+	digest := make([]byte, 32)
+	rand.Read(digest)
+	cek := make([]byte, 32)
+	wrapped, err := rsa.EncryptOAEP(sha256.New(), rand.Reader, &rsaKey.PublicKey, cek, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ecdhKey, err := ecKey.ECDH()
+	if err != nil {
+		b.Fatal(err)
+	}
+	peer, err := ecdh.P256().GenerateKey(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		run  func() error
+	}{
+		{"rsa_pss_sign", func() error {
+			_, err := rsa.SignPSS(rand.Reader, rsaKey, crypto.SHA256, digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+			return err
+		}},
+		{"ecdsa_p256_sign", func() error { _, err := ecdsa.SignASN1(rand.Reader, ecKey, digest); return err }},
+		{"rsa_oaep256_decrypt", func() error { _, err := rsa.DecryptOAEP(sha256.New(), nil, rsaKey, wrapped, nil); return err }},
+		{"ecdh_p256", func() error { _, err := ecdhKey.ECDH(peer.PublicKey()); return err }},
+	} {
+		b.Run(f.name, func(b *testing.B) {
+			// Timed as the Ratio benchmarks are: in process CPU time,
+			// the median of -oidc.rounds rounds, so that the floor and
+			// the callbacks above are measured alike.
+			var once sync.Once
+			var perOp []float64
+			once.Do(func() {
+				for range *oidcRounds {
+					runtime.GC()
+					start := oidcCPUTime()
+					for range 50 {
+						if err := f.run(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					perOp = append(perOp, float64((oidcCPUTime()-start).Nanoseconds())/50)
+				}
+			})
+			b.ReportMetric(median(perOp), "ns/op")
 		})
 	}
 }

@@ -856,7 +856,7 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 			next = http.DefaultTransport
 		}
 		d.tokenClient = &http.Client{
-			Transport:     &assertingTransport{next: next, s: s, d: d},
+			Transport:     newAssertingTransport(next, s, d),
 			Jar:           s.client.Jar,
 			CheckRedirect: s.client.CheckRedirect,
 			Timeout:       s.client.Timeout,

@@ -346,10 +346,20 @@ type assertingTransport struct {
 	next http.RoundTripper
 	s    *OIDC
 	d    *discovered
+	// tokenURL is the token endpoint as a request's URL prints it.
+	tokenURL string
+}
+
+func newAssertingTransport(next http.RoundTripper, s *OIDC, d *discovered) *assertingTransport {
+	t := &assertingTransport{next: next, s: s, d: d, tokenURL: d.oauth.Endpoint.TokenURL}
+	if u, err := url.Parse(t.tokenURL); err == nil {
+		t.tokenURL = u.String()
+	}
+	return t
 }
 
 func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodPost || r.URL.String() != t.d.oauth.Endpoint.TokenURL || r.Body == nil {
+	if r.Method != http.MethodPost || r.URL.String() != t.tokenURL || r.Body == nil {
 		return t.next.RoundTrip(r)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxFormBody+1))

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -101,8 +102,11 @@ func highAssurance(edit func(*oidcop.Config, *extauth.OIDCAdditionalSettings)) o
 		config: func(cfg *extauth.Config) {
 			cfg.OIDC.ClientSecret = extauth.Secret{}
 			cfg.OIDC.Additional = add
-			if add.ClientAuthMethod == "client_secret_jwt" {
+			switch add.ClientAuthMethod {
+			case "client_secret_jwt":
 				cfg.OIDC.ClientSecret = extauth.NewSecret(longSecret)
+			case "client_secret_basic", "client_secret_post":
+				cfg.OIDC.ClientSecret = extauth.NewSecret(oidcSecret)
 			}
 		},
 	}
@@ -254,6 +258,14 @@ func TestOIDCHighAssuranceVariants(t *testing.T) {
 			checkAssertions(t, a.OP, a.OP.Issuer()+"/token", "", oidcop.PAR, oidcop.Token)
 			if alg := a.OP.Assertions()[0].Header["alg"]; alg != "HS256" {
 				t.Errorf("assertion signed with %v", alg)
+			}
+		}},
+		{"client_secret_basic at the PAR and token endpoints, with a signed request", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+			c.AuthMethod, c.ClientSecret = "client_secret_basic", oidcSecret
+			s.ClientAuthMethod = "client_secret_basic"
+		}, func(t *testing.T, a *oidcApp) {
+			if a.OP.Hits(oidcop.PAR) != 1 || len(a.OP.Assertions()) != 0 {
+				t.Errorf("PAR asked %d times, %d assertions", a.OP.Hits(oidcop.PAR), len(a.OP.Assertions()))
 			}
 		}},
 		{"the issuer as audience, PAR by setting, no request object", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
@@ -610,5 +622,35 @@ func TestOIDCLogoutTokenWithoutExp(t *testing.T) {
 				t.Errorf("events %+v", events)
 			}
 		})
+	}
+}
+
+// TestOIDCJWKSRoutePerTenant: each tenant publishes its own client's keys
+// at its own JWKS route; the route needs no discovery.
+func TestOIDCJWKSRoutePerTenant(t *testing.T) {
+	keyed := func(k clientKey) *extauth.Config {
+		return &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: "c", Issuer: "https://id.example.org",
+			Additional: extauth.OIDCAdditionalSettings{ClientAuthMethod: "private_key_jwt", PrivateKey: extauth.NewSecret(k.pem)}}}
+	}
+	cfg := keyed(clientKeys()["RSA"][0])
+	cfg.Tenants = map[string]*extauth.Config{"city-a": keyed(clientKeys()["EC"][0]), "city-b": keyed(clientKeys()["EC"][1])}
+	for name, t2 := range cfg.Tenants {
+		t2.Tenant = name
+	}
+	a, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.org", CookieKey: testKey,
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		TenantOf:  func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for tenant, k := range map[string]clientKey{"": clientKeys()["RSA"][0], "city-a": clientKeys()["EC"][0], "city-b": clientKeys()["EC"][1]} {
+		req := httptest.NewRequest(http.MethodGet, "https://app.example.org/users/auth/oidc/jwks", nil)
+		req.Header.Set("X-Tenant", tenant)
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"kid":"`+k.kid()+`"`) || strings.Count(rec.Body.String(), `"kid"`) != 2 {
+			t.Errorf("tenant %q: %d %s", tenant, rec.Code, rec.Body)
+		}
 	}
 }

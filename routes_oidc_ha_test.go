@@ -556,6 +556,22 @@ func TestOIDCRefreshAndRevokeWithClientAssertion(t *testing.T) {
 	}
 	renewed := *id
 	renewed.Tokens.AccessToken, renewed.Tokens.RefreshToken = tok.AccessToken, tok.RefreshToken
+	// Tokens of another issuer, or another tenant, go nowhere.
+	for _, edit := range []func(*extauth.Identity){
+		func(o *extauth.Identity) { o.Tokens.Issuer = "https://evil.example" },
+		func(o *extauth.Identity) { o.Tokens.Issuer = "" },
+		func(o *extauth.Identity) { o.Tokens.Tenant = "city-b" },
+	} {
+		other := renewed
+		edit(&other)
+		var e *extauth.Error
+		if err := a.Auth.RevokeTokens(ctx, &other); !errors.As(err, &e) || e.Code != extauth.CodeInvalidState {
+			t.Errorf("foreign tokens: %v", err)
+		}
+	}
+	if a.OP.Hits(oidcop.Revocation) != 0 {
+		t.Fatalf("foreign tokens reached the revocation endpoint")
+	}
 	if err := a.Auth.RevokeTokens(ctx, &renewed); err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,11 @@ type Refresher interface {
 	// strategy's bounded client, for as long as ctx lives. Without a
 	// refresh token in t, renewing fails with an error wrapping
 	// ErrNoRefresh.
-	TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error)
+	//
+	// t.Issuer must be the strategy's own: tokens of another provider are
+	// refused before any request. subject is the user the tokens belong
+	// to (Identity.UID): a renewed ID token must name it.
+	TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error)
 }
 
 // ErrNoRevocation is wrapped by the error of revoking a token at a
@@ -104,9 +108,10 @@ var ErrNoRevocation = errors.New("the provider offers no revocation endpoint")
 // Revoker is implemented by strategies whose provider revokes tokens
 // (RFC 7009).
 type Revoker interface {
-	// RevokeToken revokes token, an access or a refresh token (hint
-	// "access_token" or "refresh_token", or "" for the provider to find
-	// out), authenticating the client as at the token endpoint. Without a
-	// revocation endpoint the error wraps ErrNoRevocation.
-	RevokeToken(ctx context.Context, token, hint string) error
+	// RevokeTokens revokes t's refresh token, then its access token,
+	// authenticating the client as at the token endpoint. t.Issuer must be
+	// the strategy's own: tokens of another provider are refused before
+	// any request. Without a revocation endpoint the error wraps
+	// ErrNoRevocation.
+	RevokeTokens(ctx context.Context, t Tokens) error
 }

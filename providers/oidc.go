@@ -1195,6 +1195,7 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Id
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
 			IDToken:      c.signed,
+			Issuer:       s.issuer,
 		},
 	}
 	if id.Email == "" {

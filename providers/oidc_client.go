@@ -520,11 +520,17 @@ func (s *OIDC) beginHighAssurance(ctx context.Context, d *discovered, tx *Transa
 
 var _ Revoker = (*OIDC)(nil)
 
-// RevokeToken revokes token at the provider's revocation_endpoint (RFC
-// 7009), authenticated as the client is at the token endpoint: with a
-// fresh client assertion under the JWT methods. A provider answers 200
-// also for a token it does not know, so an unknown token is no error.
-func (s *OIDC) RevokeToken(ctx context.Context, token, hint string) error {
+// RevokeTokens revokes t's refresh token, then its access token, at the
+// provider's revocation_endpoint (RFC 7009), each authenticated as the
+// client is at the token endpoint: with a fresh client assertion under
+// the JWT methods. Tokens another issuer issued, or that do not say which,
+// are refused before any request, as TokenSource refuses them. A provider
+// answers 200 also for a token it does not know, so revoking twice is no
+// error.
+func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
+	if err := issuedBy(t, s.issuer); err != nil {
+		return err
+	}
 	d, err := s.provider(ctx)
 	if err != nil {
 		return err
@@ -533,19 +539,21 @@ func (s *OIDC) RevokeToken(ctx context.Context, token, hint string) error {
 		return NewError(CodeMisconfigured, "the provider cannot revoke tokens",
 			fmt.Errorf("%w: discovery names no revocation_endpoint", ErrNoRevocation))
 	}
-	if token == "" {
-		return NewError(CodeMisconfigured, "there is no token to revoke", errors.New("revocation: empty token"))
+	if t.RefreshToken == "" && t.AccessToken == "" {
+		return NewError(CodeMisconfigured, "there is no token to revoke", errors.New("revocation: no token"))
 	}
-	form := url.Values{"token": {token}}
-	if hint != "" {
-		form.Set("token_type_hint", hint)
-	}
-	status, body, err := s.postForm(ctx, d, d.revocationURL, form, "revocation")
-	if err != nil {
-		return err
-	}
-	if status != http.StatusOK {
-		return endpointError(status, body, "revocation", "the provider refused to revoke the token")
+	for _, tok := range []struct{ value, hint string }{{t.RefreshToken, "refresh_token"}, {t.AccessToken, "access_token"}} {
+		if tok.value == "" {
+			continue
+		}
+		form := url.Values{"token": {tok.value}, "token_type_hint": {tok.hint}}
+		status, body, err := s.postForm(ctx, d, d.revocationURL, form, "revocation")
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return endpointError(status, body, "revocation", "the provider refused to revoke the tokens")
+		}
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ type OIDCOptions struct {
 	// AuthMethodPrivateKeyJWT. Empty chooses from discovery:
 	// client_secret_basic unless the provider supports only
 	// client_secret_post. A method set here must be one the provider lists
-	// in token_endpoint_auth_methods_supported.
+	// in token_endpoint_auth_methods_supported, when it publishes the list.
 	AuthMethod string
 	// AssertionAudience is the aud of client assertions (the JWT methods):
 	// OIDCAudienceTokenEndpoint (the default) or OIDCAudienceIssuer.
@@ -788,9 +788,9 @@ func OIDCAuthMethod(supported []string) (method string, ok bool) {
 }
 
 // authStyle picks the client authentication method: the options', which
-// the provider must list in supported (when it lists none,
-// client_secret_basic alone, OIDC Discovery 3), or OIDCAuthMethod's; and
-// how x/oauth2 sends the credentials.
+// the provider must list in supported when it publishes the list (a
+// provider that omits it is taken at the operator's word), or
+// OIDCAuthMethod's; and how x/oauth2 sends the credentials.
 func (s *OIDC) authStyle(supported []string) (string, oauth2.AuthStyle, error) {
 	method := s.opts.AuthMethod
 	if method == "" {
@@ -799,11 +799,8 @@ func (s *OIDC) authStyle(supported []string) (string, oauth2.AuthStyle, error) {
 			return "", 0, NewError(CodeMisconfigured, "the provider supports no client authentication method extauth has",
 				fmt.Errorf("discovery: token_endpoint_auth_methods_supported %q has neither %s nor %s", supported, AuthMethodBasic, AuthMethodPost))
 		}
-	} else if listed := supported; !slices.Contains(listed, method) && !(len(listed) == 0 && method == AuthMethodBasic) {
-		if len(listed) == 0 {
-			listed = []string{AuthMethodBasic}
-		}
-		return "", 0, misconfigured(settingAuthMethod, "%s is not a method the provider lists in token_endpoint_auth_methods_supported %q", method, listed)
+	} else if len(supported) > 0 && !slices.Contains(supported, method) {
+		return "", 0, misconfigured(settingAuthMethod, "%s is not a method the provider lists in token_endpoint_auth_methods_supported %q", method, supported)
 	}
 	switch method {
 	case AuthMethodBasic:

@@ -417,12 +417,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			Options:      o.SearchOAuth2,
 		}, env)
 	case OIDC:
-		return providers.NewOIDC(providers.OIDCConfig{
-			ClientID:     cfg.OIDC.ClientID,
-			ClientSecret: cfg.OIDC.ClientSecret.Value(),
-			Issuer:       cfg.OIDC.Issuer,
-			Options:      o.OIDC,
-		}, env)
+		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML
 		custom := make([]samlsp.Param, len(c.Additional.Custom))

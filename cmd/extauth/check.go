@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -247,8 +248,14 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 			ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
 		}
 		if slices.Contains(usable, extauth.OIDC) {
-			issuer := t.cfg.OIDC.Issuer
-			ck.probe(r, "oidc "+issuer, func(pr *prober) { pr.oidc(ctx, issuer) })
+			c := t.cfg.OIDC
+			// Tenants that share an issuer and a registration share one
+			// probe; the key tells registrations apart by the key too.
+			a := c.Additional
+			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value()))
+			a.PrivateKey, a.PrivateKeyNew = extauth.Secret{}, extauth.Secret{}
+			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
+			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
 		}
 	}
 	return r

@@ -603,3 +603,46 @@ func TestCheckReportsMovedDocuments(t *testing.T) {
 		t.Errorf("report does not name the final URL:\n%s", r.stdout)
 	}
 }
+
+// TestCheckOIDCHighAssurance: check holds oidc_additional_settings to the
+// provider's discovery document as the strategy will, naming the entry.
+func TestCheckOIDCHighAssurance(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(doc map[string]any)
+		want string
+	}{
+		{"valid", func(map[string]any) {}, "enabled"},
+		{"method not advertised", func(doc map[string]any) {
+			doc["token_endpoint_auth_methods_supported"] = []string{"client_secret_basic"}
+		},
+			`broken: discovery: oidc_additional_settings.client_auth_method: private_key_jwt is not a method the provider lists in token_endpoint_auth_methods_supported ["client_secret_basic"]`},
+		{"encryption not advertised", func(doc map[string]any) { delete(doc, "id_token_encryption_alg_values_supported") },
+			`broken: discovery: oidc_additional_settings.id_token_encrypted_response_alg: RSA-OAEP-256 is not in the provider's id_token_encryption_alg_values_supported []`},
+		{"no request objects by value", func(doc map[string]any) { doc["request_parameter_supported"] = false },
+			"broken: discovery: oidc_additional_settings.request_object: the provider does not take request objects by value (request_parameter_supported is not true): set pushed_authorization_requests too"},
+		{"PAR required without an endpoint", func(doc map[string]any) { doc["require_pushed_authorization_requests"] = true },
+			"broken: discovery: require_pushed_authorization_requests: the provider has no pushed_authorization_request_endpoint"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newProvidersFixture(t)
+			doc := discoveryDoc(f.op.URL)
+			doc["token_endpoint_auth_methods_supported"] = []string{"private_key_jwt"}
+			doc["request_parameter_supported"] = true
+			doc["id_token_encryption_alg_values_supported"] = []string{"RSA-OAEP", "RSA-OAEP-256"}
+			doc["id_token_encryption_enc_values_supported"] = []string{"A128CBC-HS256", "A256GCM"}
+			c.edit(doc)
+			f.op.serveJSON(t, "/.well-known/openid-configuration", doc)
+			path, repl := f.config(t, "oidc_ha.yml", nil)
+			r := runAt(t, testNow, "check", "-config", path)
+			out := repl.apply(r.stdout)
+			if got := providerLine(out, "oidc"); got != c.want {
+				t.Errorf("oidc: %q\nwant  %q\n%s", got, c.want, out)
+			}
+			if (r.code == exitOK) != (c.want == "enabled") {
+				t.Errorf("exit %d", r.code)
+			}
+			assertNoSecret(t, "check", r.stdout+r.stderr)
+		})
+	}
+}

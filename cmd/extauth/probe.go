@@ -191,8 +191,9 @@ type discovery struct {
 }
 
 // oidc fetches the discovery document and checks what the OIDC strategy
-// will check when it reads it.
-func (pr *prober) oidc(ctx context.Context, issuer string) {
+// will check when it reads it, the client registration c included.
+func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
+	issuer := c.Issuer
 	s := pr.r.section("OIDC")
 	wellKnown := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
 	s.add("discovery", redactURL(wellKnown))
@@ -253,11 +254,28 @@ func (pr *prober) oidc(ctx context.Context, issuer string) {
 		s.add("accepted by extauth", strings.Join(usable, ", "))
 	}
 
+	authOK := true
 	if len(doc.TokenAuthMethods) > 0 {
 		s.add("token_endpoint_auth_methods_supported", clean(strings.Join(doc.TokenAuthMethods, ", ")))
-		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok {
+		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok && c.Additional.ClientAuthMethod == "" {
 			fail("the token endpoint supports neither %s nor %s", providers.AuthMethodBasic, providers.AuthMethodPost)
+			authOK = false
 		}
+	}
+	// What oidc_additional_settings asks of the provider: the method, the
+	// algorithms, the encryption, pushed and signed requests.
+	if c.Additional.ClientAuthMethod != "" {
+		s.add("client authentication", clean(c.Additional.ClientAuthMethod))
+	}
+	if doc.RequirePAR {
+		s.add("pushed authorization requests", "required by the provider (sent)")
+	}
+	if err := c.CheckDiscovery(&doc.OIDCDiscovery); err != nil && authOK {
+		var e *providers.Error
+		if errors.As(err, &e) && e.Err != nil {
+			err = e.Err
+		}
+		fail("%s", clean(strings.TrimPrefix(err.Error(), "discovery: ")))
 	}
 	if len(doc.CodeChallengeMethods) > 0 {
 		s.add("code_challenge_methods_supported", clean(strings.Join(doc.CodeChallengeMethods, ", ")))

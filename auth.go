@@ -417,6 +417,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			CertificatePEM:       c.Additional.Certificate,
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
+			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
+			AllowSHA1:            c.Additional.Security.AllowSHA1,
 			Custom:               custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

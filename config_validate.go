@@ -254,7 +254,7 @@ func (c *Config) configured(p Provider) bool {
 
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
-		s.PrivateKey.IsZero() && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
+		s.PrivateKey.IsZero() && s.Security == SAMLSecurity{} && len(s.Custom) == 0
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {

@@ -193,13 +193,13 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	if aEl, err = onlyAssertion(resp); err != nil {
 		return nil, invalid("the SAML response has an unexpected structure", err)
 	}
+	// Decryption comes after the Response's signature, when it has one, is
+	// verified: then the ciphertext is the IdP's, and no one can make us
+	// decrypt one of their choosing. Without it, decryption answers every
+	// CBC failure alike (see decrypter.open).
 	if encrypted {
-		dec := &decrypter{key: sp.key, allow15: sp.opts.AllowRSA15KeyTransport, maxBytes: sp.opts.MaxResponseBytes}
-		if aEl, err = dec.decryptAssertion(aEl); err != nil {
+		if aEl, err = sp.decrypter().decryptAssertion(aEl, sp.maxDecrypted(), responseSigned); err != nil {
 			return nil, invalid("the encrypted assertion could not be decrypted", err)
-		}
-		if err := checkDecrypted(aEl); err != nil {
-			return nil, invalid("the decrypted assertion has an unexpected structure", err)
 		}
 	}
 	switch v, err := ver.verify(aEl); {
@@ -441,9 +441,9 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	if err != nil {
 		return nil, err
 	}
-	nameIDEl, err := oneChild(subj, nsAssertion, "NameID")
+	nameIDEl, err := sp.subjectNameID(subj)
 	if err != nil {
-		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
+		return nil, err
 	}
 	nameID := text(nameIDEl)
 	if nameID == "" {
@@ -545,6 +545,41 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		}
 	}
 	return out, nil
+}
+
+// subjectNameID returns the NameID of a verified Subject: its NameID, or
+// the one its EncryptedID holds (SAML Core 2.4.1), decrypted with the same
+// rules as an encrypted assertion. The assertion's signature, or the
+// Response's, covers the EncryptedID, so its ciphertext is the IdP's.
+func (sp *SP) subjectNameID(subj *etree.Element) (*etree.Element, error) {
+	plain, err := onlyChild(subj, nsAssertion, "NameID")
+	if err != nil {
+		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
+	}
+	enc, err := onlyChild(subj, nsAssertion, "EncryptedID")
+	if err != nil {
+		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
+	}
+	switch {
+	case plain != nil && enc != nil:
+		return nil, errors.New("assertion Subject has both a NameID and an EncryptedID")
+	case plain != nil:
+		return plain, nil
+	case enc == nil:
+		return nil, errors.New("assertion Subject must have one NameID or EncryptedID")
+	case sp.key == nil:
+		return nil, errors.New("the IdP sent an EncryptedID but no SP private key is configured to decrypt it")
+	}
+	nameID, err := sp.decrypter().decryptNameID(enc, true)
+	if err != nil {
+		return nil, fmt.Errorf("the EncryptedID could not be decrypted: %w", err)
+	}
+	return nameID, nil
+}
+
+// maxDecrypted is the bound on a decrypted assertion.
+func (sp *SP) maxDecrypted() int {
+	return int(min(sp.opts.MaxDecryptedBytes, sp.opts.MaxResponseBytes))
 }
 
 // consume makes the assertion and the request single-use across every

@@ -579,8 +579,11 @@ func (sp *SP) Metadata() ([]byte, error) {
 // encryptionMethods are the algorithms we decrypt, as the SP metadata
 // advertises them (SAML Metadata 2.4.1.1), authenticated encryption first.
 func (sp *SP) encryptionMethods() []saml.EncryptionMethod {
-	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM, encAES256CBC, encAES192CBC, encAES128CBC,
-		encTripleDESCBC, ktRSAOAEP, ktRSAOAEPMGF1P}
+	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM}
+	if !sp.cfg.RefuseCBCEncryption {
+		algs = append(algs, encAES256CBC, encAES192CBC, encAES128CBC, encTripleDESCBC)
+	}
+	algs = append(algs, ktRSAOAEP, ktRSAOAEPMGF1P)
 	if sp.opts.AllowRSA15KeyTransport {
 		algs = append(algs, ktRSA15)
 	}

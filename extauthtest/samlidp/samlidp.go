@@ -86,6 +86,18 @@ type Knobs struct {
 	ExtraCerts []*x509.Certificate
 	// NoEncrypt sends plain assertions even when the SP has a certificate.
 	NoEncrypt bool
+	// Encryption, when set, encrypts assertions with the IdP's own
+	// encryptor (encrypt.go) as it says, block cipher and key transport,
+	// instead of crewjam's AES-128-CBC, to the SP's encryption certificate.
+	Encryption *Encryption
+	// EncryptNameID sends the Subject's NameID as an EncryptedID,
+	// encrypted to the SP's encryption certificate (as Encryption says,
+	// AES-128-CBC by default), as eID and federation profiles require.
+	EncryptNameID bool
+	// UnsignedResponse signs the assertion only, not the Response around
+	// it: the set-up of many IdPs, in which the ciphertext of an encrypted
+	// assertion is covered by no signature the SP can check first.
+	UnsignedResponse bool
 	// Mutate, when set, edits each assertion before it is signed.
 	Mutate func(*saml.Assertion)
 	// SSOBindings, when set, are the only single sign-on bindings the
@@ -259,8 +271,12 @@ func (p *IdP) MetadataHits() int64 { return p.mdHits.Load() }
 
 // LogoutRecord is a LogoutRequest the IdP accepted.
 type LogoutRecord struct {
+	// Request is the request as the IdP read it: an EncryptedID already
+	// replaced by the NameID it held.
 	Request *saml.LogoutRequest
 	Signed  bool
+	// EncryptedID is true when the NameID came encrypted.
+	EncryptedID bool
 }
 
 // LastLogout returns the last LogoutRequest the IdP accepted, or nil.
@@ -479,7 +495,7 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		idp.ServeSSO(w, r)
+		p.serveSSO(idp, w, r)
 	case "/unsolicited":
 		// The login page is built for a solicited request; crewjam's
 		// IdP-initiated flow has none to show it with.
@@ -697,6 +713,13 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad SAMLRequest", http.StatusBadRequest)
 		return
 	}
+	// An SP that encrypts the NameID (SAML Core 3.7.1) sends an
+	// EncryptedID, which the IdP reads as the NameID it holds.
+	xmlBuf, encryptedID, err := decryptLogoutNameID(xmlBuf, p.key)
+	if err != nil {
+		http.Error(w, "bad EncryptedID: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	var lr saml.LogoutRequest
 	if err := xml.Unmarshal(xmlBuf, &lr); err != nil || lr.Issuer == nil {
 		http.Error(w, "bad LogoutRequest", http.StatusBadRequest)
@@ -722,7 +745,7 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != ""})
+	p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != "", EncryptedID: encryptedID})
 	var slo string
 	for _, d := range sp.SPSSODescriptors {
 		for _, e := range d.SingleLogoutServices {

@@ -328,3 +328,161 @@ func TestSAMLResponseSignatureBeforeDecryption(t *testing.T) {
 		t.Fatalf("%d %s\n%s", resp.StatusCode, resp.Body, a.log.last())
 	}
 }
+
+// samlSecretsYAML is a secrets file for idp with the SP key pair and the
+// given saml_additional_settings.security entries.
+func samlSecretsYAML(idp *samlidp.IdP, certPEM, keyPEM, security string) string {
+	y := "saml_sp_entity_id: " + samlEntityID + "\nsaml_idp_metadata_url: " + idp.MetadataURL() + "\n" +
+		"saml_additional_settings:\n  certificate: |\n" + indent(indent(certPEM)) + "  private_key: |\n" + indent(indent(keyPEM))
+	if security != "" {
+		y += "  security:\n" + security
+	}
+	return y
+}
+
+// fromSecrets is an edit for newSAMLApp that configures SAML from a
+// secrets file.
+func fromSecrets(t *testing.T, yaml string, fl *failureLog) func(*extauth.Config, *extauth.Options) {
+	return func(c *extauth.Config, o *extauth.Options) {
+		*c = *mustParse(t, yaml)
+		if fl != nil {
+			o.Logger = slog.New(fl)
+		}
+	}
+}
+
+var encryptionMethod = regexp.MustCompile(`EncryptionMethod Algorithm="([^"]+)"`)
+
+// TestSAMLRefuseCBCFromSecretsFile: saml_additional_settings.security.
+// refuse_cbc_encryption refuses CBC-encrypted assertions with a reason
+// naming the setting, keeps AES-GCM working, and leaves CBC out of the SP
+// metadata; without it, the metadata lists AES-GCM first and CBC still
+// signs in (SimpleSAMLphp, samlify and crewjam's IdP send it).
+func TestSAMLRefuseCBCFromSecretsFile(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	gcm := []string{samlidp.AES256GCM, samlidp.AES128GCM, "http://www.w3.org/2009/xmlenc11#aes192-gcm"}
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refuse_cbc_encryption=%v", refuse), func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			fl := &failureLog{}
+			a := newSAMLApp(t, idp, fromSecrets(t, samlSecretsYAML(idp, certPEM, keyPEM, fmt.Sprintf("    refuse_cbc_encryption: %v\n", refuse)), fl))
+			md := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/metadata").Body
+			var algs []string
+			for _, m := range encryptionMethod.FindAllStringSubmatch(md, -1) {
+				algs = append(algs, m[1])
+			}
+			if len(algs) < 4 || !slices.Equal(algs[:3], gcm) {
+				t.Fatalf("metadata EncryptionMethods %v: AES-GCM must come first", algs)
+			}
+			if hasCBC := slices.ContainsFunc(algs, func(s string) bool { return strings.HasSuffix(s, "-cbc") }); hasCBC == refuse {
+				t.Fatalf("metadata EncryptionMethods %v with refuse_cbc_encryption=%v", algs, refuse)
+			}
+			for _, c := range []string{samlidp.AES256CBC, samlidp.TripleDESCBC, samlidp.AES128GCM, samlidp.AES256GCM} {
+				idp.Set(func(k *samlidp.Knobs) { k.Encryption = &samlidp.Encryption{Cipher: c} })
+				b := harness.NewBrowser(t)
+				redirect, _, _ := a.authorize(b, nil)
+				form := idpForm(t, b, redirect)
+				raw, _ := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+				if !bytes.Contains(raw, []byte(c)) {
+					t.Fatalf("the IdP did not encrypt with %s", c)
+				}
+				resp := a.callback(b, form)
+				refused := refuse && strings.HasSuffix(c, "-cbc")
+				switch {
+				case !refused && (resp.StatusCode != http.StatusOK || resp.Body != "signed in as ada@example.org"):
+					t.Fatalf("%s: %d %s %s", c, resp.StatusCode, resp.Body, fl.last())
+				case refused && (resp.StatusCode != http.StatusBadRequest || !strings.Contains(fl.last(), "refuse_cbc_encryption")):
+					t.Fatalf("%s with CBC refused: %d %s %s", c, resp.StatusCode, resp.Body, fl.last())
+				}
+			}
+		})
+	}
+}
+
+// TestSAMLAllowSHA1FromSecretsFile: an operator can accept an IdP that
+// still signs with SHA-1 from the secrets file
+// (saml_additional_settings.security.allow_sha1), with the same start-up
+// warning as Options.SAML.AllowSHA1, naming the setting; the refusal
+// without it names the field a host sets, Options.SAML.AllowSHA1 (not
+// "Options.AllowSHA1"), and the setting.
+func TestSAMLAllowSHA1FromSecretsFile(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow_sha1=%v", allow), func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			fl := &failureLog{}
+			a := newSAMLApp(t, idp, fromSecrets(t, samlSecretsYAML(idp, certPEM, keyPEM, fmt.Sprintf("    allow_sha1: %v\n", allow)), fl))
+			warned := slices.ContainsFunc(fl.warnings(), func(w string) bool {
+				return strings.Contains(w, "SHA-1 signatures and digests are accepted") && strings.Contains(w, "saml_additional_settings.security.allow_sha1")
+			})
+			if warned != allow {
+				t.Fatalf("start-up warning = %v, want %v: %q", warned, allow, fl.warnings())
+			}
+			b := harness.NewBrowser(t)
+			_, reqID, relay := a.authorize(b, nil)
+			s := idp.DefaultSpec(samlEntityID, a.URL+"/users/auth/saml/callback", reqID)
+			s.Sign = samlidp.SignOptions{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1}
+			x, err := idp.Forge(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := a.callback(b, url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(x)}, "RelayState": {relay}})
+			if allow {
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%d %s %s", resp.StatusCode, resp.Body, fl.last())
+				}
+				return
+			}
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(fl.last(), "Options.SAML.AllowSHA1") ||
+				!strings.Contains(fl.last(), "security.allow_sha1") {
+				t.Fatalf("%d %s\n%s", resp.StatusCode, resp.Body, fl.last())
+			}
+		})
+	}
+	t.Run("not a boolean", func(t *testing.T) {
+		for _, key := range []string{"allow_sha1", "refuse_cbc_encryption"} {
+			_, err := extauth.ParseConfig([]byte(samlSecretsYAML(newSAMLIdP(t), certPEM, keyPEM, "    "+key+": maybe\n")), vars())
+			if keys := problemKeys(t, err); !slices.Contains(keys, "saml_additional_settings.security."+key) {
+				t.Fatalf("problems %v", keys)
+			}
+		}
+	})
+}
+
+// TestSAMLEncryptedNameID: an IdP may send the Subject's identifier as an
+// EncryptedID (eID and federation profiles require it): it is decrypted
+// with the SP key, by the rules of encrypted assertions, and the identity
+// gets the NameID it holds, whether the assertion around it is encrypted
+// or not, and whatever the block cipher.
+func TestSAMLEncryptedNameID(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	idp := newSAMLIdP(t)
+	fl := &failureLog{}
+	a := newSAMLApp(t, idp, fromSecrets(t, samlSecretsYAML(idp, certPEM, keyPEM, ""), fl))
+	for _, c := range []string{samlidp.AES128GCM, samlidp.AES256CBC} {
+		for _, plainAssertion := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/assertion encrypted=%v", c[strings.LastIndex(c, "#")+1:], !plainAssertion), func(t *testing.T) {
+				idp.Set(func(k *samlidp.Knobs) {
+					k.EncryptNameID, k.NoEncrypt, k.Encryption = true, plainAssertion, &samlidp.Encryption{Cipher: c}
+				})
+				b := harness.NewBrowser(t)
+				redirect, _, _ := a.authorize(b, nil)
+				form := idpForm(t, b, redirect)
+				raw, _ := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+				if bytes.Contains(raw, []byte("EncryptedAssertion")) == plainAssertion ||
+					(plainAssertion && (!bytes.Contains(raw, []byte("EncryptedID")) || bytes.Contains(raw, []byte("NameID ")))) {
+					t.Fatalf("the IdP did not send what the test asked:\n%s", raw)
+				}
+				n := len(a.identities())
+				resp := a.callback(b, form)
+				if resp.StatusCode != http.StatusOK || resp.Body != "signed in as ada@example.org" {
+					t.Fatalf("%d %s %s", resp.StatusCode, resp.Body, fl.last())
+				}
+				id := a.identities()[n]
+				if id.SAML.NameID != "ada@example.org" || id.SAML.NameIDFormat != samlsp.NameIDEmail {
+					t.Fatalf("identity %+v", id.SAML)
+				}
+			})
+		}
+	}
+}

@@ -77,6 +77,21 @@ func (p *IdP) serveSSO(idp *saml.IdentityProvider, w http.ResponseWriter, r *htt
 		http.Error(w, "SP encryption certificate: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	nameIDCert := cert
+	if k.NoEncrypt {
+		// The assertion goes in clear; the NameID may still be encrypted,
+		// to the certificate the SP registered.
+		p.mu.Lock()
+		registered := p.sps[req.ServiceProviderMetadata.EntityID]
+		p.mu.Unlock()
+		if registered != nil {
+			for i := range registered.SPSSODescriptors {
+				if nameIDCert, err = spEncryptionCert(&registered.SPSSODescriptors[i]); err != nil || nameIDCert != nil {
+					break
+				}
+			}
+		}
+	}
 	spec := Spec{
 		ResponseID:     fmt.Sprintf("id-%x", randomID()),
 		Destination:    req.ACSEndpoint.Location,
@@ -100,11 +115,11 @@ func (p *IdP) serveSSO(idp *saml.IdentityProvider, w http.ResponseWriter, r *htt
 		spec.EncryptTo, spec.Encryption.Cipher = cert, AES128CBC
 	}
 	if k.EncryptNameID {
-		if cert == nil {
+		if nameIDCert == nil {
 			http.Error(w, "EncryptNameID: the SP publishes no encryption certificate", http.StatusInternalServerError)
 			return
 		}
-		spec.EncryptNameIDTo = cert
+		spec.EncryptNameIDTo = nameIDCert
 	}
 	out, err := p.Forge(spec)
 	if err != nil {

@@ -93,6 +93,7 @@ type Knobs struct {
 	// EncryptNameID sends the Subject's NameID as an EncryptedID,
 	// encrypted to the SP's encryption certificate (as Encryption says,
 	// AES-128-CBC by default), as eID and federation profiles require.
+	// With NoEncrypt, the assertion goes in clear around it.
 	EncryptNameID bool
 	// UnsignedResponse signs the assertion only, not the Response around
 	// it: the set-up of many IdPs, in which the ciphertext of an encrypted

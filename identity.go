@@ -67,7 +67,15 @@ type SAMLInfo struct {
 	// with the host's session to log out through the IdP later.
 	NameID       string `json:"name_id"`
 	NameIDFormat string `json:"name_id_format,omitempty"`
-	SessionIndex string `json:"session_index,omitempty"`
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them, "" when it sent none: single
+	// logout sends the NameID back as received (SAML Core 3.7.1), with
+	// these attributes where the IdP had them and nowhere else, since
+	// IdPs that match NameIDs exactly need that.
+	NameQualifier   string `json:"name_qualifier,omitempty"`
+	SPNameQualifier string `json:"sp_name_qualifier,omitempty"`
+	SPProvidedID    string `json:"sp_provided_id,omitempty"`
+	SessionIndex    string `json:"session_index,omitempty"`
 	// Attributes maps each attribute Name (a URI or OID as the IdP sends
 	// it) to its values, in document order.
 	Attributes map[string][]string `json:"attributes,omitempty"`

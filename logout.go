@@ -52,10 +52,16 @@ type LogoutSession struct {
 	// IDToken is the OpenID Connect ID token of the sign-in, sent to the
 	// provider as id_token_hint.
 	IDToken string `redact:"secret"`
-	// NameID, NameIDFormat and SessionIndex name a SAML session.
-	NameID       string
-	NameIDFormat string
-	SessionIndex string
+	// NameID, NameIDFormat and SessionIndex name a SAML session;
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them (Identity.SAML's), "" when it
+	// sent none: the LogoutRequest carries the NameID exactly so.
+	NameID          string
+	NameIDFormat    string
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	SessionIndex    string
 }
 
 // LogoutSession returns what ending this sign-in's session at the provider
@@ -64,6 +70,7 @@ func (id *Identity) LogoutSession() LogoutSession {
 	s := LogoutSession{IDToken: id.Tokens.IDToken}
 	if id.SAML != nil {
 		s.NameID, s.NameIDFormat, s.SessionIndex = id.SAML.NameID, id.SAML.NameIDFormat, id.SAML.SessionIndex
+		s.NameQualifier, s.SPNameQualifier, s.SPProvidedID = id.SAML.NameQualifier, id.SAML.SPNameQualifier, id.SAML.SPProvidedID
 	}
 	return s
 }
@@ -196,7 +203,7 @@ func (a *Auth) LogoutURL(w http.ResponseWriter, r *http.Request, p Provider, s L
 func (a *Auth) providerLogoutURL(w http.ResponseWriter, r *http.Request, m mount, s LogoutSession, returnTo string) (u string, local bool, err error) {
 	switch st := m.s.(type) {
 	case *samlsp.SP:
-		u, err = st.LogoutURL(r.Context(), samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex})
+		u, err = st.LogoutURL(r.Context(), samlLogoutSession(s))
 	case providers.SessionEnder:
 		state := randomString(32)
 		u, err = st.EndSessionURL(r.Context(), providers.LogoutSession(s), state, m.url(m.extraPath(m.name, purposePostLogout)))
@@ -483,7 +490,7 @@ func samlOptions(o *Options, tenant string) samlsp.Options {
 	if so.Logout.Session == nil && lo.Session != nil {
 		so.Logout.Session = func(r *http.Request) (samlsp.LogoutSession, bool) {
 			s, ok := lo.Session(r, SAML)
-			return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex}, ok && s.NameID != ""
+			return samlLogoutSession(s), ok && s.NameID != ""
 		}
 	}
 	if so.Logout.OnIdPLogout == nil && lo.OnProviderLogout != nil {
@@ -503,6 +510,12 @@ func samlOptions(o *Options, tenant string) samlsp.Options {
 		}
 	}
 	return so
+}
+
+// samlLogoutSession is the SAML part of s, the NameID whole.
+func samlLogoutSession(s LogoutSession) samlsp.LogoutSession {
+	return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
+		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, SessionIndex: s.SessionIndex}
 }
 
 func logoutReturnTo(lo LogoutOptions) string {

@@ -43,10 +43,15 @@ type Identity struct {
 // SAMLInfo is what a SAML assertion says beyond the normalized fields, kept
 // for single logout and attribute mapping.
 type SAMLInfo struct {
-	NameID       string              `json:"name_id"`
-	NameIDFormat string              `json:"name_id_format,omitempty"`
-	SessionIndex string              `json:"session_index,omitempty"`
-	Attributes   map[string][]string `json:"attributes,omitempty"`
+	NameID       string `json:"name_id"`
+	NameIDFormat string `json:"name_id_format,omitempty"`
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// attributes as the IdP sent them, "" when it sent none.
+	NameQualifier   string              `json:"name_qualifier,omitempty"`
+	SPNameQualifier string              `json:"sp_name_qualifier,omitempty"`
+	SPProvidedID    string              `json:"sp_provided_id,omitempty"`
+	SessionIndex    string              `json:"session_index,omitempty"`
+	Attributes      map[string][]string `json:"attributes,omitempty"`
 }
 
 // Tokens are the credentials of a sign-in. Their String, Format, LogValue and

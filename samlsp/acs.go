@@ -28,8 +28,13 @@ type Assertion struct {
 	Issuer       string
 	NameID       string
 	NameIDFormat string
-	SessionIndex string
-	AuthnContext string
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// attributes as sent, "" when absent.
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	SessionIndex    string
+	AuthnContext    string
 	// Attributes maps each attribute Name to its values, in document order.
 	Attributes map[string][]string
 	// FriendlyNames maps FriendlyName to Name, for look-ups by either.
@@ -513,15 +518,18 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	}
 
 	out := &Assertion{
-		ID:            attr(el, "ID"),
-		Issuer:        text(iss),
-		NameID:        nameID,
-		NameIDFormat:  attr(nameIDEl, "Format"),
-		SessionIndex:  attr(st, "SessionIndex"),
-		Attributes:    map[string][]string{},
-		FriendlyNames: map[string]string{},
-		NotOnOrAfter:  latest,
-		InResponseTo:  requestID,
+		ID:              attr(el, "ID"),
+		Issuer:          text(iss),
+		NameID:          nameID,
+		NameIDFormat:    attr(nameIDEl, "Format"),
+		NameQualifier:   attr(nameIDEl, "NameQualifier"),
+		SPNameQualifier: attr(nameIDEl, "SPNameQualifier"),
+		SPProvidedID:    attr(nameIDEl, "SPProvidedID"),
+		SessionIndex:    attr(st, "SessionIndex"),
+		Attributes:      map[string][]string{},
+		FriendlyNames:   map[string]string{},
+		NotOnOrAfter:    latest,
+		InResponseTo:    requestID,
 	}
 	if ac, _ := onlyChild(st, nsAssertion, "AuthnContext"); ac != nil {
 		if ref, _ := onlyChild(ac, nsAssertion, "AuthnContextClassRef"); ref != nil {

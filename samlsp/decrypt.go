@@ -100,17 +100,10 @@ type decrypter struct {
 	refuseCBC bool
 }
 
-// decryptionKeys are the SP private keys an encrypted element may be
-// encrypted to, the current one first.
-func (sp *SP) decryptionKeys() []*rsa.PrivateKey {
-	if sp.key == nil {
-		return nil
-	}
-	return []*rsa.PrivateKey{sp.key}
-}
-
+// decrypter returns the decrypter of the SP's keys: the current one first,
+// then, while certificate_new is set, the next one (sp.decKeys).
 func (sp *SP) decrypter() *decrypter {
-	return &decrypter{keys: sp.decryptionKeys(), allow15: sp.opts.AllowRSA15KeyTransport, refuseCBC: sp.cfg.RefuseCBCEncryption}
+	return &decrypter{keys: sp.decKeys, allow15: sp.opts.AllowRSA15KeyTransport, refuseCBC: sp.cfg.RefuseCBCEncryption}
 }
 
 // errCBC is the one answer to every CBC plaintext that is not a well-formed

@@ -421,6 +421,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
 			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
 			AllowSHA1:            c.Additional.Security.AllowSHA1,
+			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
 			Custom:               custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

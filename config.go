@@ -176,6 +176,9 @@ type SAMLSecurity struct {
 	// AllowSHA1 (allow_sha1) accepts SHA-1 signatures and digests from the
 	// IdP, as Options.SAML.AllowSHA1 does, with the same start-up warning.
 	AllowSHA1 bool
+	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
+	// logout requests encrypted to the IdP's encryption certificate.
+	NameIDEncrypted bool
 }
 
 // Param is one custom name/value entry.

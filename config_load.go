@@ -873,12 +873,13 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 		"logout_requests_signed": &s.LogoutRequestsSigned,
 		"refuse_cbc_encryption":  &s.RefuseCBCEncryption,
 		"allow_sha1":             &s.AllowSHA1,
+		"name_id_encrypted":      &s.NameIDEncrypted,
 	}
 	for _, e := range entries {
 		f, ok := fields[e.key]
 		if !ok {
 			hint := ""
-			if near := suggest(e.key, []string{"logout_requests_signed", "refuse_cbc_encryption", "allow_sha1"}, nil); near != "" {
+			if near := suggest(e.key, []string{"logout_requests_signed", "refuse_cbc_encryption", "allow_sha1", "name_id_encrypted"}, nil); near != "" {
 				hint = "; did you mean " + near + "?"
 			}
 			l.warn(fmt.Sprintf("%s.%s is not supported and is ignored%s", key, e.key, hint))

@@ -11,7 +11,9 @@ import (
 	"crypto/sha1"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -485,4 +487,128 @@ func TestSAMLEncryptedNameID(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSAMLEncryptedNameIDLogout: single logout with encrypted NameIDs,
+// through the routes, at an IdP that matches NameIDs exactly. The
+// LogoutRequest carries the NameID as an EncryptedID, encrypted to the
+// IdP's encryption certificate, when the IdP sent it encrypted (kept in
+// Identity.SAML through the host's JSON) or when
+// saml_additional_settings.security.name_id_encrypted is set, and in clear
+// otherwise; the IdP, decrypting with crewjam's xmlenc, ends its session.
+// An IdP-initiated LogoutRequest with an EncryptedID ends the host's
+// session for the NameID it holds.
+func TestSAMLEncryptedNameIDLogout(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	for _, tc := range []struct {
+		name            string
+		idpEncrypts     bool
+		setting         bool
+		wantEncryptedID bool
+	}{
+		{"plain NameID", false, false, false},
+		{"the IdP sent an EncryptedID", true, false, true},
+		{"name_id_encrypted", false, true, true},
+		{"both", true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idp := newSAMLIdP(t)
+			idp.Set(func(k *samlidp.Knobs) {
+				k.StrictLogout, k.EncryptNameID = true, tc.idpEncrypts
+				if tc.idpEncrypts {
+					k.Encryption = &samlidp.Encryption{Cipher: samlidp.AES128GCM}
+				}
+			})
+			security := ""
+			if tc.setting {
+				security = "    name_id_encrypted: true\n"
+			}
+			var session extauth.LogoutSession
+			var done []*extauth.Error
+			var ended []extauth.LogoutEvent
+			fl := &failureLog{}
+			a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+				fromSecrets(t, samlSecretsYAML(idp, certPEM, keyPEM, security), fl)(c, o)
+				o.Logout.Session = func(*http.Request, extauth.Provider) (extauth.LogoutSession, bool) { return session, true }
+				o.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
+					done = append(done, err)
+					io.WriteString(w, "done")
+				}
+				o.Logout.OnProviderLogout = func(_ context.Context, e extauth.LogoutEvent) error {
+					ended = append(ended, e)
+					return nil
+				}
+			})
+			b := harness.NewBrowser(t)
+			redirect, _, _ := a.authorize(b, nil)
+			if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+				t.Fatalf("sign-in: %d %s %s", resp.StatusCode, resp.Body, fl.last())
+			}
+			id := a.identities()[0]
+			if id.SAML.NameIDEncrypted != tc.idpEncrypts || id.SAML.NameID != "ada@example.org" {
+				t.Fatalf("Identity.SAML = %+v", id.SAML)
+			}
+			kept, _ := json.Marshal(id.SAML)
+			var back extauth.SAMLInfo
+			if err := json.Unmarshal(kept, &back); err != nil {
+				t.Fatal(err)
+			}
+			session = (&extauth.Identity{SAML: &back}).LogoutSession()
+
+			resp := b.Get(a.URL + "/users/auth/saml/logout")
+			if resp.StatusCode != http.StatusOK || len(done) != 1 || done[0] != nil || idp.RefusedLogouts() != 0 {
+				t.Fatalf("logout: %d %s, Done saw %v, the IdP refused %d", resp.StatusCode, resp.Body, done, idp.RefusedLogouts())
+			}
+			rec := idp.LastLogout()
+			if rec == nil || rec.EncryptedID != tc.wantEncryptedID || rec.Request.NameID == nil || rec.Request.NameID.Value != "ada@example.org" ||
+				rec.Request.NameID.Format != samlsp.NameIDEmail {
+				t.Fatalf("the IdP saw %+v (want EncryptedID %v)", rec, tc.wantEncryptedID)
+			}
+
+			// The IdP logs Ada out, naming her by an EncryptedID.
+			slo := a.URL + "/users/auth/saml/logout"
+			lr := (&saml.LogoutRequest{ID: "id-idp-1", Version: "2.0", IssueInstant: time.Now(), Destination: slo,
+				Issuer: &saml.Issuer{Value: idp.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org", Format: samlsp.NameIDEmail}}).Element()
+			spCert, err := samlsp.ParseCertificatePEM(certPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := samlidp.EncryptNameID(lr, spCert, samlidp.Encryption{Cipher: samlidp.AES256CBC}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := idp.RedirectMessage(slo, "SAMLRequest", lr, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(m, "ada") {
+				t.Fatal("the NameID is in clear")
+			}
+			resp = harness.NewBrowser(t).NoFollow().Get(m)
+			if resp.StatusCode != http.StatusSeeOther || len(ended) != 1 || ended[0].Subject != "ada@example.org" ||
+				ended[0].NameIDFormat != samlsp.NameIDEmail {
+				t.Fatalf("IdP-initiated logout: %d %s, ended %+v %s", resp.StatusCode, resp.Body, ended, fl.last())
+			}
+		})
+	}
+	t.Run("name_id_encrypted, the IdP publishes no encryption key", func(t *testing.T) {
+		idp := newSAMLIdP(t)
+		md := regexp.MustCompile(`(?s)<KeyDescriptor use="encryption">.*?</KeyDescriptor>`).ReplaceAll(idp.Metadata(), nil)
+		if bytes.Contains(md, []byte(`use="encryption"`)) {
+			t.Fatal("the encryption key is still in the IdP metadata")
+		}
+		idp.Set(func(k *samlidp.Knobs) { k.MetadataBody = md })
+		var done []*extauth.Error
+		a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+			fromSecrets(t, samlSecretsYAML(idp, certPEM, keyPEM, "    name_id_encrypted: true\n"), nil)(c, o)
+			o.Logout.Session = func(*http.Request, extauth.Provider) (extauth.LogoutSession, bool) {
+				return extauth.LogoutSession{NameID: "ada@example.org", SessionIndex: "idx-1"}, true
+			}
+			o.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) { done = append(done, err) }
+		})
+		resp := harness.NewBrowser(t).NoFollow().Get(a.URL + "/users/auth/saml/logout")
+		t.Logf("%d %s", resp.StatusCode, resp.Body)
+		if resp.StatusCode == http.StatusSeeOther || !strings.Contains(resp.Body, "name_id_encrypted") || idp.LastLogout() != nil {
+			t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("Location"), resp.Body)
+		}
+	})
 }

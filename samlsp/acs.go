@@ -33,6 +33,8 @@ type Assertion struct {
 	NameQualifier   string
 	SPNameQualifier string
 	SPProvidedID    string
+	// NameIDEncrypted is true when the Subject had an EncryptedID.
+	NameIDEncrypted bool
 	SessionIndex    string
 	AuthnContext    string
 	// Attributes maps each attribute Name to its values, in document order.
@@ -446,7 +448,7 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	if err != nil {
 		return nil, err
 	}
-	nameIDEl, err := sp.subjectNameID(subj)
+	nameIDEl, nameIDEncrypted, err := sp.subjectNameID(subj)
 	if err != nil {
 		return nil, err
 	}
@@ -525,6 +527,7 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		NameQualifier:   attr(nameIDEl, "NameQualifier"),
 		SPNameQualifier: attr(nameIDEl, "SPNameQualifier"),
 		SPProvidedID:    attr(nameIDEl, "SPProvidedID"),
+		NameIDEncrypted: nameIDEncrypted,
 		SessionIndex:    attr(st, "SessionIndex"),
 		Attributes:      map[string][]string{},
 		FriendlyNames:   map[string]string{},
@@ -557,32 +560,44 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 
 // subjectNameID returns the NameID of a verified Subject: its NameID, or
 // the one its EncryptedID holds (SAML Core 2.4.1), decrypted with the same
-// rules as an encrypted assertion. The assertion's signature, or the
-// Response's, covers the EncryptedID, so its ciphertext is the IdP's.
-func (sp *SP) subjectNameID(subj *etree.Element) (*etree.Element, error) {
-	plain, err := onlyChild(subj, nsAssertion, "NameID")
+// rules as an encrypted assertion, and whether it was encrypted. The
+// assertion's signature, or the Response's, covers the EncryptedID, so its
+// ciphertext is the IdP's.
+func (sp *SP) subjectNameID(subj *etree.Element) (*etree.Element, bool, error) {
+	n, encrypted, err := sp.nameIDOf(subj)
 	if err != nil {
-		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
+		return nil, false, fmt.Errorf("assertion Subject: %w", err)
 	}
-	enc, err := onlyChild(subj, nsAssertion, "EncryptedID")
+	return n, encrypted, nil
+}
+
+// nameIDOf returns the one NameID of parent, a Subject or a LogoutRequest
+// whose signature was verified: its NameID child, or the one its
+// EncryptedID child holds, decrypted.
+func (sp *SP) nameIDOf(parent *etree.Element) (*etree.Element, bool, error) {
+	plain, err := onlyChild(parent, nsAssertion, "NameID")
 	if err != nil {
-		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
+		return nil, false, err
+	}
+	enc, err := onlyChild(parent, nsAssertion, "EncryptedID")
+	if err != nil {
+		return nil, false, err
 	}
 	switch {
 	case plain != nil && enc != nil:
-		return nil, errors.New("assertion Subject has both a NameID and an EncryptedID")
+		return nil, false, errors.New("both a NameID and an EncryptedID")
 	case plain != nil:
-		return plain, nil
+		return plain, false, nil
 	case enc == nil:
-		return nil, errors.New("assertion Subject must have one NameID or EncryptedID")
-	case sp.key == nil:
-		return nil, errors.New("the IdP sent an EncryptedID but no SP private key is configured to decrypt it")
+		return nil, false, errors.New("no NameID or EncryptedID")
+	case len(sp.decKeys) == 0:
+		return nil, false, errors.New("the IdP sent an EncryptedID but no SP private key is configured to decrypt it")
 	}
-	nameID, err := sp.decrypter().decryptNameID(enc, true)
+	n, err := sp.decrypter().decryptNameID(enc, true)
 	if err != nil {
-		return nil, fmt.Errorf("the EncryptedID could not be decrypted: %w", err)
+		return nil, false, fmt.Errorf("the EncryptedID could not be decrypted: %w", err)
 	}
-	return nameID, nil
+	return n, true, nil
 }
 
 // maxDecrypted is the bound on a decrypted assertion.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth/providers"
 )
 
 // Encryption of what we send to the IdP: the NameID of our LogoutRequests.
@@ -97,18 +99,29 @@ func idpEncryptionOf(ed *saml.EntityDescriptor) (*idpEncryption, error) {
 	return nil, errNoIdPEncryptionKey
 }
 
-// encryptLogoutNameID replaces the NameID of req, a LogoutRequest we send,
-// with its EncryptedID for the IdP of md.
-func encryptLogoutNameID(req *etree.Element, md *idpMetadata) error {
+// encryptLogoutNameID replaces the NameID of req, a LogoutRequest we send
+// for s, with its EncryptedID for the IdP of md, when the operator asks for
+// it (security.name_id_encrypted) or the IdP sent this NameID encrypted. An
+// IdP that sent it encrypted but publishes no key to encrypt to gets it back
+// in clear, as it can read it: the user's own browser carries it.
+func (sp *SP) encryptLogoutNameID(req *etree.Element, md *idpMetadata, s LogoutSession) error {
+	if !sp.cfg.NameIDEncrypted && !s.NameIDEncrypted {
+		return nil
+	}
 	e, err := idpEncryptionOf(md.entity)
-	if err != nil {
-		return err
+	switch {
+	case err != nil && sp.cfg.NameIDEncrypted:
+		return &providers.Error{Code: providers.CodeMisconfigured, Provider: Name,
+			Message: "saml_additional_settings.security.name_id_encrypted is set, but the NameID cannot be encrypted to the IdP", Err: err}
+	case err != nil:
+		sp.log.Warn("saml: the IdP sent the NameID encrypted, but the LogoutRequest carries it in clear: it cannot be encrypted to the IdP", "err", err)
+		return nil
 	}
 	for _, c := range req.ChildElements() {
 		if is(c, nsAssertion, "NameID") {
 			enc, err := encryptNameID(c, e)
 			if err != nil {
-				return err
+				return &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encrypt the NameID to the IdP", Err: err}
 			}
 			at := c.Index()
 			req.RemoveChild(c)
@@ -116,7 +129,7 @@ func encryptLogoutNameID(req *etree.Element, md *idpMetadata) error {
 			return nil
 		}
 	}
-	return errors.New("the LogoutRequest has no NameID to encrypt")
+	return &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the LogoutRequest", Err: errors.New("no NameID to encrypt")}
 }
 
 // encryptNameID returns n, a saml:NameID, as the saml:EncryptedID that

@@ -128,6 +128,11 @@ type Config struct {
 	// AllowSHA1 (saml_additional_settings.security.allow_sha1) is
 	// Options.AllowSHA1 set from the secrets file: either one accepts SHA-1.
 	AllowSHA1 bool
+	// NameIDEncrypted (saml_additional_settings.security.name_id_encrypted)
+	// sends the NameID of every LogoutRequest as an EncryptedID, to the
+	// IdP's encryption certificate; without it, only the NameIDs the IdP
+	// itself sent encrypted go back encrypted (LogoutSession.NameIDEncrypted).
+	NameIDEncrypted bool
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param

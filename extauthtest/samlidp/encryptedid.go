@@ -18,29 +18,35 @@ import (
 // encryptSubjectNameID replaces the NameID of assertion a's Subject with
 // its EncryptedID for cert.
 func encryptSubjectNameID(a *etree.Element, cert *x509.Certificate, e Encryption) error {
-	var subj, n *etree.Element
 	for _, c := range a.ChildElements() {
 		if c.Tag == "Subject" && c.NamespaceURI() == nsSAML {
-			subj = c
+			return EncryptNameID(c, cert, e)
 		}
 	}
-	if subj != nil {
-		for _, c := range subj.ChildElements() {
-			if c.Tag == "NameID" && c.NamespaceURI() == nsSAML {
-				n = c
-			}
+	return errors.New("samlidp: the assertion has no Subject")
+}
+
+// EncryptNameID replaces the saml:NameID child of parent (a Subject, or a
+// LogoutRequest the test sends as the IdP) with its saml:EncryptedID for
+// cert, encrypted as e says by the IdP's own encryptor. Sign parent, or
+// the message around it, afterwards.
+func EncryptNameID(parent *etree.Element, cert *x509.Certificate, e Encryption) error {
+	var n *etree.Element
+	for _, c := range parent.ChildElements() {
+		if c.Tag == "NameID" && c.NamespaceURI() == nsSAML {
+			n = c
 		}
 	}
 	if n == nil {
-		return errors.New("samlidp: the assertion has no Subject NameID to encrypt")
+		return fmt.Errorf("samlidp: %s has no NameID to encrypt", parent.Tag)
 	}
 	enc, err := encryptNameID(n, cert, e)
 	if err != nil {
 		return err
 	}
 	at := n.Index()
-	subj.RemoveChild(n)
-	subj.InsertChildAt(at, enc)
+	parent.RemoveChild(n)
+	parent.InsertChildAt(at, enc)
 	return nil
 }
 

@@ -397,7 +397,7 @@ func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) 
 				return samlsp.LogoutSession{}, false
 			}
 			return samlsp.LogoutSession{NameID: id.SAML.NameID, NameIDFormat: id.SAML.NameIDFormat,
-				SessionIndex: id.SAML.SessionIndex}, true
+				NameIDEncrypted: id.SAML.NameIDEncrypted, SessionIndex: id.SAML.SessionIndex}, true
 		}
 		opts.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
 			a.mu.Lock()

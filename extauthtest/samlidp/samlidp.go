@@ -7,8 +7,15 @@
 // with a demo user stands in for a real sign-in; AutoApprove skips it.
 //
 // Knobs make it misbehave for the bad-case tests (a user who refuses, a
-// signature no SP can verify, an assertion an SP must refuse), and Forge
-// (forge.go) builds hand-made responses for the tamper tests.
+// signature no SP can verify, an assertion an SP must refuse) and encrypt
+// as a test chooses (Encryption: the block cipher and key transport;
+// EncryptTo: the SP certificate; EncryptNameID: an EncryptedID Subject;
+// UnsignedResponse), and Forge (forge.go) builds hand-made responses for
+// the tamper tests. Its single logout endpoint reads an EncryptedID with
+// crewjam's xmlenc, and EncryptNameID encrypts the NameID of a message a
+// test sends as the IdP. The encryptor (encrypt.go) is its own, written
+// from the specifications, so that an SP's decryption is tested against
+// code that shares nothing with it.
 // extauthtest.StartProviders starts one that reads an application's SP
 // metadata from its metadata route.
 package samlidp

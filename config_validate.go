@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/extauth/extauth/samlsp"
 )
@@ -292,13 +291,12 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	}
 	ps = append(ps, s.keyPairProblems()...)
 	ps = append(ps, s.nextKeyPairProblems()...)
-	days := func(d time.Duration) int { return int(d / (24 * time.Hour)) }
 	if v := s.MetadataValidFor; v != 0 && (v < samlsp.MinMetadataValidFor || v > samlsp.MaxMetadataValidFor) {
-		bad("metadata_valid_for", fmt.Sprintf("must be between %s and %d days", samlsp.MinMetadataValidFor, days(samlsp.MaxMetadataValidFor)), ErrInvalidSetting)
+		bad("metadata_valid_for", "must be between 1 hour and 3650 days", ErrInvalidSetting)
 	}
 	switch v := s.MetadataCacheDuration; {
 	case v != 0 && (v < samlsp.MinMetadataCacheDuration || v > samlsp.MaxMetadataValidFor):
-		bad("metadata_cache_duration", fmt.Sprintf("must be between %s and %d days", samlsp.MinMetadataCacheDuration, days(samlsp.MaxMetadataValidFor)), ErrInvalidSetting)
+		bad("metadata_cache_duration", "must be between 1 minute and 3650 days", ErrInvalidSetting)
 	case v > 0 && s.MetadataValidFor > 0 && v > s.MetadataValidFor:
 		bad("metadata_cache_duration", "must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)", ErrInvalidSetting)
 	}

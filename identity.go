@@ -7,6 +7,7 @@ import (
 
 	"github.com/markbates/goth"
 
+	"github.com/extauth/extauth/internal/redact"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -84,6 +85,13 @@ type SAMLInfo struct {
 	Attributes map[string][]string `json:"attributes,omitempty"`
 }
 
+// Format prints the identity with its tokens redacted, for every verb.
+// Tokens redact themselves, but fmt prints a *Identity met inside a map or
+// slice with a verb it cannot apply to a pointer (%s, %q) by reflection,
+// calling none of their methods; a Format of Identity's own is called
+// first.
+func (id Identity) Format(f fmt.State, verb rune) { redact.Format(f, verb, id) }
+
 // Tokens are the credentials of a sign-in. Their String, Format, LogValue and
 // MarshalJSON methods never reveal a token: read the fields to use them.
 type Tokens struct {
@@ -94,6 +102,13 @@ type Tokens struct {
 	Secret  string
 	Expiry  time.Time
 	IDToken string
+	// Issuer says who issued the tokens: the OpenID Connect issuer, or the
+	// OAuth 2 token endpoint. TokenSource sends them to that issuer only:
+	// keep it with them.
+	Issuer string
+	// Tenant is the tenant whose provider issued them ("" for the
+	// application's own). TokenSource refuses them for another tenant.
+	Tenant string
 }
 
 // String describes the tokens with every value redacted.

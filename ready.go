@@ -30,15 +30,9 @@ func (a *Auth) Ready(ctx context.Context) error {
 // error wraps ErrUnknownTenant for a tenant that does not exist, and is the
 // tenant's configuration problem for one that cannot be built.
 func (a *Auth) TenantReady(ctx context.Context, tenant string) error {
-	if tenant == "" {
-		return a.Ready(ctx)
-	}
-	if a.tenants == nil || !validSlug(tenant) {
-		return fmt.Errorf("extauth: tenant %q: %w", tenant, ErrUnknownTenant)
-	}
-	st, err := a.tenants.get(ctx, tenant)
+	st, err := a.siteNamed(ctx, tenant)
 	if err != nil {
-		return fmt.Errorf("extauth: tenant %q: %w", tenant, err)
+		return err
 	}
 	return siteReady(ctx, st)
 }

@@ -4,9 +4,6 @@ package interop
 
 import (
 	"bytes"
-	"compress/flate"
-	"encoding/base64"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,21 +15,6 @@ import (
 
 	"github.com/extauth/extauth/internal/harness"
 )
-
-// redirectMessage returns the inflated SAML message of an HTTP-Redirect
-// binding URL.
-func redirectMessage(t *testing.T, u *url.URL, param string) []byte {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(u.Query().Get(param))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(raw)), 1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
 
 // TestSimpleSAMLphpEncryptedNameID: SimpleSAMLphp set to encrypt NameIDs
 // for our SP (nameid.encryption) sends the Subject's NameID as an

@@ -100,5 +100,9 @@ type Refresher interface {
 	// strategy's bounded client, for as long as ctx lives. Without a
 	// refresh token in t, renewing fails with an error wrapping
 	// ErrNoRefresh.
-	TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error)
+	//
+	// t.Issuer must be the strategy's own: tokens of another provider are
+	// refused before any request. subject is the user the tokens belong
+	// to (Identity.UID): a renewed ID token must name it.
+	TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error)
 }

@@ -133,9 +133,11 @@ func (sp *SP) checkExpiry() {
 	now := sp.env.Now()
 	certs := sp.CertificateExpiries()
 	idpValid := 0
-	for _, c := range certs {
-		if c.Kind == CertIdP && now.Before(c.NotAfter) {
-			idpValid++
+	if md := sp.md.current(); md != nil {
+		for _, c := range md.certs {
+			if !now.Before(c.NotBefore) && !now.After(c.NotAfter) {
+				idpValid++
+			}
 		}
 	}
 	w := &sp.expiry

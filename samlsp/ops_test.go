@@ -80,10 +80,10 @@ func TestSPMetadataValidityBounds(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{MetadataValidFor: 59 * time.Minute}, "saml_additional_settings.metadata_valid_for: must be between 1h0m0s and 3650 days"},
+		{Config{MetadataValidFor: 59 * time.Minute}, "saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days"},
 		{Config{MetadataValidFor: -time.Hour}, "saml_additional_settings.metadata_valid_for: must be between"},
 		{Config{MetadataValidFor: 3651 * 24 * time.Hour}, "saml_additional_settings.metadata_valid_for: must be between"},
-		{Config{MetadataCacheDuration: time.Second}, "saml_additional_settings.metadata_cache_duration: must be between 1m0s"},
+		{Config{MetadataCacheDuration: time.Second}, "saml_additional_settings.metadata_cache_duration: must be between 1 minute and 3650 days"},
 		{Config{MetadataValidFor: time.Hour, MetadataCacheDuration: 2 * time.Hour}, "metadata_cache_duration: must not exceed metadata_valid_for"},
 	} {
 		c.cfg.SPEntityID, c.cfg.IdPMetadataURL = testEntityID, "https://idp.example.test/metadata"
@@ -197,10 +197,10 @@ func TestNextKeyPairChecked(t *testing.T) {
 		}
 	}
 
-	var logs bytes.Buffer
+	logs := &records{}
 	sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: "https://idp.example.test/metadata", CertificatePEM: cur, PrivateKeyPEM: curKey,
 		CertificateNewPEM: cur, PrivateKeyNewPEM: curKey},
-		providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil, 0), Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		providers.Env{CallbackURL: testACS, HTTPClient: refusingClient(), Store: store.NewMemory(nil, 0), Logger: slog.New(logs)},
 		Options{MetadataRetry: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -210,8 +210,8 @@ func TestNextKeyPairChecked(t *testing.T) {
 	if n := bytes.Count(md, []byte("</X509Certificate>")); n != 2 {
 		t.Errorf("the current certificate given twice is published %d times:\n%s", n, md)
 	}
-	if !strings.Contains(logs.String(), "certificate_new holds the current key pair") {
-		t.Errorf("no warning:\n%s", logs.String())
+	if n := logs.count(slog.LevelWarn, "saml: saml_additional_settings.certificate_new holds the current key pair"); n != 1 {
+		t.Errorf("%d warnings about the next pair being the current one, want 1", n)
 	}
 }
 

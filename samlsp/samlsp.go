@@ -54,9 +54,10 @@ const (
 	maxClockSkew = 180 * time.Second
 )
 
-// Bounds of Config.MetadataValidFor and Config.MetadataCacheDuration. A
-// validity under an hour expires before most IdPs fetch the metadata again;
-// one over ten years outlives any certificate in it.
+// Bounds of Config.MetadataValidFor and Config.MetadataCacheDuration (the
+// error messages spell them out). A validity under an hour expires before
+// most IdPs fetch the metadata again; one over ten years outlives any
+// certificate in it.
 const (
 	MinMetadataValidFor      = time.Hour
 	MaxMetadataValidFor      = 3650 * 24 * time.Hour
@@ -353,10 +354,10 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		}
 	}
 	if v := cfg.MetadataValidFor; v != 0 && (v < MinMetadataValidFor || v > MaxMetadataValidFor) {
-		problems = append(problems, fmt.Errorf("saml_additional_settings.metadata_valid_for: must be between %s and %d days", MinMetadataValidFor, MaxMetadataValidFor/(24*time.Hour)))
+		problems = append(problems, errors.New("saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days"))
 	}
 	if v := cfg.MetadataCacheDuration; v != 0 && (v < MinMetadataCacheDuration || v > MaxMetadataValidFor) {
-		problems = append(problems, fmt.Errorf("saml_additional_settings.metadata_cache_duration: must be between %s and %d days", MinMetadataCacheDuration, MaxMetadataValidFor/(24*time.Hour)))
+		problems = append(problems, errors.New("saml_additional_settings.metadata_cache_duration: must be between 1 minute and 3650 days"))
 	} else if v > 0 && cfg.MetadataValidFor > 0 && v > cfg.MetadataValidFor {
 		problems = append(problems, errors.New("saml_additional_settings.metadata_cache_duration: must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)"))
 	}

@@ -50,6 +50,11 @@ type LogoutHooks struct {
 	// verified LogoutRequest. An error is reported to the IdP as a failed
 	// logout.
 	OnIdPLogout func(ctx context.Context, s LogoutSession) error
+	// Start, when set, answers a request to the logout URL that carries
+	// no SAML message: a sign-out the host's page starts. The root
+	// package sets it, to apply its start rules and hooks; without it the
+	// SP starts the logout itself, for a same-origin request only.
+	Start func(w http.ResponseWriter, r *http.Request)
 	// Done answers the browser after the IdP confirmed an SP-initiated
 	// logout (err nil) or after a LogoutResponse failed validation. Without
 	// it the browser is sent to "/" on success and gets a 400 on failure.
@@ -153,6 +158,10 @@ func (sp *SP) serveLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg == nil {
+		if sp.opts.Logout.Start != nil {
+			sp.opts.Logout.Start(w, r)
+			return
+		}
 		sp.startLogout(w, r)
 		return
 	}
@@ -164,10 +173,14 @@ func (sp *SP) serveLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (sp *SP) startLogout(w http.ResponseWriter, r *http.Request) {
-	// Logging someone out from another site is a nuisance attack; only
-	// same-origin or direct navigation may start it.
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		http.Error(w, "cross-site logout refused", http.StatusForbidden)
+	// Logging someone out from another site is a nuisance attack: only a
+	// request the browser marks as this site's (or as typed) may start it.
+	// A request without fetch metadata says nothing of who sent it, so it
+	// is refused too (the root package's route asks for a click instead).
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if !(site == "same-origin" || site == "none" || (site == "" && origin != "" && origin == sp.origin)) ||
+		(origin != "" && origin != sp.origin) {
+		http.Error(w, "sign-out must start from this site", http.StatusForbidden)
 		return
 	}
 	if sp.opts.Logout.Session == nil {

@@ -435,6 +435,9 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			CertificateNewPEM:    c.Additional.CertificateNew,
 			PrivateKeyNewPEM:     c.Additional.PrivateKeyNew.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
+			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
+			AllowSHA1:            c.Additional.Security.AllowSHA1,
+			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
 			Custom:               custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

@@ -171,6 +171,16 @@ func (s SAMLAdditionalSettings) HasKeyPair() bool {
 type SAMLSecurity struct {
 	// LogoutRequestsSigned signs single-logout requests.
 	LogoutRequestsSigned bool
+	// RefuseCBCEncryption (refuse_cbc_encryption) refuses assertions and
+	// NameIDs encrypted with a CBC block cipher (AES-CBC, 3DES) and
+	// publishes only AES-GCM in the SP metadata.
+	RefuseCBCEncryption bool
+	// AllowSHA1 (allow_sha1) accepts SHA-1 signatures and digests from the
+	// IdP, as Options.SAML.AllowSHA1 does, with the same start-up warning.
+	AllowSHA1 bool
+	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
+	// logout requests encrypted to the IdP's encryption certificate.
+	NameIDEncrypted bool
 }
 
 // Param is one custom name/value entry.

@@ -873,16 +873,23 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	const key = keyAdditional + ".security"
 	var s SAMLSecurity
 	entries := l.mapping(SAML, key, n)
+	fields := map[string]*bool{
+		"logout_requests_signed": &s.LogoutRequestsSigned,
+		"refuse_cbc_encryption":  &s.RefuseCBCEncryption,
+		"allow_sha1":             &s.AllowSHA1,
+		"name_id_encrypted":      &s.NameIDEncrypted,
+	}
 	for _, e := range entries {
-		if e.key != "logout_requests_signed" {
+		f, ok := fields[e.key]
+		if !ok {
 			hint := ""
-			if near := suggest(e.key, []string{"logout_requests_signed"}, nil); near != "" {
-				hint = "; did you mean logout_requests_signed?"
+			if near := suggest(e.key, []string{"logout_requests_signed", "refuse_cbc_encryption", "allow_sha1", "name_id_encrypted"}, nil); near != "" {
+				hint = "; did you mean " + near + "?"
 			}
 			l.warn(fmt.Sprintf("%s.%s is not supported and is ignored%s", key, e.key, hint))
 			continue
 		}
-		s.LogoutRequestsSigned = l.boolean(SAML, key+"."+e.key, e.val)
+		*f = l.boolean(SAML, key+"."+e.key, e.val)
 	}
 	return s
 }

@@ -261,7 +261,7 @@ func (c *Config) configured(p Provider) bool {
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
-		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
+		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {

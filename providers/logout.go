@@ -39,6 +39,7 @@ type LogoutSession struct {
 	NameQualifier   string
 	SPNameQualifier string
 	SPProvidedID    string
+	NameIDEncrypted bool
 	SessionIndex    string
 }
 

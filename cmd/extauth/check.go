@@ -42,10 +42,11 @@ the application's rules (its signature checked with idp_metadata_certificate
 when that is set) and reports the IdP's entity ID, single sign-on URLs and
 signing certificates, and warns when the IdP shows that it uses SHA-1 (the
 metadata's own signature, or alg:SigningMethod/DigestMethod lists), which
-the application refuses unless Options.SAML.AllowSHA1; for OpenID
-Connect it fetches <oidc_issuer>/.well-known/openid-configuration, checks that
-it names the configured issuer exactly, and reports the endpoints and the ID
-token signing algorithms. Certificates (the IdP's and the service provider's
+the application refuses unless Options.SAML.AllowSHA1 or
+saml_additional_settings.security.allow_sha1; for OpenID Connect it fetches
+<oidc_issuer>/.well-known/openid-configuration, checks that it names the
+configured issuer exactly, and reports the endpoints and the ID token signing
+algorithms. Certificates (the IdP's and the service provider's
 own) that expire within 30 days are warned about.
 
 With -base-url it also builds each provider as the application would, which

@@ -532,7 +532,7 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 		{"SHA-1 signing methods only", "saml_only.yml", nil, func(f *providersFixture) []byte {
 			return algSupport(valid(f).xml(t), "http://www.w3.org/2000/09/xmldsig#rsa-sha1", "http://www.w3.org/2000/09/xmldsig#sha1")
 		}, "enabled", []string{
-			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 signing methods (alg:SigningMethod): http://www.w3.org/2000/09/xmldsig#rsa-sha1); extauth refuses SHA-1 signatures and digests unless the application sets Options.SAML.AllowSHA1\n",
+			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 signing methods (alg:SigningMethod): http://www.w3.org/2000/09/xmldsig#rsa-sha1); extauth refuses SHA-1 signatures and digests unless the application sets extauth.Options.SAML.AllowSHA1 or saml_additional_settings.security.allow_sha1\n",
 			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 digest methods (alg:DigestMethod): http://www.w3.org/2000/09/xmldsig#sha1)",
 		}},
 		{"SHA-256 among the signing methods", "saml_only.yml", nil, func(f *providersFixture) []byte {
@@ -551,7 +551,7 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 			"broken: IdP metadata: the metadata is not signed, and idp_metadata_certificate requires a signature", nil},
 		{"signed with SHA-1 and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
 			return sign(t, valid(f).xml(t), sha1)
-		}, "broken: IdP metadata: the metadata signature is invalid: signature on EntityDescriptor: signature method http://www.w3.org/2000/09/xmldsig#rsa-sha1: SHA-1 is refused; an IdP that still signs with it needs Options.AllowSHA1", nil},
+		}, "broken: IdP metadata: the metadata signature is invalid: signature on EntityDescriptor: signature method http://www.w3.org/2000/09/xmldsig#rsa-sha1: SHA-1 is refused unless Options.SAML.AllowSHA1 or security.allow_sha1", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newProvidersFixture(t)

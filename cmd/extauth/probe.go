@@ -101,7 +101,7 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	// the application will. The host's IdPEntityID option is not in the
 	// configuration file; like the default, check wants a single IdP.
 	now := pr.r.now
-	rules := samlsp.MetadataRules{Now: now}
+	rules := samlsp.MetadataRules{Now: now, AllowSHA1: cfg.Additional.Security.AllowSHA1}
 	if c := cfg.Additional.IdPMetadataCertificate; c != "" {
 		// Validate has said what is wrong with one that does not parse.
 		rules.Certificate, _ = samlsp.ParseCertificatePEM(c)
@@ -119,7 +119,12 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 		s.add("metadata signature", shortAlg(md.SignatureMethod)+", not verified (no idp_metadata_certificate)")
 	}
 	for _, use := range md.SHA1Use() {
-		pr.r.warn("saml: the IdP uses SHA-1 (%s); extauth refuses SHA-1 signatures and digests unless the application sets Options.SAML.AllowSHA1", clean(use))
+		if rules.AllowSHA1 {
+			pr.r.warn("saml: the IdP uses SHA-1 (%s); accepted, as saml_additional_settings.security.allow_sha1 is set", clean(use))
+			continue
+		}
+		pr.r.warn("saml: the IdP uses SHA-1 (%s); extauth refuses SHA-1 signatures and digests unless the application sets "+
+			"extauth.Options.SAML.AllowSHA1 or saml_additional_settings.security.allow_sha1", clean(use))
 	}
 	if !md.ValidUntil.IsZero() {
 		s.add("metadata valid until", md.ValidUntil.UTC().Format(time.RFC3339))

@@ -1,0 +1,37 @@
+package samlsp
+
+import (
+	"crypto/x509"
+	"time"
+)
+
+// MetadataStatus reports on the IdP metadata, for monitoring (extauth's
+// metrics read it): when the copy in use was fetched (zero while there is
+// none), when the next fetch is due (zero before the first attempt ends),
+// and when a fetch last failed (zero if none has), by the SP's clock.
+func (sp *SP) MetadataStatus() (fetched, nextRefresh, lastFailure time.Time) {
+	if md := sp.md.current(); md != nil {
+		fetched = md.fetched
+	}
+	return fetched, unixNano(sp.md.nextAt.Load()), unixNano(sp.md.failedAt.Load())
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Certificates returns the certificates the SP relies on, for monitoring
+// their expiry (extauth's metrics read it): its own (saml_additional_settings'
+// certificate) and the IdP's signing certificates in the metadata in use.
+func (sp *SP) Certificates() (own, idp []*x509.Certificate) {
+	if sp.cert != nil {
+		own = append(own, sp.cert)
+	}
+	if md := sp.md.current(); md != nil {
+		idp = md.certs
+	}
+	return own, idp
+}

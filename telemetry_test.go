@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"maps"
 	"net/http"
@@ -27,6 +30,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/wpoauth"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // otelKit is an OpenTelemetry SDK whose metrics are read on demand (the
@@ -605,5 +609,70 @@ func TestTelemetryUnknownTenantsAddNoAttributes(t *testing.T) {
 		if strings.Contains(s, "nope-") || strings.Contains(s, "down-") || strings.Contains(s, "made-up") {
 			t.Errorf("a requested name became an attribute value: %s", s)
 		}
+	}
+}
+
+// A host that installs an OpenTelemetry SDK gets extauth's metrics and
+// spans; here the SDK's reader that collects on demand stands in for an
+// exporter's (Prometheus, OTLP). The authorize route counts the sign-in
+// as started.
+func ExampleOptions_metrics() {
+	reader := sdkmetric.NewManualReader()
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer meters.Shutdown(context.Background())
+	cfg := &extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "id", Secret: extauth.NewSecret("secret"), Site: "https://blog.example.org"}}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL:       "https://app.example.org",
+		CookieKey:     make([]byte, 32), // 32 random bytes in production
+		OnSuccess:     func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		MeterProvider: meters,
+		// TracerProvider: an SDK's, with an exporter of its own.
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close()
+
+	start := httptest.NewRequest(http.MethodPost, "https://app.example.org/users/auth/blog_oauth2", nil)
+	start.Header.Set("Sec-Fetch-Site", "same-origin")
+	a.ServeHTTP(httptest.NewRecorder(), start)
+
+	var rm metricdata.ResourceMetrics
+	reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		p := m.Data.(metricdata.Sum[int64]).DataPoints[0]
+		provider, _ := p.Attributes.Value("provider")
+		fmt.Println(m.Name, provider.AsString(), p.Value)
+	}
+	// Output: extauth.signin.started blog_oauth2 1
+}
+
+// Every failure code an Error can carry is one of the code attributes of
+// the metrics, so that none is counted as "other".
+func TestTelemetryKnowsEveryCode(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			v := s.(*ast.ValueSpec)
+			if id, ok := v.Type.(*ast.Ident); ok && id.Name == "Code" {
+				for _, val := range v.Values {
+					codes = append(codes, strings.Trim(val.(*ast.BasicLit).Value, `"`))
+				}
+			}
+		}
+	}
+	slices.Sort(codes)
+	want := slices.Sorted(slices.Values(telemetry.Codes))
+	if len(codes) == 0 || !slices.Equal(codes, want) {
+		t.Errorf("errors.go has the codes %q, internal/telemetry %q", codes, want)
 	}
 }

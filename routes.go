@@ -479,6 +479,16 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 		err = errors.New("strategy returned no identity")
 	}
 	if err != nil {
+		if !unsolicited {
+			// The answer did not verify: give the transaction back, or
+			// junk callbacks to sign-ins of one's own would fill the
+			// store. Only a verified answer keeps it, so that one is
+			// still accepted once only, and while this callback ran, a
+			// second one with the same cookie was refused.
+			if rerr := m.store.release(r.Context(), txKey(tx)); rerr != nil {
+				m.log.Warn("extauth: cannot release a failed callback's transaction", "provider", name, "err", rerr)
+			}
+		}
 		a.failOn(m.site, w, r, format, asError(err, name, CodeInvalidResponse))
 		return
 	}
@@ -529,7 +539,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
 		return nil, errors.New("state does not match the transaction")
 	}
-	fresh, err := m.tel.Consume(r.Context(), m.store, "tx:"+tx.ID, tx.Expires)
+	fresh, err := m.tel.Consume(r.Context(), m.store, txKey(tx), tx.Expires)
 	if err != nil {
 		return nil, &Error{Code: CodeProviderUnavailable, Provider: m.name,
 			Message: "sign-in is unavailable; please try again shortly",
@@ -540,6 +550,9 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	}
 	return tx, nil
 }
+
+// txKey is the single-use key of a transaction.
+func txKey(tx *providers.Transaction) string { return "tx:" + tx.ID }
 
 func acceptsUnsolicited(s providers.Strategy) bool {
 	u, ok := s.(providers.UnsolicitedCallback)

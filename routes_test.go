@@ -1020,41 +1020,34 @@ func TestSlugs(t *testing.T) {
 	}
 }
 
-// Every callback that opens its transaction holds an entry in the single-use
-// store until the transaction would have expired, even when the code it
-// carries is junk. The memory store is bounded: at the bound a new sign-in
-// is refused with provider_unavailable and a log line that says why; no
-// entry is forgotten early (a held callback stays refused); once entries
-// expire, sign-ins work again.
+// Every finished sign-in holds an entry in the single-use store until its
+// transaction would have expired. The memory store is bounded: at the
+// bound a new sign-in is refused with provider_unavailable and a log line
+// that says why; no entry is forgotten early (a used callback stays
+// refused); once entries expire, sign-ins work again.
 func TestMemoryStoreBound(t *testing.T) {
 	a := newApp(t, func(o *extauth.Options) {
 		o.Store = extauth.NewMemoryStore(extauth.MemoryStoreOptions{MaxEntries: 3, Now: o.Now})
 	})
-	cbURL := a.URL + "/users/auth/blog_oauth2/callback"
 	u := mustURL(a.URL)
 	var held []*http.Cookie
-	var heldState string
+	var heldCallback string
 	for i := range 3 {
 		b := harness.NewBrowser(t).NoFollow()
-		state := a.start(b, nil).Query().Get("state")
+		cb := a.approve(b, a.start(b, nil))
 		if i == 0 {
-			held, heldState = b.Jar.Cookies(u), state
+			held, heldCallback = b.Jar.Cookies(u), cb
 		}
-		resp := b.Get(cbURL + "?code=junk&state=" + url.QueryEscape(state))
-		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusServiceUnavailable {
-			t.Fatalf("junk callback %d: %d %s", i, resp.StatusCode, resp.Body)
+		if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in %d: %d %s", i, resp.StatusCode, resp.Body)
 		}
 	}
-	tokenCalls := a.Fake.TokenCalls
 	if strings.Contains(a.Logs.String(), "memory store is full") {
 		t.Fatalf("full before the bound: %s", a.Logs.String())
 	}
 
 	b := harness.NewBrowser(t).NoFollow()
 	wantCode(t, b.Get(a.approve(b, a.start(b, nil))), http.StatusServiceUnavailable, "provider_unavailable")
-	if a.Fake.TokenCalls != tokenCalls {
-		t.Error("token endpoint called although the sign-in could not be recorded")
-	}
 	logs := a.Logs.String()
 	for _, want := range []string{"code=provider_unavailable", "memory store is full", "MaxEntries 3"} {
 		if !strings.Contains(logs, want) {
@@ -1062,11 +1055,15 @@ func TestMemoryStoreBound(t *testing.T) {
 		}
 	}
 
-	// The first junk callback, replayed with its cookie, is still refused as
-	// used: nothing was forgotten to make room.
+	// The first sign-in's callback, replayed with its cookie, is still
+	// refused as used: nothing was forgotten to make room.
+	tokenCalls := a.Fake.TokenCalls
 	thief := harness.NewBrowser(t).NoFollow()
 	thief.Jar.SetCookies(u, held)
-	wantCode(t, thief.Get(cbURL+"?code=junk&state="+url.QueryEscape(heldState)), http.StatusBadRequest, "invalid_state")
+	wantCode(t, thief.Get(heldCallback), http.StatusBadRequest, "invalid_state")
+	if a.Fake.TokenCalls != tokenCalls {
+		t.Error("token endpoint called for a replayed callback")
+	}
 
 	a.clock.Add(extauth.MaxTransactionTTL + time.Millisecond) // entries are held to the millisecond after
 	b = harness.NewBrowser(t).NoFollow()

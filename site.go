@@ -34,7 +34,7 @@ type site struct {
 	// log and store carry the tenant: its log lines name it, its
 	// single-use keys are its own.
 	log   *slog.Logger
-	store Store
+	store siteStore
 	tel   *telemetry.Site
 }
 
@@ -70,7 +70,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 	}
 	if tenant != "" {
 		st.log = a.log.With("tenant", tenant)
-		st.store = prefixedStore{a.store, "t/" + tenant + "/"}
+		st.store = st.store.withPrefix("t/" + tenant + "/")
 	}
 	env := func(slug string) providers.Env {
 		tel := st.tel.Provider(slug)

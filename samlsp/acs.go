@@ -50,10 +50,12 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 			err = invalid("the SAML response could not be processed", fmt.Errorf("recovered from panic: %v", p))
 		}
 	}()
-	md := sp.md.current()
-	if md == nil {
-		sp.md.kick()
-		return nil, unavailable(sp.md.err())
+	// A tenant built again after its eviction has no metadata until its
+	// first fetch: a sign-in it had in flight waits for that fetch rather
+	// than failing.
+	md, perr := sp.metadata(ctx)
+	if perr != nil {
+		return nil, perr
 	}
 	requestID := ""
 	if tx != nil {

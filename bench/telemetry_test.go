@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -100,4 +101,62 @@ func BenchmarkTelemetry(b *testing.B) {
 	b.Run("callback_traced", func(b *testing.B) {
 		alternate(b, callbackSide("no_provider", none), callbackSide("extauth_prometheus_traced", traced))
 	})
+}
+
+// telemetrySides are the authorize or callback route of a and of b as
+// sides of cpuRatio: each callback request is made, with its sign-in
+// started, before the timing.
+func telemetrySides(callbackRoute bool, names [2]string, auths [2]*extauth.Auth) (ours, anchor oidcSide) {
+	var sides [2]oidcSide
+	for i, a := range auths {
+		sides[i] = oidcSide{names[i], func(tb testing.TB, n int) func(int) error {
+			if !callbackRoute {
+				return func(int) error {
+					rec := httptest.NewRecorder()
+					a.ServeHTTP(rec, start(appBase+"/users/auth/blog_oauth2"))
+					if rec.Code != http.StatusSeeOther {
+						return fmt.Errorf("authorize: %d", rec.Code)
+					}
+					return nil
+				}
+			}
+			reqs := make([]*http.Request, n)
+			for j := range reqs {
+				reqs[j] = callbackRequest(a)
+			}
+			return func(j int) error {
+				rec := httptest.NewRecorder()
+				a.ServeHTTP(rec, reqs[j])
+				if rec.Code != http.StatusSeeOther {
+					return fmt.Errorf("callback: %d", rec.Code)
+				}
+				return nil
+			}
+		}}
+	}
+	return sides[0], sides[1]
+}
+
+// BenchmarkTelemetryRatio is BenchmarkTelemetry in CPU-time rounds
+// (-oidc.rounds of them, the order flipping each round; see cpuRatio):
+// what the metrics SDK with the Prometheus exporter, and that plus
+// tracing, cost the OAuth 2 routes over no provider installed.
+func BenchmarkTelemetryRatio(b *testing.B) {
+	none := newExtauth(b)
+	prom := newExtauth(b, withPrometheus(b))
+	traced := newExtauth(b, withPrometheus(b), withTracing(b))
+	for _, route := range []string{"authorize", "callback"} {
+		n := 2000
+		if route == "callback" {
+			n = 500
+		}
+		b.Run(route, func(b *testing.B) {
+			ours, anchor := telemetrySides(route == "callback", [2]string{"prometheus", "no_provider"}, [2]*extauth.Auth{prom, none})
+			cpuRatio(b, n, ours, anchor)
+		})
+		b.Run(route+"_traced", func(b *testing.B) {
+			ours, anchor := telemetrySides(route == "callback", [2]string{"prometheus_traced", "no_provider"}, [2]*extauth.Auth{traced, none})
+			cpuRatio(b, n, ours, anchor)
+		})
+	}
 }

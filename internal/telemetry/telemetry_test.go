@@ -151,3 +151,19 @@ func TestCodesAndResults(t *testing.T) {
 		t.Error("an endpoint out of range is not other")
 	}
 }
+
+// BenchmarkNoSDK is what a callback's instrumentation costs with the
+// global providers and no SDK installed: the operation, an outbound
+// request and a store call.
+func BenchmarkNoSDK(b *testing.B) {
+	tel, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	s := &memStore{seen: map[string]bool{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		signIn(p, "k", s)
+	}
+}

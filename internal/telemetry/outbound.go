@@ -109,15 +109,20 @@ type Request struct {
 // whose span records nothing gets none. Call Inject on the request that
 // is sent, then End.
 func (p *Provider) StartRequest(ctx context.Context, r *http.Request) (context.Context, Request) {
-	e := endpointOf(ctx)
+	q := Request{p: p, endpoint: endpointOf(ctx)}
 	if p.t.recording(ctx) {
-		ctx, span := p.t.tracer.Start(ctx, r.Method+" "+e.String(), trace.WithSpanKind(trace.SpanKindClient))
-		if span.IsRecording() {
-			span.SetAttributes(p.requestAttributes(r, e)...)
+		ctx, q.span = p.t.tracer.Start(ctx, r.Method+" "+q.endpoint.String(), trace.WithSpanKind(trace.SpanKindClient))
+		if q.span.IsRecording() {
+			q.span.SetAttributes(p.requestAttributes(r, q.endpoint)...)
 		}
-		return ctx, Request{p: p, ctx: ctx, span: span, start: time.Now(), endpoint: e}
 	}
-	return ctx, Request{p: p, ctx: ctx, start: time.Now(), endpoint: e}
+	q.ctx = ctx
+	// The clock is read only for an instrument that records: on some
+	// machines reading it costs more than the rest of this.
+	if p.t.outboundDur.Enabled(ctx) {
+		q.start = time.Now()
+	}
+	return ctx, q
 }
 
 // requestAttributes are the span attributes of r: OpenTelemetry's HTTP
@@ -190,7 +195,7 @@ func (q Request) End(status int, res Result) {
 	if p == nil {
 		return
 	}
-	if d := p.t.outboundDur; d.Enabled(q.ctx) {
+	if d := p.t.outboundDur; !q.start.IsZero() && d.Enabled(q.ctx) {
 		d.Record(q.ctx, time.Since(q.start).Seconds(), p.outboundSet(q.endpoint, res).rec...)
 	}
 	if q.span == nil {

@@ -161,7 +161,7 @@ func (p *Provider) Start(ctx context.Context, callback bool) *Op {
 		}
 		o.Context, o.span = t.tracer.Start(ctx, name, p.spanOpts...)
 	}
-	if callback {
+	if callback && t.callbackDur.Enabled(ctx) {
 		o.start = time.Now()
 	}
 	return o
@@ -215,7 +215,7 @@ func (o *Op) End() {
 		if failed {
 			outcome = slotFailure
 		}
-		if t.callbackDur.Enabled(o) {
+		if !o.start.IsZero() && t.callbackDur.Enabled(o) {
 			t.callbackDur.Record(o, time.Since(o.start).Seconds(), p.signInSet(outcome).rec...)
 		}
 		if !o.began.IsZero() && t.signInDur.Enabled(o) {

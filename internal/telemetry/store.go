@@ -36,7 +36,10 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 	if p.t.recording(ctx) {
 		ctx, span = p.t.tracer.Start(ctx, "extauth.store.consume", p.spanOpts...)
 	}
-	start := time.Now()
+	var start time.Time
+	if p.t.storeDur.Enabled(ctx) {
+		start = time.Now()
+	}
 	fresh, err := s.Consume(ctx, key, until)
 	res := storeNew
 	switch {
@@ -47,7 +50,7 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 	case !fresh:
 		res = storeUsed
 	}
-	if d := p.t.storeDur; d.Enabled(ctx) {
+	if d := p.t.storeDur; !start.IsZero() && d.Enabled(ctx) {
 		d.Record(ctx, time.Since(start).Seconds(), p.storeSet(res).rec...)
 	}
 	if span != nil {

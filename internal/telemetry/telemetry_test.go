@@ -26,7 +26,10 @@ func (m *memStore) Consume(_ context.Context, key string, _ time.Time) (bool, er
 	return true, nil
 }
 
-var tokenRequest = httptest.NewRequest(http.MethodPost, "https://op.example/token", nil)
+var (
+	tokenRequest = httptest.NewRequest(http.MethodPost, "https://op.example/token", nil)
+	began        = time.Now().Add(-time.Second)
+)
 
 // signIn runs what one callback records: the operation, an outbound
 // request and a store call.
@@ -36,10 +39,10 @@ func signIn(p *Provider, key string, s Store) {
 	if op != nil {
 		ctx = op
 	}
-	op.Began(time.Now().Add(-time.Second))
+	op.Began(began)
 	_, q := p.StartRequest(WithEndpoint(ctx, EndpointToken), tokenRequest)
 	q.End(200, ResultOK)
-	p.Consume(ctx, s, key, time.Now().Add(time.Minute))
+	p.Consume(ctx, s, key, began.Add(time.Hour))
 	if op != nil {
 		op.End()
 	}

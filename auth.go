@@ -460,10 +460,14 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			AuthnContext:         c.Additional.AuthnContext,
 			CertificatePEM:       c.Additional.Certificate,
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
+			CertificateNewPEM:    c.Additional.CertificateNew,
+			PrivateKeyNewPEM:     c.Additional.PrivateKeyNew.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
 			Custom:               custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
+			MetadataValidFor:          c.Additional.MetadataValidFor,
+			MetadataCacheDuration:     c.Additional.MetadataCacheDuration,
 		}, env, o.SAML)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)

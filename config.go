@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/extauth/extauth/internal/redact"
 )
@@ -133,6 +134,20 @@ type SAMLAdditionalSettings struct {
 	Certificate string
 	// PrivateKey is the service provider's PEM private key.
 	PrivateKey Secret
+	// CertificateNew and PrivateKeyNew (certificate_new, private_key_new)
+	// are the next key pair during a key rotation: the SP metadata
+	// publishes both certificates and assertions encrypted to either key
+	// are decrypted, while requests are still signed with the current key.
+	// See docs/saml.md, "Rotating the SP key pair".
+	CertificateNew string
+	PrivateKeyNew  Secret
+	// MetadataValidFor (metadata_valid_for) puts a validUntil that far
+	// after the time it is served on the SP metadata; zero, the default,
+	// puts none. MetadataCacheDuration (metadata_cache_duration) is its
+	// cacheDuration, none when zero. The secrets file gives them as
+	// xs:durations (P30D, PT12H) or Go durations (720h).
+	MetadataValidFor      time.Duration
+	MetadataCacheDuration time.Duration
 	// IdPMetadataCertificate (idp_metadata_certificate), a PEM certificate,
 	// makes the IdP metadata trusted only when signed with its key:
 	// unsigned or badly signed metadata is refused.
@@ -145,6 +160,7 @@ type SAMLAdditionalSettings struct {
 }
 
 // HasKeyPair reports whether both halves of the SP key pair are set.
+// The next pair of a rotation (CertificateNew) does not count.
 func (s SAMLAdditionalSettings) HasKeyPair() bool {
 	return s.Certificate != "" && !s.PrivateKey.IsZero()
 }

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/crewjam/saml"
 	"gopkg.in/yaml.v3"
 )
 
@@ -834,10 +838,20 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 		case "private_key":
 			v, _ := l.scalar(SAML, key, e.val)
 			s.PrivateKey = NewSecret(v)
+		case "certificate_new":
+			s.CertificateNew, _ = l.scalar(SAML, key, e.val)
+		case "private_key_new":
+			v, _ := l.scalar(SAML, key, e.val)
+			s.PrivateKeyNew = NewSecret(v)
+		case "metadata_valid_for":
+			s.MetadataValidFor = l.duration(key, e.val)
+		case "metadata_cache_duration":
+			s.MetadataCacheDuration = l.duration(key, e.val)
 		case "security":
 			s.Security = l.security(e.val)
 		default:
-			known := []string{"RelayState", "authn_context", "certificate", "private_key", "idp_metadata_certificate", "security"}
+			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
+				"idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}
@@ -868,6 +882,57 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	}
 	return s
 }
+
+// duration reads a duration setting: an xs:duration as SAML metadata
+// writes them (P30D, PT12H) or a Go duration (720h). Empty is zero.
+func (l *loader) duration(key string, n *yaml.Node) time.Duration {
+	v, ok := l.scalar(SAML, key, n)
+	if !ok || v == "" {
+		return 0
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		l.problem(SAML, key, "must be a duration such as P30D, PT12H or 720h", ErrInvalidSetting)
+		return 0
+	}
+	return d
+}
+
+// parseDuration reads an xs:duration, with crewjam's reading of years and
+// months (365 and 30 days), or a Go duration.
+func parseDuration(v string) (time.Duration, error) {
+	if !strings.HasPrefix(v, "P") && !strings.HasPrefix(v, "-P") {
+		return time.ParseDuration(v)
+	}
+	// crewjam's parser does not check for overflow: bound the value from
+	// above first, every number taken in the largest unit its letter can
+	// mean (M is a month before T).
+	var bound float64
+	for _, m := range durationPart.FindAllStringSubmatch(v, -1) {
+		n, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0, err
+		}
+		bound += n * float64(durationUnits[m[2]])
+	}
+	if bound > float64(maxDuration) {
+		return 0, errors.New("duration out of range")
+	}
+	var d saml.Duration
+	if err := d.UnmarshalText([]byte(v)); err != nil {
+		return 0, err
+	}
+	return time.Duration(d), nil
+}
+
+var (
+	durationPart  = regexp.MustCompile(`(\d+(?:\.\d+)?)([YMDHS])`)
+	durationUnits = map[string]time.Duration{"Y": 366 * 24 * time.Hour, "M": 31 * 24 * time.Hour, "D": 24 * time.Hour,
+		"H": time.Hour, "S": time.Second}
+	// maxDuration is far above any duration setting's range and far
+	// below where a time.Duration overflows.
+	maxDuration = 100 * 366 * 24 * time.Hour
+)
 
 func (l *loader) boolean(key string, n *yaml.Node) bool {
 	v, ok := l.scalar(SAML, key, n)

@@ -83,6 +83,7 @@ blog_oauth2_site: https://blog.example.org
 	// Output:
 	// authorize https://app.example.org/users/auth/blog_oauth2
 	// callback https://app.example.org/users/auth/blog_oauth2/callback
+	// logout https://app.example.org/users/auth/blog_oauth2/logout
 }
 
 // The README's quick start: a host loads its secrets file, builds an Auth
@@ -167,6 +168,7 @@ func ExampleOptions_goth() {
 	// Output:
 	// authorize https://app.example.org/users/auth/gitlab
 	// callback https://app.example.org/users/auth/gitlab/callback
+	// logout https://app.example.org/users/auth/gitlab/logout
 }
 
 // ExampleAuth_Mount serves the routes on a net/http ServeMux at the default
@@ -555,7 +557,7 @@ func ExampleIdentity_LogoutSession() {
 	fmt.Printf("%+v\n", extauth.LogoutSession{IDToken: "eyJhbGciOi..."})
 	// Output:
 	// ada@example.org _idx-42
-	// {IDToken:[REDACTED] NameID: NameIDFormat: SessionIndex:}
+	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: SessionIndex:}
 }
 
 // One instance keeps its single-use values in memory, at most MaxEntries at

@@ -86,7 +86,9 @@ func (a *Auth) Routes() []Route {
 		purposes := logoutPurposes(st.strategies[name])
 		if er, ok := st.strategies[name].(extraRouter); ok {
 			for p := range er.ExtraRoutes() {
-				purposes = append(purposes, p)
+				if !slices.Contains(purposes, p) {
+					purposes = append(purposes, p)
+				}
 			}
 		}
 		extra = append(extra, st.extraRoutes(name, purposes)...)
@@ -147,7 +149,7 @@ func builtinExtraRoutes(p Provider) []string {
 	case OIDC, SearchOAuth2:
 		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel}
 	}
-	return nil
+	return []string{purposeLogout}
 }
 
 // CallbackURL returns the URL to register with provider p as its callback
@@ -370,7 +372,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
-		a.confirmStart(w, r, m, SafeReturnTo(r.Form.Get("return_to")))
+		a.confirmPage(w, m, "", r.Form.Get("return_to"))
 		return
 	}
 	now := a.now()
@@ -496,6 +498,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	m.log.Debug("extauth: signed in", "provider", name)
 	host := identityFrom(id)
 	host.Tenant, host.Unsolicited = m.tenant, unsolicited
+	if host.Tokens != (Tokens{}) {
+		host.Tokens.Tenant = m.tenant
+	}
 	m.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format, m.tenant)), host)
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ import (
 func renderings(t *testing.T, v any) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X"} {
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%t"} {
 		out[verb] = fmt.Sprintf(verb, v)
 	}
 	var js, text bytes.Buffer
@@ -51,6 +52,39 @@ func renderings(t *testing.T, v any) map[string]string {
 		out["Error()"] = e.Error()
 	}
 	return out
+}
+
+// containers holds v in what a host might print: a pointer, a map and a
+// slice of pointers and of values, a struct field. fmt prints a pointer it
+// meets inside a container with a verb it cannot take (%s, %q, %d, %t) by
+// reflection, calling no Format method of what it finds behind it: only a
+// Format of the pointed-to type itself keeps its fields unprinted.
+func containers(v any) map[string]any {
+	rv := reflect.ValueOf(v)
+	t := rv.Type()
+	p := reflect.New(t)
+	p.Elem().Set(rv)
+	pt := p.Type()
+	m := reflect.MakeMap(reflect.MapOf(reflect.TypeFor[string](), pt))
+	m.SetMapIndex(reflect.ValueOf("k"), p)
+	mv := reflect.MakeMap(reflect.MapOf(reflect.TypeFor[string](), t))
+	mv.SetMapIndex(reflect.ValueOf("k"), rv)
+	sl := reflect.Append(reflect.MakeSlice(reflect.SliceOf(pt), 0, 1), p)
+	sv := reflect.Append(reflect.MakeSlice(reflect.SliceOf(t), 0, 1), rv)
+	st := reflect.New(reflect.StructOf([]reflect.StructField{{Name: "V", Type: pt}})).Elem()
+	st.Field(0).Set(p)
+	pp := reflect.New(pt)
+	pp.Elem().Set(p)
+	return map[string]any{
+		"a pointer":             p.Interface(),
+		"a map of pointers":     m.Interface(),
+		"a map":                 mv.Interface(),
+		"a slice of pointers":   sl.Interface(),
+		"a slice":               sv.Interface(),
+		"a struct field":        st.Interface(),
+		"a pointer to pointer":  pp.Interface(),
+		"a slice of interfaces": []any{p.Interface()},
+	}
 }
 
 // assertNoSecrets fails when any rendering of v shows one of secrets, as is
@@ -338,13 +372,22 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"Identity.LogoutSession()": (&extauth.Identity{UID: "u", Tokens: tokens}).LogoutSession(),
 		"providers.LogoutSession":  providers.LogoutSession{IDToken: "LEAK-id-token"},
 		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
+		"samlsp.Config next key":   samlsp.Config{SPEntityID: "sp", PrivateKeyNewPEM: keyPEM},
+		"SAMLAdditional next key":  extauth.SAMLAdditionalSettings{PrivateKeyNew: extauth.NewSecret(keyPEM)},
 		"Config.SAML":              full.SAML,
+		"Config":                   *full,
+		"Config.OIDC":              full.OIDC,
+		"Config.Microblog":         full.Microblog,
+		"Secret":                   extauth.NewSecret("LEAK-secret"),
 		"SAMLAdditional":           full.SAML.Additional,
 		"GothStrategy":             providers.Goth(github.New("gh-key", "LEAK-goth-secret", "https://app.example.org/cb")),
 		"Identity.GothUser()":      (&extauth.Identity{UID: "u", Tokens: tokens}).GothUser().AccessToken == "LEAK-access",
 	}
 	for name, v := range values {
 		assertNoSecrets(t, name, v, secrets)
+		for how, c := range containers(v) {
+			assertNoSecrets(t, name+" in "+how, c, secrets)
+		}
 	}
 
 	// Errors of failed calls.

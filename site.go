@@ -94,7 +94,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 	}
 	for _, p := range cfg.Providers() {
 		slug := a.slug(string(p))
-		s, err := buildStrategy(p, cfg, env(slug), withLogout(o, tenant))
+		s, err := buildStrategy(p, cfg, env(slug), a.withLogout(o, st, slug))
 		if err != nil {
 			var pe *providers.Error
 			if errors.As(err, &pe) {

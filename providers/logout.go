@@ -31,10 +31,15 @@ type LogoutSession struct {
 	// IDToken is the OpenID Connect ID token of the sign-in, sent as
 	// id_token_hint.
 	IDToken string `redact:"secret"`
-	// NameID, NameIDFormat and SessionIndex name a SAML session.
-	NameID       string
-	NameIDFormat string
-	SessionIndex string
+	// NameID, NameIDFormat and SessionIndex name a SAML session;
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them, "" when it sent none.
+	NameID          string
+	NameIDFormat    string
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	SessionIndex    string
 }
 
 // Format prints the session with its ID token redacted.
@@ -94,5 +99,9 @@ type Refresher interface {
 	// strategy's bounded client, for as long as ctx lives. Without a
 	// refresh token in t, renewing fails with an error wrapping
 	// ErrNoRefresh.
-	TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error)
+	//
+	// t.Issuer must be the strategy's own: tokens of another provider are
+	// refused before any request. subject is the user the tokens belong
+	// to (Identity.UID): a renewed ID token must name it.
+	TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error)
 }

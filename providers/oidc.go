@@ -916,6 +916,7 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, raw
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
 			IDToken:      rawID,
+			Issuer:       s.issuer,
 		},
 	}
 	if id.Email == "" {

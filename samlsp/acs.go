@@ -28,8 +28,13 @@ type Assertion struct {
 	Issuer       string
 	NameID       string
 	NameIDFormat string
-	SessionIndex string
-	AuthnContext string
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// attributes as sent, "" when absent.
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	SessionIndex    string
+	AuthnContext    string
 	// Attributes maps each attribute Name to its values, in document order.
 	Attributes map[string][]string
 	// FriendlyNames maps FriendlyName to Name, for look-ups by either.
@@ -196,7 +201,7 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 		return nil, invalid("the SAML response has an unexpected structure", err)
 	}
 	if encrypted {
-		dec := &decrypter{key: sp.key, allow15: sp.opts.AllowRSA15KeyTransport, maxBytes: sp.opts.MaxResponseBytes}
+		dec := &decrypter{keys: sp.decKeys, allow15: sp.opts.AllowRSA15KeyTransport, maxBytes: sp.opts.MaxResponseBytes}
 		if aEl, err = dec.decryptAssertion(aEl); err != nil {
 			return nil, invalid("the encrypted assertion could not be decrypted", err)
 		}
@@ -515,15 +520,18 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	}
 
 	out := &Assertion{
-		ID:            attr(el, "ID"),
-		Issuer:        text(iss),
-		NameID:        nameID,
-		NameIDFormat:  attr(nameIDEl, "Format"),
-		SessionIndex:  attr(st, "SessionIndex"),
-		Attributes:    map[string][]string{},
-		FriendlyNames: map[string]string{},
-		NotOnOrAfter:  latest,
-		InResponseTo:  requestID,
+		ID:              attr(el, "ID"),
+		Issuer:          text(iss),
+		NameID:          nameID,
+		NameIDFormat:    attr(nameIDEl, "Format"),
+		NameQualifier:   attr(nameIDEl, "NameQualifier"),
+		SPNameQualifier: attr(nameIDEl, "SPNameQualifier"),
+		SPProvidedID:    attr(nameIDEl, "SPProvidedID"),
+		SessionIndex:    attr(st, "SessionIndex"),
+		Attributes:      map[string][]string{},
+		FriendlyNames:   map[string]string{},
+		NotOnOrAfter:    latest,
+		InResponseTo:    requestID,
 	}
 	if ac, _ := onlyChild(st, nsAssertion, "AuthnContext"); ac != nil {
 		if ref, _ := onlyChild(ac, nsAssertion, "AuthnContextClassRef"); ref != nil {

@@ -75,9 +75,10 @@ var oaepDigests = map[string]crypto.Hash{
 // maxEncryptedKeys bounds the RSA decryptions one response can cost.
 const maxEncryptedKeys = 4
 
-// decrypter opens EncryptedAssertions with the SP key.
+// decrypter opens EncryptedAssertions with the SP keys: the current one
+// first, then, during a rotation, the next one.
 type decrypter struct {
-	key      *rsa.PrivateKey
+	keys     []*rsa.PrivateKey
 	allow15  bool
 	maxBytes int64
 }
@@ -125,20 +126,31 @@ func (d *decrypter) decryptAssertion(enc *etree.Element) (*etree.Element, error)
 	}
 	var errs []error
 	for _, ek := range keys {
-		cek, err := d.unwrap(ek, bc.keyLen)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		for _, key := range d.keys {
+			cek, err := d.unwrap(ek, key, bc.keyLen)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			plain, err := decryptBlock(alg, cek, ct)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if int64(len(plain)) > d.maxBytes {
+				return nil, errors.New("the decrypted assertion is too large")
+			}
+			el, err := parseInContext(plain, enc)
+			if err != nil {
+				// With rsa-1_5 the wrong key of a rotation yields a random
+				// content key, not an error (see unwrap), and now and then
+				// a plaintext with valid padding: the other key may still
+				// be the right one.
+				errs = append(errs, err)
+				continue
+			}
+			return el, nil
 		}
-		plain, err := decryptBlock(alg, cek, ct)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if int64(len(plain)) > d.maxBytes {
-			return nil, errors.New("the decrypted assertion is too large")
-		}
-		return parseInContext(plain, enc)
 	}
 	return nil, fmt.Errorf("cannot decrypt the assertion: %w", errors.Join(errs...))
 }
@@ -220,8 +232,8 @@ func keyCandidates(data *etree.Element, siblings []*etree.Element) ([]*etree.Ele
 	return out, nil
 }
 
-// unwrap decrypts the content key that ek transports to our key.
-func (d *decrypter) unwrap(ek *etree.Element, keyLen int) ([]byte, error) {
+// unwrap decrypts the content key that ek transports to key.
+func (d *decrypter) unwrap(ek *etree.Element, key *rsa.PrivateKey, keyLen int) ([]byte, error) {
 	em, err := oneChild(ek, nsXMLEnc, "EncryptionMethod")
 	if err != nil {
 		return nil, err
@@ -258,14 +270,14 @@ func (d *decrypter) unwrap(ek *etree.Element, keyLen int) ([]byte, error) {
 				return nil, errors.New("OAEPparams is not base64")
 			}
 		}
-		key, err := d.key.Decrypt(nil, wrapped, opts)
+		cek, err := key.Decrypt(nil, wrapped, opts)
 		if err != nil {
 			return nil, fmt.Errorf("cannot unwrap the content key: %w", err)
 		}
-		if len(key) != keyLen {
-			return nil, fmt.Errorf("the content key has %d bytes, the cipher takes %d", len(key), keyLen)
+		if len(cek) != keyLen {
+			return nil, fmt.Errorf("the content key has %d bytes, the cipher takes %d", len(cek), keyLen)
 		}
-		return key, nil
+		return cek, nil
 	case ktRSA15:
 		if !d.allow15 {
 			return nil, errors.New("rsa-1_5 key transport is refused: it is open to Bleichenbacher's padding oracle attack; " +
@@ -273,14 +285,14 @@ func (d *decrypter) unwrap(ek *etree.Element, keyLen int) ([]byte, error) {
 		}
 		// A wrong padding yields a random key rather than an error, so that
 		// no timing or message tells the two apart (RFC 3218 section 2.3.2).
-		key := make([]byte, keyLen)
-		if _, err := rand.Read(key); err != nil {
+		cek := make([]byte, keyLen)
+		if _, err := rand.Read(cek); err != nil {
 			return nil, err
 		}
-		if err := rsa.DecryptPKCS1v15SessionKey(nil, d.key, wrapped, key); err != nil {
+		if err := rsa.DecryptPKCS1v15SessionKey(nil, key, wrapped, cek); err != nil {
 			return nil, fmt.Errorf("cannot unwrap the content key: %w", err)
 		}
-		return key, nil
+		return cek, nil
 	default:
 		return nil, fmt.Errorf("key transport %.100q is not supported", alg)
 	}

@@ -160,6 +160,9 @@ func (c *metadataCache) run(ctx context.Context) {
 		}
 		c.nextAt.Store(c.sp.env.Now().Add(wait).UnixNano())
 		c.attemptDone()
+		// At start-up and after every refresh, failed or not: the IdP's
+		// certificates are those of the copy we hold.
+		c.sp.checkExpiry()
 		timer := time.NewTimer(wait)
 	waiting:
 		for {

@@ -391,11 +391,16 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// spCertificate reports the service provider's own key pair. Problems with
-// it are already among the configuration's; this only adds what a valid
-// pair tells: whom it names and when it expires.
+// spCertificate reports the service provider's own key pairs. Problems
+// with them are already among the configuration's; this only adds what a
+// valid pair tells: whom it names, when it expires, and, during a key
+// rotation, which pair does what.
 func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 	cert, _, err := cfg.Additional.KeyPair()
+	if err != nil {
+		return
+	}
+	next, _, err := cfg.Additional.NextKeyPair()
 	if err != nil {
 		return
 	}
@@ -407,10 +412,24 @@ func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 		s.add("SP key pair", "none: requests are not signed, encrypted assertions are refused")
 		return
 	}
-	s.add("SP key pair", "requests are signed (RSA-SHA256), encrypted assertions are decrypted")
-	s.add("SP certificate", describeCert(cert, r.now))
+	if next == nil || next.Equal(cert) {
+		s.add("SP key pair", "requests are signed (RSA-SHA256), encrypted assertions are decrypted")
+		s.add("SP certificate", describeCert(cert, r.now))
+	} else {
+		s.add("SP key pair", "rotation under way: requests are signed with certificate (RSA-SHA256), "+
+			"assertions encrypted to either certificate are decrypted, the metadata publishes both")
+		s.add("SP certificate", describeCert(cert, r.now)+"; signs requests, decrypts assertions")
+		s.add("SP certificate_new", describeCert(next, r.now)+"; decrypts assertions, signs nothing until it becomes certificate")
+		if msg := expiryProblem(next, r.now); msg != "" {
+			r.warn("saml: the next SP certificate (saml_additional_settings.certificate_new) %s", msg)
+		}
+	}
 	if msg := expiryProblem(cert, r.now); msg != "" {
-		r.warn("saml: the SP certificate (saml_additional_settings.certificate) %s; make a new pair with extauth keygen and give the IdP the new metadata", msg)
+		advice := "make the next pair with extauth keygen -next and rotate to it (docs/saml.md, \"Rotating the SP key pair\")"
+		if next != nil && !next.Equal(cert) {
+			advice = "finish the rotation to certificate_new once the IdP uses it"
+		}
+		r.warn("saml: the SP certificate (saml_additional_settings.certificate) %s; %s", msg, advice)
 	}
 }
 

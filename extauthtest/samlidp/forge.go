@@ -75,7 +75,8 @@ func (p *IdP) DefaultSpecAt(spEntityID, acs, requestID string, now time.Time) Sp
 			Version:      "2.0",
 			Issuer:       saml.Issuer{Format: "urn:oasis:names:tc:SAML:2.0:nameid-format:entity", Value: p.EntityID()},
 			Subject: &saml.Subject{
-				NameID: &saml.NameID{Format: u.NameIDFormat, Value: u.NameID},
+				NameID: &saml.NameID{Format: u.NameIDFormat, Value: u.NameID, NameQualifier: u.NameQualifier,
+					SPNameQualifier: u.SPNameQualifier, SPProvidedID: u.SPProvidedID},
 				SubjectConfirmations: []saml.SubjectConfirmation{{
 					Method: "urn:oasis:names:tc:SAML:2.0:cm:bearer",
 					SubjectConfirmationData: &saml.SubjectConfirmationData{
@@ -138,6 +139,7 @@ func (p *IdP) ForgeElement(s Spec) (*etree.Element, error) {
 	if !s.NoAssertion && s.Assertion != nil {
 		aEl = s.Assertion.Element()
 		el.AddChild(aEl)
+		p.recordIssued(s.Assertion)
 	}
 	restyle(el, s.Namespaces, 0, map[string]string{})
 	// Signatures are made where their element stands, innermost first.

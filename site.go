@@ -90,7 +90,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 		}
 		st.strategies[slug] = s
 		st.order = append(st.order, slug)
-		st.tel.Provider(slug).Watch(s)
+		watch(st.tel.Provider(slug), s)
 	}
 	for _, p := range cfg.Providers() {
 		slug := a.slug(string(p))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/extauth/extauth/internal/telemetry"
+	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // newTelemetry makes the instruments of o's MeterProvider and
@@ -76,4 +78,20 @@ func buildOutcome(err error) int {
 	default:
 		return telemetry.BuildFailure
 	}
+}
+
+// watch names s as the strategy behind p, for the asynchronous
+// instruments, with the certificates of a SAML SP.
+func watch(p *telemetry.Provider, s providers.Strategy) {
+	var certs func() []telemetry.Certificate
+	if sp, ok := s.(interface{ CertificateExpiries() []samlsp.CertExpiry }); ok {
+		certs = func() []telemetry.Certificate {
+			var out []telemetry.Certificate
+			for _, c := range sp.CertificateExpiries() {
+				out = append(out, telemetry.Certificate{Role: c.Kind, SHA256: c.SHA256, NotAfter: c.NotAfter})
+			}
+			return out
+		}
+	}
+	p.Watch(s, certs)
 }

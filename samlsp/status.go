@@ -1,9 +1,6 @@
 package samlsp
 
-import (
-	"crypto/x509"
-	"time"
-)
+import "time"
 
 // MetadataStatus reports on the IdP metadata, for monitoring (extauth's
 // metrics read it): when the copy in use was fetched (zero while there is
@@ -21,17 +18,4 @@ func unixNano(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
-}
-
-// Certificates returns the certificates the SP relies on, for monitoring
-// their expiry (extauth's metrics read it): its own (saml_additional_settings'
-// certificate) and the IdP's signing certificates in the metadata in use.
-func (sp *SP) Certificates() (own, idp []*x509.Certificate) {
-	if sp.cert != nil {
-		own = append(own, sp.cert)
-	}
-	if md := sp.md.current(); md != nil {
-		idp = md.certs
-	}
-	return own, idp
 }

@@ -1,9 +1,6 @@
 package telemetry
 
 import (
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -11,7 +8,7 @@ import (
 
 // What the asynchronous instruments read from a strategy, when it has it:
 // the SAML SP (samlsp.SP) and the OpenID Connect strategy
-// (providers.OIDC).
+// (providers.OIDC). Certificates come through Watch.
 type (
 	// metadataStatus: a SAML SP's IdP metadata.
 	metadataStatus interface {
@@ -21,12 +18,15 @@ type (
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
 	}
-	// certificateHolder: the certificates a SAML SP relies on, its own
-	// and its IdP's signing ones.
-	certificateHolder interface {
-		Certificates() (own, idp []*x509.Certificate)
-	}
 )
+
+// Certificate is one certificate a strategy relies on, for the expiry
+// gauge: a SAML SP's own (Role "sp") or its IdP's signing one ("idp").
+type Certificate struct {
+	Role     string
+	SHA256   string // hex fingerprint
+	NotAfter time.Time
+}
 
 // observe reports the provider's documents and certificates at now.
 func (p *Provider) observe(o metric.Observer, now time.Time) {
@@ -53,17 +53,11 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 			o.ObserveFloat64(t.docFailure, float64(failed.UnixMilli())/1e3, attrs)
 		}
 	}
-	if h, ok := p.strategy.(certificateHolder); ok {
-		own, idp := h.Certificates()
-		for _, group := range []struct {
-			role  string
-			certs []*x509.Certificate
-		}{{"sp", own}, {"idp", idp}} {
-			for _, c := range group.certs {
-				sum := sha256.Sum256(c.Raw)
-				o.ObserveFloat64(t.certExpiry, c.NotAfter.Sub(now).Seconds(), metric.WithAttributes(
-					append(p.base[:len(p.base):len(p.base)], KeyRole.String(group.role), KeySHA256.String(hex.EncodeToString(sum[:])))...))
-			}
-		}
+	if p.certificates == nil {
+		return
+	}
+	for _, c := range p.certificates() {
+		o.ObserveFloat64(t.certExpiry, c.NotAfter.Sub(now).Seconds(), metric.WithAttributes(
+			append(p.base[:len(p.base):len(p.base)], KeyRole.String(c.Role), KeySHA256.String(c.SHA256))...))
 	}
 }

@@ -59,9 +59,11 @@ type Provider struct {
 	tenant   string
 	base     []attribute.KeyValue
 	spanOpts []trace.SpanStartOption
-	// strategy is what the asynchronous instruments read (documents,
-	// certificates); set by Watch while the site is built.
-	strategy any
+	// strategy and certificates are what the asynchronous instruments
+	// read (documents, certificates); set by Watch while the site is
+	// built.
+	strategy     any
+	certificates func() []Certificate
 
 	signIn   [numSignInSlots]atomic.Pointer[optSet]
 	store    [numStoreResults]atomic.Pointer[optSet]
@@ -75,9 +77,12 @@ func (t *T) newProvider(name, tenant string) *Provider {
 }
 
 // Watch names the strategy serving the provider, for the asynchronous
-// instruments: SAML metadata and OpenID Connect discovery (their age,
-// next refresh and last failure), and certificates (their expiry).
-func (p *Provider) Watch(strategy any) { p.strategy = strategy }
+// instruments: its SAML metadata or OpenID Connect discovery (their age,
+// next refresh and last failure), and certificates, when not nil, lists
+// the certificates whose expiry it reports.
+func (p *Provider) Watch(strategy any, certificates func() []Certificate) {
+	p.strategy, p.certificates = strategy, certificates
+}
 
 // Slots of Provider.signIn: started, the two outcomes, then one per code
 // and CodeOther.

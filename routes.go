@@ -544,7 +544,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
 		return nil, errors.New("state does not match the transaction")
 	}
-	fresh, err := m.tel.Consume(r.Context(), m.store, txKey(tx), tx.Expires)
+	fresh, err := m.tel.Consume(r.Context(), &m.store, txKey(tx), tx.Expires)
 	if err != nil {
 		return nil, &Error{Code: CodeProviderUnavailable, Provider: m.name,
 			Message: "sign-in is unavailable; please try again shortly",

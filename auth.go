@@ -440,12 +440,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			Options:      o.SearchOAuth2,
 		}, env)
 	case OIDC:
-		return providers.NewOIDC(providers.OIDCConfig{
-			ClientID:     cfg.OIDC.ClientID,
-			ClientSecret: cfg.OIDC.ClientSecret.Value(),
-			Issuer:       cfg.OIDC.Issuer,
-			Options:      o.OIDC,
-		}, env)
+		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML
 		custom := make([]samlsp.Param, len(c.Additional.Custom))
@@ -463,6 +458,9 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			CertificateNewPEM:    c.Additional.CertificateNew,
 			PrivateKeyNewPEM:     c.Additional.PrivateKeyNew.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
+			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
+			AllowSHA1:            c.Additional.Security.AllowSHA1,
+			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
 			Custom:               custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

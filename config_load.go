@@ -678,6 +678,10 @@ func (l *loader) apply(cfg *Config, fs []field, settings []entry) (read []string
 			cfg.SAML.Additional = l.additional(e.val)
 			read = append(read, e.key)
 			continue
+		case e.key == keyOIDCAdditional:
+			cfg.OIDC.Additional = l.oidcAdditional(e.val)
+			read = append(read, e.key)
+			continue
 		}
 		i, ok := settingIndex[e.key]
 		if !ok {
@@ -789,31 +793,31 @@ func (l *loader) scalar(p Provider, key string, n *yaml.Node) (string, bool) {
 
 const keyAdditional = "saml_additional_settings"
 
-// mapping returns the entries of a nested mapping setting. Null, and a
-// string that is empty once its variables are substituted, read as an empty
-// mapping.
-func (l *loader) mapping(key string, n *yaml.Node) []entry {
+// mapping returns the entries of a nested mapping setting of provider p.
+// Null, and a string that is empty once its variables are substituted,
+// read as an empty mapping.
+func (l *loader) mapping(p Provider, key string, n *yaml.Node) []entry {
 	n, err := deref(n)
 	if err != nil {
-		l.problem(SAML, key, "is an alias that does not resolve", ErrInvalidSetting)
+		l.problem(p, key, "is an alias that does not resolve", ErrInvalidSetting)
 		return nil
 	}
 	if isNull(n) {
 		return nil
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		v, ok := l.expand(SAML, key, n.Value)
+		v, ok := l.expand(p, key, n.Value)
 		if !ok || v == "" {
 			return nil
 		}
 	}
 	if n.Kind != yaml.MappingNode {
-		l.problem(SAML, key, "must be a mapping", ErrInvalidSetting)
+		l.problem(p, key, "must be a mapping", ErrInvalidSetting)
 		return nil
 	}
 	entries, dups, err := l.entries(n, 0, false)
 	if err != nil {
-		l.problem(SAML, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
+		l.problem(p, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
 		return nil
 	}
 	l.duplicates(dups, key+".")
@@ -823,7 +827,7 @@ func (l *loader) mapping(key string, n *yaml.Node) []entry {
 // additional reads saml_additional_settings.
 func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 	var s SAMLAdditionalSettings
-	entries := l.mapping(keyAdditional, n)
+	entries := l.mapping(SAML, keyAdditional, n)
 	for _, e := range entries {
 		key := keyAdditional + "." + e.key
 		switch e.key {
@@ -868,17 +872,24 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	const key = keyAdditional + ".security"
 	var s SAMLSecurity
-	entries := l.mapping(key, n)
+	entries := l.mapping(SAML, key, n)
+	fields := map[string]*bool{
+		"logout_requests_signed": &s.LogoutRequestsSigned,
+		"refuse_cbc_encryption":  &s.RefuseCBCEncryption,
+		"allow_sha1":             &s.AllowSHA1,
+		"name_id_encrypted":      &s.NameIDEncrypted,
+	}
 	for _, e := range entries {
-		if e.key != "logout_requests_signed" {
+		f, ok := fields[e.key]
+		if !ok {
 			hint := ""
-			if near := suggest(e.key, []string{"logout_requests_signed"}, nil); near != "" {
-				hint = "; did you mean logout_requests_signed?"
+			if near := suggest(e.key, []string{"logout_requests_signed", "refuse_cbc_encryption", "allow_sha1", "name_id_encrypted"}, nil); near != "" {
+				hint = "; did you mean " + near + "?"
 			}
 			l.warn(fmt.Sprintf("%s.%s is not supported and is ignored%s", key, e.key, hint))
 			continue
 		}
-		s.LogoutRequestsSigned = l.boolean(key+"."+e.key, e.val)
+		*f = l.boolean(SAML, key+"."+e.key, e.val)
 	}
 	return s
 }
@@ -934,8 +945,8 @@ var (
 	maxDuration = 100 * 366 * 24 * time.Hour
 )
 
-func (l *loader) boolean(key string, n *yaml.Node) bool {
-	v, ok := l.scalar(SAML, key, n)
+func (l *loader) boolean(p Provider, key string, n *yaml.Node) bool {
+	v, ok := l.scalar(p, key, n)
 	if !ok {
 		return false
 	}
@@ -945,6 +956,6 @@ func (l *loader) boolean(key string, n *yaml.Node) bool {
 	case "false", "":
 		return false
 	}
-	l.problem(SAML, key, "must be true or false", ErrInvalidSetting)
+	l.problem(p, key, "must be true or false", ErrInvalidSetting)
 	return false
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -198,7 +199,7 @@ func (c *Config) problems(base *Config) []Problem {
 		if base != nil && c.sameProvider(base, p) {
 			continue
 		}
-		used := p == SAML && !c.SAML.Additional.isZero()
+		used := p == SAML && !c.SAML.Additional.isZero() || p == OIDC && !c.OIDC.Additional.isZero()
 		for _, f := range fs {
 			used = used || (f.provider == p && f.get() != "")
 		}
@@ -208,7 +209,7 @@ func (c *Config) problems(base *Config) []Problem {
 			}
 			v := f.get()
 			switch {
-			case v == "" && f.required && used:
+			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
@@ -219,6 +220,9 @@ func (c *Config) problems(base *Config) []Problem {
 	}
 	if base == nil || !c.sameProvider(base, SAML) {
 		ps = append(ps, c.SAML.Additional.problems()...)
+	}
+	if base == nil || !c.sameProvider(base, OIDC) {
+		ps = append(ps, c.OIDC.additionalProblems()...)
 	}
 	return ps
 }
@@ -257,7 +261,7 @@ func (c *Config) configured(p Provider) bool {
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
-		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
+		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {

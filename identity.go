@@ -76,6 +76,9 @@ type SAMLInfo struct {
 	NameQualifier   string `json:"name_qualifier,omitempty"`
 	SPNameQualifier string `json:"sp_name_qualifier,omitempty"`
 	SPProvidedID    string `json:"sp_provided_id,omitempty"`
+	// NameIDEncrypted is true when the IdP sent the NameID as an
+	// EncryptedID: single logout then sends it back encrypted too.
+	NameIDEncrypted bool   `json:"name_id_encrypted,omitempty"`
 	SessionIndex    string `json:"session_index,omitempty"`
 	// Attributes maps each attribute Name (a URI or OID as the IdP sends
 	// it) to its values, in document order.

@@ -64,6 +64,9 @@ type LogoutSession struct {
 	NameQualifier   string
 	SPNameQualifier string
 	SPProvidedID    string
+	// NameIDEncrypted (Identity.SAML's) makes the LogoutRequest carry the
+	// NameID as an EncryptedID, as the IdP sent it.
+	NameIDEncrypted bool
 	SessionIndex    string
 }
 
@@ -74,6 +77,7 @@ func (id *Identity) LogoutSession() LogoutSession {
 	if id.SAML != nil {
 		s.NameID, s.NameIDFormat, s.SessionIndex = id.SAML.NameID, id.SAML.NameIDFormat, id.SAML.SessionIndex
 		s.NameQualifier, s.SPNameQualifier, s.SPProvidedID = id.SAML.NameQualifier, id.SAML.SPNameQualifier, id.SAML.SPProvidedID
+		s.NameIDEncrypted = id.SAML.NameIDEncrypted
 	}
 	return s
 }
@@ -539,7 +543,7 @@ func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
 // samlLogoutSession is the SAML part of s, the NameID whole.
 func samlLogoutSession(s LogoutSession) samlsp.LogoutSession {
 	return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
-		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, SessionIndex: s.SessionIndex}
+		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, NameIDEncrypted: s.NameIDEncrypted, SessionIndex: s.SessionIndex}
 }
 
 func logoutReturnTo(lo LogoutOptions) string {

@@ -49,7 +49,7 @@ type Route struct {
 	Provider Provider
 	// Purpose is "authorize" or "callback"; SAML adds "metadata" and
 	// "logout", OpenID Connect "logout", "post_logout",
-	// "backchannel_logout" and "frontchannel_logout".
+	// "backchannel_logout" and "frontchannel_logout", and oidc "jwks".
 	Purpose string
 	// Path is the route's path; each also answers with a ".json" suffix.
 	Path    string
@@ -146,7 +146,9 @@ func builtinExtraRoutes(p Provider) []string {
 	switch p {
 	case SAML:
 		return []string{"metadata", "logout"}
-	case OIDC, SearchOAuth2:
+	case OIDC:
+		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel, providers.PurposeJWKS}
+	case SearchOAuth2:
 		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel}
 	}
 	return []string{purposeLogout}

@@ -429,7 +429,7 @@ func (a *sspApp) configure(keys, next *pair, signLogout bool) {
 		}
 		s := id.LogoutSession()
 		return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
-			SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, SessionIndex: s.SessionIndex}, true
+			SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, NameIDEncrypted: s.NameIDEncrypted, SessionIndex: s.SessionIndex}, true
 	}
 	opts.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
 		a.mu.Lock()

@@ -52,6 +52,7 @@ type SAMLInfo struct {
 	NameQualifier   string              `json:"name_qualifier,omitempty"`
 	SPNameQualifier string              `json:"sp_name_qualifier,omitempty"`
 	SPProvidedID    string              `json:"sp_provided_id,omitempty"`
+	NameIDEncrypted bool                `json:"name_id_encrypted,omitempty"`
 	SessionIndex    string              `json:"session_index,omitempty"`
 	Attributes      map[string][]string `json:"attributes,omitempty"`
 }

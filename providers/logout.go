@@ -39,6 +39,7 @@ type LogoutSession struct {
 	NameQualifier   string
 	SPNameQualifier string
 	SPProvidedID    string
+	NameIDEncrypted bool
 	SessionIndex    string
 }
 
@@ -104,4 +105,19 @@ type Refresher interface {
 	// refused before any request. subject is the user the tokens belong
 	// to (Identity.UID): a renewed ID token must name it.
 	TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error)
+}
+
+// ErrNoRevocation is wrapped by the error of revoking a token at a
+// provider that names no revocation endpoint.
+var ErrNoRevocation = errors.New("the provider offers no revocation endpoint")
+
+// Revoker is implemented by strategies whose provider revokes tokens
+// (RFC 7009).
+type Revoker interface {
+	// RevokeTokens revokes t's refresh token, then its access token,
+	// authenticating the client as at the token endpoint. t.Issuer must be
+	// the strategy's own: tokens of another provider are refused before
+	// any request. Without a revocation endpoint the error wraps
+	// ErrNoRevocation.
+	RevokeTokens(ctx context.Context, t Tokens) error
 }

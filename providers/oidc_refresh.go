@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"golang.org/x/oauth2"
 )
@@ -25,7 +26,7 @@ func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth
 	// sign-in's ID token, when kept, must agree with.
 	sub := subject
 	if t.IDToken != "" {
-		idSub := unverifiedClaim(t.IDToken, "sub")
+		idSub := unverifiedClaim(s.signedIDToken(t.IDToken), "sub")
 		switch {
 		case idSub == "":
 			return nil, NewError(CodeMisconfigured, "the sign-in's ID token is not readable", errors.New("refresh: the ID token in Tokens names no subject"))
@@ -40,13 +41,15 @@ func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth
 		return nil, NewError(CodeMisconfigured, "the tokens cannot be renewed without their user",
 			errors.New("refresh: the identity names no user (Identity.UID) and Tokens holds no ID token"))
 	}
-	r := &refresher{ctx: ctx, client: s.client, refreshToken: t.RefreshToken,
-		conf: func(ctx context.Context) (*oauth2.Config, error) {
+	r := &refresher{ctx: ctx, refreshToken: t.RefreshToken,
+		conf: func(ctx context.Context) (*oauth2.Config, *http.Client, error) {
 			d, err := s.provider(ctx)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return &d.oauth, nil
+			// The token endpoint's client adds a fresh client assertion
+			// to each renewal when the client authenticates with one.
+			return &d.oauth, d.tokenClient, nil
 		},
 		check: func(ctx context.Context, tok *oauth2.Token) error {
 			raw, _ := tok.Extra("id_token").(string)

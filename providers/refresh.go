@@ -31,13 +31,13 @@ func issuedBy(t Tokens, issuer string) error {
 		fmt.Errorf("refresh: the tokens were issued by %.200q, not by this provider (%s)", t.Issuer, issuer))
 }
 
-// refresher renews tokens at a token endpoint through the bounded client;
-// check, when set, vets each renewed token (an OpenID Connect ID token in
-// it). oauth2.ReuseTokenSource serialises its calls.
+// refresher renews tokens at a token endpoint through the bounded client
+// conf returns with the endpoint; check, when set, vets each renewed token
+// (an OpenID Connect ID token in it). oauth2.ReuseTokenSource serialises
+// its calls.
 type refresher struct {
 	ctx          context.Context
-	client       *http.Client
-	conf         func(context.Context) (*oauth2.Config, error)
+	conf         func(context.Context) (*oauth2.Config, *http.Client, error)
 	refreshToken string
 	check        func(context.Context, *oauth2.Token) error
 }
@@ -49,11 +49,11 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 		return nil, NewError(CodeInvalidState, "the tokens cannot be renewed: sign in again",
 			fmt.Errorf("access token expired and %w", ErrNoRefresh))
 	}
-	conf, err := r.conf(r.ctx)
+	conf, client, err := r.conf(r.ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.WithValue(telemetry.WithEndpoint(r.ctx, telemetry.EndpointToken), oauth2.HTTPClient, r.client)
+	ctx := context.WithValue(telemetry.WithEndpoint(r.ctx, telemetry.EndpointToken), oauth2.HTTPClient, client)
 	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refreshToken}).Token()
 	if err != nil {
 		return nil, tokenErrorRefusing(err, "the provider refused the refresh token: sign in again")
@@ -79,8 +79,8 @@ func (b *BlogOAuth2) TokenSource(ctx context.Context, t Tokens, _ string) (oauth
 		return nil, err
 	}
 	conf := b.conf
-	r := &refresher{ctx: ctx, client: b.client, refreshToken: t.RefreshToken,
-		conf: func(context.Context) (*oauth2.Config, error) { return &conf, nil }}
+	r := &refresher{ctx: ctx, refreshToken: t.RefreshToken,
+		conf: func(context.Context) (*oauth2.Config, *http.Client, error) { return &conf, b.client, nil }}
 	return oauth2.ReuseTokenSource(oauthToken(t), r), nil
 }
 

@@ -90,6 +90,7 @@ func (sp *SP) identity(a *Assertion) *providers.Identity {
 			NameQualifier:   a.NameQualifier,
 			SPNameQualifier: a.SPNameQualifier,
 			SPProvidedID:    a.SPProvidedID,
+			NameIDEncrypted: a.NameIDEncrypted,
 			SessionIndex:    a.SessionIndex,
 			Attributes:      a.Attributes,
 		},

@@ -5,12 +5,12 @@
 // (never its samlsp middleware, which follows RelayState as an open redirect
 // and signs with SHA-1), and verifies what it receives itself, in one pass:
 // one bounded parse, each signature verified once by goxmldsig under one
-// algorithm policy (SHA-256 and stronger unless Options.AllowSHA1), an
-// encrypted assertion decrypted once by its own XML Encryption code, and
-// every check read from the verified tree: an audience that must be present,
-// a bearer SubjectConfirmation that must be present and checked, one
-// assertion only, signatures only where they belong, a replay store, bounded
-// inputs, and panics turned into errors.
+// algorithm policy (SHA-256 and stronger unless Options.AllowSHA1 or
+// security.allow_sha1), an encrypted assertion decrypted once by its own XML
+// Encryption code, and every check read from the verified tree: an audience
+// that must be present, a bearer SubjectConfirmation that must be present
+// and checked, one assertion only, signatures only where they belong, a
+// replay store, bounded inputs, and panics turned into errors.
 //
 // Every time check runs against Env.Now with Options.ClockSkew; nothing is
 // read from or written to crewjam's package-level clock and tolerances.
@@ -120,6 +120,20 @@ type Config struct {
 	// refused, so that whoever can alter it on its way cannot choose the
 	// keys we trust.
 	IdPMetadataCertificatePEM string
+	// RefuseCBCEncryption (saml_additional_settings.security.
+	// refuse_cbc_encryption) refuses encrypted assertions and NameIDs whose
+	// block cipher is CBC (AES-CBC, 3DES), and leaves CBC out of the SP
+	// metadata: for an IdP that encrypts with AES-GCM, it removes what is
+	// left of the CBC decryption oracle (docs/security.md).
+	RefuseCBCEncryption bool
+	// AllowSHA1 (saml_additional_settings.security.allow_sha1) is
+	// Options.AllowSHA1 set from the secrets file: either one accepts SHA-1.
+	AllowSHA1 bool
+	// NameIDEncrypted (saml_additional_settings.security.name_id_encrypted)
+	// sends the NameID of every LogoutRequest as an EncryptedID, to the
+	// IdP's encryption certificate; without it, only the NameIDs the IdP
+	// itself sent encrypted go back encrypted (LogoutSession.NameIDEncrypted).
+	NameIDEncrypted bool
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
@@ -153,6 +167,12 @@ type Options struct {
 	AllowIDPInitiated bool
 	// MaxResponseBytes bounds the decoded SAMLResponse (default 512 KiB).
 	MaxResponseBytes int64
+	// MaxDecryptedBytes bounds the plaintext of an encrypted assertion, and
+	// with it the ciphertext accepted, checked before any decryption
+	// (default 128 KiB, and never more than MaxResponseBytes). It is what a
+	// forged ciphertext can make the SP decrypt and parse: raise it only for
+	// an IdP whose assertions are larger.
+	MaxDecryptedBytes int64
 	// MetadataRefresh is the refresh period when the metadata names no
 	// cacheDuration or validUntil (default 24 h).
 	MetadataRefresh time.Duration
@@ -276,6 +296,9 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if opts.MaxDecryptedBytes <= 0 {
+		opts.MaxDecryptedBytes = DefaultMaxDecryptedBytes
+	}
 	if opts.MetadataRefresh <= 0 {
 		opts.MetadataRefresh = DefaultMetadataRefresh
 	}
@@ -283,7 +306,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		opts.MetadataRetry = 5 * time.Second
 	}
 
-	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1}}
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
 	if sp.log == nil {
 		sp.log = slog.New(slog.DiscardHandler)
 	}
@@ -375,12 +398,19 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			sp.decKeys = append(sp.decKeys, k)
 		}
 	}
-	if opts.AllowSHA1 {
-		sp.log.Warn("saml: SHA-1 signatures and digests are accepted (Options.AllowSHA1): " +
-			"a SHA-1 signature no longer proves what the IdP signed; move the IdP to RSA-SHA256")
+	if sp.policy.allowSHA1 {
+		var by []string
+		if opts.AllowSHA1 {
+			by = append(by, "extauth.Options.SAML.AllowSHA1")
+		}
+		if cfg.AllowSHA1 {
+			by = append(by, "saml_additional_settings.security.allow_sha1")
+		}
+		sp.log.Warn("saml: SHA-1 signatures and digests are accepted ("+strings.Join(by, " and ")+"): "+
+			"a SHA-1 signature no longer proves what the IdP signed; move the IdP to RSA-SHA256", "setting", strings.Join(by, ", "))
 	}
 	if opts.AllowRSA15KeyTransport {
-		sp.log.Warn("saml: rsa-1_5 key transport is accepted (Options.AllowRSA15KeyTransport): " +
+		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
 	sp.md = newMetadataCache(sp)

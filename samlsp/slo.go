@@ -33,6 +33,10 @@ type LogoutSession struct {
 	NameQualifier   string
 	SPNameQualifier string
 	SPProvidedID    string
+	// NameIDEncrypted is true when the IdP sent the NameID as an
+	// EncryptedID: LogoutURL then encrypts it to the IdP (see
+	// Config.NameIDEncrypted).
+	NameIDEncrypted bool
 	SessionIndex    string
 }
 
@@ -108,6 +112,9 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	}
 	el.InsertChildAt(old.Index(), s.nameIDElement())
 	el.RemoveChild(old)
+	if err := sp.encryptLogoutNameID(el, md, s); err != nil {
+		return "", err
+	}
 	return sp.redirectURL(md.sloRedirect, "SAMLRequest", el, "", sp.cfg.LogoutRequestsSigned)
 }
 
@@ -510,12 +517,14 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 		if err := sp.checkCommon(msg.root, md); err != nil {
 			return invalid("the logout request was rejected", err)
 		}
-		nameID, err := oneChild(msg.root, nsAssertion, "NameID")
+		// The message's signature is verified: an EncryptedID in it is
+		// the IdP's, and is decrypted as in an assertion.
+		nameID, encrypted, err := sp.nameIDOf(msg.root)
 		if err != nil || text(nameID) == "" {
 			return invalid("the logout request names no subject", err)
 		}
 		sess = LogoutSession{NameID: text(nameID), NameIDFormat: attr(nameID, "Format"), NameQualifier: attr(nameID, "NameQualifier"),
-			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID")}
+			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID"), NameIDEncrypted: encrypted}
 		// Several SessionIndex elements name several sessions of one
 		// subject; the hook ends the subject's sessions, so the first will do.
 		if si := children(msg.root, nsProtocol, "SessionIndex"); len(si) > 0 {
@@ -666,8 +675,11 @@ func (sp *SP) keyDescriptors() []saml.KeyDescriptor {
 // encryptionMethods are the algorithms we decrypt, as the SP metadata
 // advertises them (SAML Metadata 2.4.1.1), authenticated encryption first.
 func (sp *SP) encryptionMethods() []saml.EncryptionMethod {
-	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM, encAES256CBC, encAES192CBC, encAES128CBC,
-		encTripleDESCBC, ktRSAOAEP, ktRSAOAEPMGF1P}
+	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM}
+	if !sp.cfg.RefuseCBCEncryption {
+		algs = append(algs, encAES256CBC, encAES192CBC, encAES128CBC, encTripleDESCBC)
+	}
+	algs = append(algs, ktRSAOAEP, ktRSAOAEPMGF1P)
 	if sp.opts.AllowRSA15KeyTransport {
 		algs = append(algs, ktRSA15)
 	}

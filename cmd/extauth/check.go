@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -41,10 +42,11 @@ the application's rules (its signature checked with idp_metadata_certificate
 when that is set) and reports the IdP's entity ID, single sign-on URLs and
 signing certificates, and warns when the IdP shows that it uses SHA-1 (the
 metadata's own signature, or alg:SigningMethod/DigestMethod lists), which
-the application refuses unless Options.SAML.AllowSHA1; for OpenID
-Connect it fetches <oidc_issuer>/.well-known/openid-configuration, checks that
-it names the configured issuer exactly, and reports the endpoints and the ID
-token signing algorithms. Certificates (the IdP's and the service provider's
+the application refuses unless Options.SAML.AllowSHA1 or
+saml_additional_settings.security.allow_sha1; for OpenID Connect it fetches
+<oidc_issuer>/.well-known/openid-configuration, checks that it names the
+configured issuer exactly, and reports the endpoints and the ID token signing
+algorithms. Certificates (the IdP's and the service provider's
 own) that expire within 30 days are warned about.
 
 With -base-url it also builds each provider as the application would, which
@@ -247,8 +249,14 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 			ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
 		}
 		if slices.Contains(usable, extauth.OIDC) {
-			issuer := t.cfg.OIDC.Issuer
-			ck.probe(r, "oidc "+issuer, func(pr *prober) { pr.oidc(ctx, issuer) })
+			c := t.cfg.OIDC
+			// Tenants that share an issuer and a registration share one
+			// probe; the key tells registrations apart by the key too.
+			a := c.Additional
+			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value()))
+			a.PrivateKey, a.PrivateKeyNew = extauth.Secret{}, extauth.Secret{}
+			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
+			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
 		}
 	}
 	return r

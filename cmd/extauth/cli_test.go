@@ -122,9 +122,9 @@ func TestRoutes(t *testing.T) {
 	}
 	// Two routes per provider, SAML's metadata and logout, four logout
 	// routes each for oidc and search_oauth2, a (local) sign-out route each
-	// for the other three.
-	if len(doc.Routes) != 25 || len(doc.Register) != 6 {
-		t.Errorf("%d routes, %d registrations; want 25 and 6", len(doc.Routes), len(doc.Register))
+	// for the other three, and oidc's JWKS.
+	if len(doc.Routes) != 26 || len(doc.Register) != 6 {
+		t.Errorf("%d routes, %d registrations; want 26 and 6", len(doc.Routes), len(doc.Register))
 	}
 	for _, reg := range doc.Register {
 		if want := "https://app.example.org/users/auth/" + reg.Provider + "/callback"; reg.CallbackURL != want {

@@ -38,7 +38,7 @@ const (
 )
 
 func (c *cli) keygen(_ context.Context, args []string) int {
-	f := c.newFlags("keygen", "-name APP [-next] [-bits 2048] [-days 3650] [-out DIR [-force]]",
+	f := c.newFlags("keygen", "-name APP [-next] [-bits 2048] [-days 3650] [-out DIR [-force]] | -oidc [-ec | -bits 2048] [-out DIR [-force]]",
 		`Generates the SAML service-provider key pair as the specification guides:
 an RSA private key and a self-signed X.509 certificate made from it, with the
 subject common name APP, for signing authentication requests and decrypting
@@ -56,6 +56,12 @@ SP metadata publishes both certificates and assertions encrypted to either
 key are decrypted; once the IdP uses the new certificate, make it
 certificate and private_key and remove the _new entries (docs/saml.md,
 "Rotating the SP key pair").
+
+-oidc generates an OpenID Connect client key instead, for
+oidc_additional_settings.private_key (private_key_jwt, request objects,
+encrypted ID tokens): RSA of -bits bits, or with -ec an EC P-256 key. No
+certificate: its public half is served at /users/auth/oidc/jwks. With -out
+it writes DIR/oidc.key (mode 0600).
 `)
 	name := f.String("name", "", "the application's name, the certificate's subject common name (required)")
 	bits := f.Int("bits", defaultBits, fmt.Sprintf("RSA key size in bits, %d to %d", minKeyBits, maxKeyBits))
@@ -63,8 +69,14 @@ certificate and private_key and remove the _new entries (docs/saml.md,
 	out := f.String("out", "", "write sp.key and sp.crt into this directory instead of printing YAML")
 	force := f.Bool("force", false, "with -out, replace existing files")
 	next := f.Bool("next", false, "make the next pair of a key rotation: certificate_new and private_key_new, sp-new.key and sp-new.crt")
+	oidcKey := f.Bool("oidc", false, "generate an OpenID Connect client key (oidc_additional_settings.private_key) instead")
+	ec := f.Bool("ec", false, "with -oidc, an EC P-256 key instead of RSA")
 	if done, code := f.parse(args); done {
 		return code
+	}
+	if *oidcKey || *ec {
+		return c.keygenOIDC(f, oidcKeyOptions{oidc: *oidcKey, ec: *ec, bits: *bits, out: *out, force: *force,
+			name: *name, given: given(f)})
 	}
 	switch {
 	case strings.TrimSpace(*name) == "":

@@ -7,8 +7,15 @@
 // with a demo user stands in for a real sign-in; AutoApprove skips it.
 //
 // Knobs make it misbehave for the bad-case tests (a user who refuses, a
-// signature no SP can verify, an assertion an SP must refuse), and Forge
-// (forge.go) builds hand-made responses for the tamper tests.
+// signature no SP can verify, an assertion an SP must refuse) and encrypt
+// as a test chooses (Encryption: the block cipher and key transport;
+// EncryptTo: the SP certificate; EncryptNameID: an EncryptedID Subject;
+// UnsignedResponse), and Forge (forge.go) builds hand-made responses for
+// the tamper tests. Its single logout endpoint reads an EncryptedID with
+// crewjam's xmlenc, and EncryptNameID encrypts the NameID of a message a
+// test sends as the IdP. The encryptor (encrypt.go) is its own, written
+// from the specifications, so that an SP's decryption is tested against
+// code that shares nothing with it.
 // extauthtest.StartProviders starts one that reads an application's SP
 // metadata from its metadata route.
 package samlidp
@@ -94,6 +101,19 @@ type Knobs struct {
 	ExtraCerts []*x509.Certificate
 	// NoEncrypt sends plain assertions even when the SP has a certificate.
 	NoEncrypt bool
+	// Encryption, when set, encrypts assertions with the IdP's own
+	// encryptor (encrypt.go) as it says, block cipher and key transport,
+	// instead of crewjam's AES-128-CBC, to the SP's encryption certificate.
+	Encryption *Encryption
+	// EncryptNameID sends the Subject's NameID as an EncryptedID,
+	// encrypted to the SP's encryption certificate (as Encryption says,
+	// AES-128-CBC by default), as eID and federation profiles require.
+	// With NoEncrypt, the assertion goes in clear around it.
+	EncryptNameID bool
+	// UnsignedResponse signs the assertion only, not the Response around
+	// it: the set-up of many IdPs, in which the ciphertext of an encrypted
+	// assertion is covered by no signature the SP can check first.
+	UnsignedResponse bool
 	// EncryptTo, when set, is the certificate assertions are encrypted
 	// to, whatever the SP's metadata publishes: an IdP that still holds the
 	// SP's old certificate, or was given its new one by hand. Without it
@@ -285,8 +305,12 @@ func (p *IdP) MetadataHits() int64 { return p.mdHits.Load() }
 
 // LogoutRecord is a LogoutRequest the IdP accepted.
 type LogoutRecord struct {
+	// Request is the request as the IdP read it: an EncryptedID already
+	// replaced by the NameID it held.
 	Request *saml.LogoutRequest
 	Signed  bool
+	// EncryptedID is true when the NameID came encrypted.
+	EncryptedID bool
 }
 
 // LastLogout returns the last LogoutRequest the IdP accepted, or nil.
@@ -529,7 +553,7 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		idp.ServeSSO(w, r)
+		p.serveSSO(idp, w, r)
 	case "/unsolicited":
 		// The login page is built for a solicited request; crewjam's
 		// IdP-initiated flow has none to show it with.
@@ -766,6 +790,13 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad SAMLRequest", http.StatusBadRequest)
 		return
 	}
+	// An SP that encrypts the NameID (SAML Core 3.7.1) sends an
+	// EncryptedID, which the IdP reads as the NameID it holds.
+	xmlBuf, encryptedID, err := decryptLogoutNameID(xmlBuf, p.key)
+	if err != nil {
+		http.Error(w, "bad EncryptedID: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	var lr saml.LogoutRequest
 	if err := xml.Unmarshal(xmlBuf, &lr); err != nil || lr.Issuer == nil {
 		http.Error(w, "bad LogoutRequest", http.StatusBadRequest)
@@ -793,7 +824,7 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		status = saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusRequester,
 			StatusCode: &saml.StatusCode{Value: "urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal"}}}
 	} else {
-		p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != ""})
+		p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != "", EncryptedID: encryptedID})
 	}
 	var slo string
 	for _, d := range sp.SPSSODescriptors {

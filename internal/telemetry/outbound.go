@@ -31,12 +31,15 @@ const (
 	EndpointDiscovery
 	// EndpointMetadata: a SAML IdP's metadata.
 	EndpointMetadata
-	// EndpointLogout: a logout call made from the server.
+	// EndpointLogout: a logout call made from the server (OAuth token
+	// revocation at sign-out).
 	EndpointLogout
+	// EndpointPAR: an OAuth pushed authorization request (RFC 9126).
+	EndpointPAR
 	numEndpoints
 )
 
-var endpointNames = [numEndpoints]string{"other", "token", "userinfo", "jwks", "discovery", "metadata", "logout"}
+var endpointNames = [numEndpoints]string{"other", "token", "userinfo", "jwks", "discovery", "metadata", "logout", "par"}
 
 // String returns the endpoint's attribute value.
 func (e Endpoint) String() string {

@@ -91,7 +91,7 @@ const (
 	slotSuccess
 	slotFailure
 	slotCode0
-	numSignInSlots = slotCode0 + 10
+	numSignInSlots = slotCode0 + len(failureCodes) + 1
 )
 
 // signInSet returns the attribute set of a sign-in slot: provider and

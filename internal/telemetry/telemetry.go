@@ -60,10 +60,14 @@ const (
 	OutcomeFailure = "failure"
 )
 
-// Codes are the failure codes a sign-in can end with (extauth.Code's
+// failureCodes are the failure codes a sign-in can end with (extauth.Code's
 // values); any other code a strategy makes up is counted as CodeOther.
-var Codes = []string{"access_denied", "csrf_detected", "invalid_state", "invalid_response",
-	"invalid_credentials", "replayed", "provider_unavailable", "misconfigured", "timeout"}
+var failureCodes = [...]string{"access_denied", "csrf_detected", "invalid_state", "invalid_response",
+	"invalid_credentials", "replayed", "provider_unavailable", "misconfigured", "timeout",
+	"insufficient_user_authentication"}
+
+// Codes lists the failure codes that are attribute values of their own.
+var Codes = failureCodes[:]
 
 // CodeOther is the code attribute of a failure whose code is not in Codes.
 const CodeOther = "other"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"compress/flate"
 	"encoding/base64"
 	"encoding/json"
@@ -631,7 +632,14 @@ func TestDemoIdPInitiatedLogout(t *testing.T) {
 // /metrics serves extauth's metrics through the OpenTelemetry Prometheus
 // exporter: a sign-in shows up in them.
 func TestDemoMetrics(t *testing.T) {
-	base := startDemo(t)
+	base, demo := startDemoWith(t, serverOptions{})
+	// The SAML metadata, whose age and certificates are reported, comes
+	// in the background.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := demo.auth.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
 	b := harness.NewBrowser(t)
 	consent := b.PostForm(base+"/users/auth/blog_oauth2", nil)
 	b.PostForm(consent.URL.String(), url.Values{"decision": {"approve"}})

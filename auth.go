@@ -59,8 +59,12 @@ import (
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/seal"
 	"github.com/extauth/extauth/internal/store"
+	"github.com/extauth/extauth/internal/telemetry"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // CallbackFunc is a provider's hook: it receives the verified identity of a
@@ -168,6 +172,20 @@ type Options struct {
 	// Logger receives diagnostics (default slog.Default()). Nothing secret
 	// is ever logged: no code, state, token, secret or assertion.
 	Logger *slog.Logger `json:"-"`
+	// MeterProvider receives extauth's metrics, and TracerProvider its
+	// spans: sign-ins started and completed, their durations, outbound
+	// requests, store calls, tenants, metadata and discovery freshness,
+	// certificate expiry (docs/operating.md lists them). Default: the
+	// global providers of go.opentelemetry.io/otel, which record nothing
+	// until the host installs an SDK; extauth itself uses the
+	// OpenTelemetry API only.
+	MeterProvider  metric.MeterProvider `json:"-"`
+	TracerProvider trace.TracerProvider `json:"-"`
+	// Propagator writes the trace context into the requests extauth makes
+	// to providers (default: the global one, which writes nothing until the
+	// host sets one, e.g. propagation.TraceContext{}).
+	Propagator propagation.TextMapPropagator `json:"-"`
+
 	// Store keeps single-use values (default: NewMemoryStore with the
 	// default bound and the clock Now, for one instance only; see
 	// MemoryStoreOptions for what happens at the bound).
@@ -290,6 +308,7 @@ type Auth struct {
 	callbackBudget time.Duration
 	logout         LogoutOptions
 	logoutReturnTo string
+	tel            *telemetry.T
 }
 
 // New validates cfg and o and builds one strategy per configured provider.
@@ -359,6 +378,9 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	}
 	a.store = newSiteStore(hostStore, outbound.Timeout(a.client))
 	a.opts = o
+	if a.tel, err = a.newTelemetry(&o); err != nil {
+		return nil, err
+	}
 	st, problems := a.buildSite("", base, cfg, &o)
 	a.site = st
 	for p := range o.Callbacks {
@@ -383,6 +405,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.Close()
 		return nil, err
 	}
+	a.observe()
 	return a, nil
 }
 
@@ -521,6 +544,9 @@ func (a *Auth) Close() error {
 	}
 	if a.site != nil {
 		errs = append(errs, a.site.close())
+	}
+	if a.tel != nil {
+		errs = append(errs, a.tel.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/extauth/extauth/internal/safepath"
+	"github.com/extauth/extauth/internal/telemetry"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -71,6 +72,7 @@ type mount struct {
 	*site
 	name string
 	s    providers.Strategy
+	tel  *telemetry.Provider
 }
 
 // Routes lists the mounted routes: two per provider, plus the extra routes
@@ -286,6 +288,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		m = mount{site: st, name: name, s: s}
 	}
+	m.tel = st.tel.Lookup(name)
 	allowed := "GET, POST"
 	if a.strictPOST && !callback {
 		allowed = "POST"
@@ -299,6 +302,10 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = hdrNoStore
 	h["Referrer-Policy"] = hdrNoReferrer
 	h["X-Content-Type-Options"] = hdrNoSniff
+	if op := m.tel.Start(r.Context(), callback); op != nil {
+		defer op.End()
+		r = r.WithContext(op)
+	}
 	if callback {
 		a.callback(w, r, m, format)
 	} else {
@@ -410,6 +417,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	}
 	a.pruneTransactions(w, r, m)
 	m.setTxCookie(w, cookieName, value, int(a.ttl.Seconds()))
+	telemetry.FromContext(r.Context()).Started()
 	if form != nil {
 		if format == "json" {
 			writeJSON(w, http.StatusOK, map[string]any{"post_to": target, "form": form})
@@ -461,6 +469,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 		}
 		a.failOn(m.site, w, r, format, storeErr)
 		return
+	}
+	if !unsolicited {
+		telemetry.FromContext(r.Context()).Began(tx.Expires.Add(-a.ttl))
 	}
 	if tx.Suffix != "" {
 		format = tx.Suffix
@@ -535,7 +546,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
 		return nil, errors.New("state does not match the transaction")
 	}
-	fresh, err := m.store.Consume(r.Context(), txKey(tx), tx.Expires)
+	fresh, err := m.tel.Consume(r.Context(), &m.store, txKey(tx), tx.Expires)
 	if err != nil {
 		return nil, &Error{Code: CodeProviderUnavailable, Provider: m.name,
 			Message: "sign-in is unavailable; please try again shortly",
@@ -723,6 +734,7 @@ func (a *Auth) failOn(st *site, w http.ResponseWriter, r *http.Request, format s
 // built, logging it with log.
 func (a *Auth) failAt(tenant string, log *slog.Logger, w http.ResponseWriter, r *http.Request, format string, err *Error) {
 	log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
+	a.tel.Failed(r.Context(), tenant, err.Provider, string(err.Code))
 	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, tenant)), err)
 }
 

@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/telemetry"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -33,6 +35,7 @@ type site struct {
 	// single-use keys are its own.
 	log   *slog.Logger
 	store siteStore
+	tel   *telemetry.Site
 }
 
 // layout is where a site's routes are: the one place that knows their paths.
@@ -63,17 +66,19 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 		callbacks:  make(map[string]CallbackFunc),
 		log:        a.log,
 		store:      a.store,
+		tel:        a.tel.Site(tenant),
 	}
 	if tenant != "" {
 		st.log = a.log.With("tenant", tenant)
 		st.store = st.store.withPrefix("t/" + tenant + "/")
 	}
 	env := func(slug string) providers.Env {
+		tel := st.tel.Provider(slug)
 		return providers.Env{
 			CallbackURL: st.url(st.callbackPath(slug)),
-			HTTPClient:  a.client,
+			HTTPClient:  outbound.Observed(a.client, tel),
 			Logger:      st.log.With("provider", slug),
-			Store:       st.store,
+			Store:       tel.Store(st.store),
 			Now:         a.now,
 		}
 	}
@@ -85,6 +90,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 		}
 		st.strategies[slug] = s
 		st.order = append(st.order, slug)
+		watch(st.tel.Provider(slug), s)
 	}
 	for _, p := range cfg.Providers() {
 		slug := a.slug(string(p))

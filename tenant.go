@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // ErrUnknownTenant is what a TenantSource or Options.TenantOf returns, wrapped
@@ -254,6 +255,7 @@ func (c *tenantCache) get(ctx context.Context, name string) (*site, error) {
 func (c *tenantCache) fill(ctx context.Context, name string, e *tenantEntry) {
 	e.site, e.err = c.a.buildTenant(ctx, name)
 	e.touch()
+	c.a.tel.TenantBuilt(buildOutcome(e.err))
 	if e.err != nil {
 		if !errors.Is(e.err, ErrUnknownTenant) {
 			c.a.log.Warn("extauth: tenant cannot sign in", "tenant", name, "err", e.err)
@@ -296,15 +298,17 @@ func (c *tenantCache) evictOldest() {
 		if oldestEntry == nil {
 			return
 		}
-		c.remove(oldest, oldestEntry)
+		c.remove(oldest, oldestEntry, telemetry.EvictCapacity)
 	}
 }
 
-func (c *tenantCache) remove(name string, e *tenantEntry) {
+// remove drops e, the entry of name, for why (a telemetry.Evict reason).
+func (c *tenantCache) remove(name string, e *tenantEntry, why int) {
 	// Only built entries are counted; a failed one leaves by itself.
 	if e.site != nil && c.entries.CompareAndDelete(name, e) {
 		c.count.Add(-1)
 		e.site.close()
+		c.a.tel.TenantEvicted(why)
 	}
 }
 
@@ -314,13 +318,13 @@ func (c *tenantCache) drop(name string) {
 		e := v.(*tenantEntry)
 		select {
 		case <-e.ready:
-			c.remove(name, e)
+			c.remove(name, e, telemetry.EvictInvalidated)
 		default:
 			// Being built from the old configuration: wait for it, then
 			// drop it, so the next request reads the new one.
 			go func() {
 				<-e.ready
-				c.remove(name, e)
+				c.remove(name, e, telemetry.EvictInvalidated)
 			}()
 		}
 	}
@@ -342,7 +346,7 @@ func (c *tenantCache) janitor() {
 				select {
 				case <-e.ready:
 					if e.used.Load() < cutoff {
-						c.remove(k.(string), e)
+						c.remove(k.(string), e, telemetry.EvictIdle)
 					}
 				default:
 				}

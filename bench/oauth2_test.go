@@ -66,12 +66,17 @@ const (
 
 var client = &http.Client{Transport: inProcess{provider}}
 
-func newExtauth(b *testing.B) *extauth.Auth {
-	a, err := extauth.New(&extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: site}},
-		extauth.Options{BaseURL: appBase, CookieKey: cookieKey, HTTPClient: client, Logger: slog.New(slog.DiscardHandler),
-			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-				http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
-			}})
+// newExtauth mounts blog_oauth2 against the in-process provider; edits
+// change the options (BenchmarkTelemetry installs OpenTelemetry SDKs).
+func newExtauth(b *testing.B, edits ...func(*extauth.Options)) *extauth.Auth {
+	o := extauth.Options{BaseURL: appBase, CookieKey: cookieKey, HTTPClient: client, Logger: slog.New(slog.DiscardHandler),
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
+		}}
+	for _, edit := range edits {
+		edit(&o)
+	}
+	a, err := extauth.New(&extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: site}}, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,5 +6,6 @@
 //	interop/oidcprovider/install.sh   # oidc-provider, a certified OpenID provider (npm ci)
 //	apt-get install xmlsec1 openssl   # independent signature verifiers
 //	apt-get install simplesamlphp php-cli php-xml   # SimpleSAMLphp 1.19 IdP, served by php -S
+//	apt-get install prometheus        # promtool, for the alert rules of docs/operating.md
 //	go test -tags interop ./interop/...
 package interop

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // BlogOAuth2Config registers extauth with a WordPress site running WP OAuth
@@ -100,7 +102,7 @@ func (b *BlogOAuth2) Complete(ctx context.Context, r *http.Request, tx *Transact
 	if err != nil {
 		return nil, err
 	}
-	me, err := getJSON(ctx, b.client, b.meURL, tok.AccessToken, "profile")
+	me, err := getJSON(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), b.client, b.meURL, tok.AccessToken, "profile")
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/extauth/extauth/internal/oauth1"
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // DefaultMicroblogSite is where microblog's API lives unless
@@ -150,7 +151,7 @@ func (m *Microblog) complete(ctx context.Context, r *http.Request, tx *Transacti
 
 	u := m.endpoint("/1.1/account/verify_credentials.json")
 	u.RawQuery = url.Values{"include_email": {"true"}, "skip_status": {"true"}}.Encode()
-	resp, body, perr := m.signed(ctx, http.MethodGet, u, oauth1.Request{Token: access, TokenSecret: secret}, "account")
+	resp, body, perr := m.signed(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), http.MethodGet, u, oauth1.Request{Token: access, TokenSecret: secret}, "account")
 	if perr != nil {
 		return nil, perr
 	}
@@ -218,7 +219,7 @@ func (m *Microblog) signed(ctx context.Context, method string, u *url.URL, sr oa
 // signedForm sends a signed request whose answer is a form-encoded body
 // (the token endpoints).
 func (m *Microblog) signedForm(ctx context.Context, method string, u *url.URL, sr oauth1.Request, what string) (url.Values, *Error) {
-	resp, body, perr := m.signed(ctx, method, u, sr, what)
+	resp, body, perr := m.signed(telemetry.WithEndpoint(ctx, telemetry.EndpointToken), method, u, sr, what)
 	if perr != nil {
 		return nil, perr
 	}

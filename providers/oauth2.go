@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/telemetry"
 	"golang.org/x/oauth2"
 )
 
@@ -33,7 +34,7 @@ func callbackError(r *http.Request) *Error {
 // exchange trades an authorization code for tokens with PKCE, through the
 // bounded client, and classifies every failure.
 func exchange(ctx context.Context, conf *oauth2.Config, client *http.Client, code, verifier string) (*oauth2.Token, error) {
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+	ctx = context.WithValue(telemetry.WithEndpoint(ctx, telemetry.EndpointToken), oauth2.HTTPClient, client)
 	var opts []oauth2.AuthCodeOption
 	if verifier != "" {
 		opts = append(opts, oauth2.VerifierOption(verifier))

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // Client authentication methods at the token endpoint (OIDC Core 9).
@@ -225,6 +226,9 @@ type OIDC struct {
 	failures    int
 	nextAttempt time.Time
 	lastErr     *Error
+	// fetched and failedAt are when discovery last succeeded and failed
+	// (DiscoveryStatus).
+	fetched, failedAt time.Time
 	// timer refreshes a held copy when it is due, even with no sign-in to
 	// notice; closed stops it for good.
 	timer  *time.Timer
@@ -508,6 +512,7 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 	if err == nil {
 		s.disc.Store(d)
 		s.lastErr, s.failures, s.nextAttempt = nil, 0, time.Time{}
+		s.fetched = s.now()
 		wait = d.refreshAt.Sub(s.now())
 		switch {
 		case old == nil:
@@ -520,6 +525,7 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 	} else {
 		s.lastErr = s.providerError(err)
 		s.failures++
+		s.failedAt = s.now()
 		wait = s.opts.DiscoveryRetryMin << min(s.failures-1, 30)
 		if wait <= 0 || wait > s.opts.DiscoveryRetryMax {
 			wait = s.opts.DiscoveryRetryMax
@@ -608,7 +614,7 @@ type OIDCDiscovery struct {
 // same, so a refresh does not refetch the keys.
 func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered, error) {
 	wellKnown := strings.TrimSuffix(s.issuer, "/") + "/.well-known/openid-configuration"
-	resp, body, err := fetchDocument(ctx, s.client, wellKnown, "discovery")
+	resp, body, err := fetchDocument(telemetry.WithEndpoint(ctx, telemetry.EndpointDiscovery), s.client, wellKnown, "discovery")
 	if err != nil {
 		return nil, err
 	}
@@ -1120,7 +1126,7 @@ func (s *OIDC) VerifyIDToken(ctx context.Context, rawIDToken, accessToken, nonce
 // provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
 // otherwise its claims could describe someone else.
 func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub string) (map[string]any, error) {
-	resp, body, err := get(ctx, s.client, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
+	resp, body, err := get(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), s.client, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // The client authentication methods that sign a JWT (RFC 7523 2.2, OIDC
@@ -471,7 +473,7 @@ type pushedRequest struct {
 // authorization request endpoint and returns the request_uri that stands
 // for it.
 func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (string, error) {
-	status, body, err := s.postForm(ctx, d, d.parURL, params, "pushed authorization request")
+	status, body, err := s.postForm(telemetry.WithEndpoint(ctx, telemetry.EndpointPAR), d, d.parURL, params, "pushed authorization request")
 	if err != nil {
 		return "", err
 	}
@@ -547,7 +549,7 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 			continue
 		}
 		form := url.Values{"token": {tok.value}, "token_type_hint": {tok.hint}}
-		status, body, err := s.postForm(ctx, d, d.revocationURL, form, "revocation")
+		status, body, err := s.postForm(telemetry.WithEndpoint(ctx, telemetry.EndpointLogout), d, d.revocationURL, form, "revocation")
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/telemetry"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -119,7 +120,7 @@ func (k *keySet) fetch(ctx context.Context, f *keyFetch) {
 }
 
 func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
-	_, body, err := fetchDocument(ctx, k.client, k.url, "key set")
+	_, body, err := fetchDocument(telemetry.WithEndpoint(ctx, telemetry.EndpointJWKS), k.client, k.url, "key set")
 	if err != nil {
 		return nil, err
 	}

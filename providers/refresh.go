@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // oauthToken is t as x/oauth2 holds it.
@@ -51,7 +53,7 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.WithValue(r.ctx, oauth2.HTTPClient, client)
+	ctx := context.WithValue(telemetry.WithEndpoint(r.ctx, telemetry.EndpointToken), oauth2.HTTPClient, client)
 	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refreshToken}).Token()
 	if err != nil {
 		return nil, tokenErrorRefusing(err, "the provider refused the refresh token: sign in again")

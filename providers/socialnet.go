@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // DefaultGraphVersion is the Graph API version socialnet speaks unless
@@ -195,7 +197,7 @@ func (s *Socialnet) complete(ctx context.Context, r *http.Request, tx *Transacti
 	}
 	// POST keeps the secret and the code out of any URL (the documented GET
 	// puts them in the query, where proxies log them).
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint(s.graph, "/oauth/access_token").String(), strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(ctx, telemetry.EndpointToken), http.MethodPost, s.endpoint(s.graph, "/oauth/access_token").String(), strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, NewError(CodeMisconfigured, "token: cannot build the request", err)
 	}
@@ -220,7 +222,7 @@ func (s *Socialnet) complete(ctx context.Context, r *http.Request, tx *Transacti
 		"fields":          {"id,name,email,first_name,last_name,picture"},
 		"appsecret_proof": {hex.EncodeToString(mac.Sum(nil))},
 	}.Encode()
-	req, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err = http.NewRequestWithContext(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, NewError(CodeMisconfigured, "profile: cannot build the request", err)
 	}

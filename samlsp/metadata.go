@@ -19,6 +19,7 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/telemetry"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -57,6 +58,9 @@ type metadataCache struct {
 	attempt atomic.Pointer[chan struct{}]
 	// fetches counts attempts, for tests and logs.
 	fetches atomic.Int64
+	// failedAt and nextAt are when an attempt last failed and when the
+	// next is due, in Unix nanoseconds by the SP's clock (MetadataStatus).
+	failedAt, nextAt atomic.Int64
 }
 
 func newMetadataCache(sp *SP) *metadataCache {
@@ -138,6 +142,7 @@ func (c *metadataCache) run(ctx context.Context) {
 		var wait time.Duration
 		if err != nil {
 			c.lastErr.Store(&err)
+			c.failedAt.Store(c.sp.env.Now().UnixNano())
 			c.sp.log.Warn("saml: IdP metadata fetch failed; keeping the last good copy",
 				"url", outbound.Redact(c.sp.idpMeta), "have_copy", c.current() != nil, "err", err)
 			wait = retry
@@ -153,6 +158,7 @@ func (c *metadataCache) run(ctx context.Context) {
 				c.sp.log.Warn("saml: the IdP uses SHA-1", "finding", f, "accepted", c.sp.policy.allowSHA1)
 			}
 		}
+		c.nextAt.Store(c.sp.env.Now().Add(wait).UnixNano())
 		c.attemptDone()
 		// At start-up and after every refresh, failed or not: the IdP's
 		// certificates are those of the copy we hold.
@@ -185,7 +191,7 @@ func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 	c.fetches.Add(1)
 	// The metadata may have moved (http to https, a CDN): its fetch follows
 	// up to three safe redirects.
-	req, err := http.NewRequestWithContext(outbound.Document(ctx), http.MethodGet, c.sp.idpMeta.String(), nil)
+	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(outbound.Document(ctx), telemetry.EndpointMetadata), http.MethodGet, c.sp.idpMeta.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("metadata request: %w", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"compress/flate"
 	"encoding/base64"
 	"encoding/json"
@@ -626,4 +627,43 @@ func TestDemoIdPInitiatedLogout(t *testing.T) {
 	if r := second.Get(base + "/me.json"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("a LogoutRequest for the user left a session: %d", r.StatusCode)
 	}
+}
+
+// /metrics serves extauth's metrics through the OpenTelemetry Prometheus
+// exporter: a sign-in shows up in them.
+func TestDemoMetrics(t *testing.T) {
+	base, demo := startDemoWith(t, serverOptions{})
+	// The SAML metadata, whose age and certificates are reported, comes
+	// in the background.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := demo.auth.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := harness.NewBrowser(t)
+	consent := b.PostForm(base+"/users/auth/blog_oauth2", nil)
+	b.PostForm(consent.URL.String(), url.Values{"decision": {"approve"}})
+	resp := b.Get(base + "/metrics")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`extauth_signin_started_total{provider="blog_oauth2",tenant=""} 1`,
+		`extauth_signin_completed_total{outcome="success",provider="blog_oauth2",tenant=""} 1`,
+		`extauth_outbound_duration_seconds_count{endpoint="token",provider="blog_oauth2",result="ok",tenant=""} 1`,
+		`extauth_store_duration_seconds_count{provider="blog_oauth2",result="new",tenant=""} 1`,
+		`extauth_signin_duration_seconds_count{outcome="success",provider="blog_oauth2",tenant=""} 1`,
+		`extauth_document_age_seconds{document="metadata",provider="saml",tenant=""}`,
+		`extauth_certificate_expiry_seconds{provider="saml",role="idp",sha256="`,
+	} {
+		if !strings.Contains(promSeries(resp.Body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// promSeries is a Prometheus exposition without the labels every series
+// of the OpenTelemetry exporter carries (its scope's).
+func promSeries(body string) string {
+	return regexp.MustCompile(`otel_scope_[a-z_]+="[^"]*",?`).ReplaceAllString(body, "")
 }

@@ -15,9 +15,11 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
+	"io"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +108,47 @@ func TestE2ESignIn(t *testing.T) {
 			}
 		})
 	}
+	// Prometheus scrapes the demo: each sign-in the browser made is in
+	// extauth's metrics, started and completed.
+	metrics := scrapeMetrics(t, d.base)
+	for _, p := range e2eProviders() {
+		for _, series := range []string{
+			`extauth_signin_started_total{provider="` + p.name + `",tenant=""}`,
+			`extauth_signin_completed_total{outcome="success",provider="` + p.name + `",tenant=""}`,
+			`extauth_callback_duration_seconds_count{outcome="success",provider="` + p.name + `",tenant=""}`,
+		} {
+			if n := metrics[series]; n < 1 {
+				t.Errorf("/metrics: %s is %v after a sign-in", series, n)
+			}
+		}
+	}
+}
+
+// scrapeMetrics GETs base/metrics as Prometheus does and returns each
+// series, without the OpenTelemetry scope's labels, with its value.
+func scrapeMetrics(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(promSeries(string(body)), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if strings.HasPrefix(line, "#") || i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[strings.Replace(line[:i], ",}", "}", 1)] = v
+		}
+	}
+	return out
 }
 
 // TestE2EBackchannelLogout: signed in to the demo with oidc, the user

@@ -82,6 +82,7 @@ func run(args []string, stderr io.Writer) error {
 	for _, s := range demo.sites.list[1:] {
 		fmt.Printf("  tenant %s (%s): %s\n", s.tenant, s.name, s.base)
 	}
+	fmt.Printf("  metrics (Prometheus, OpenTelemetry names under extauth_): %s/metrics\n", base)
 	srv := &http.Server{
 		Handler:           demo,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -119,14 +120,16 @@ type serverOptions struct {
 // (nil with a secrets file), which the tests reach into.
 type server struct {
 	http.Handler
-	dev   *devProviders
-	auth  *extauth.Auth
-	sites *sites
+	dev     *devProviders
+	auth    *extauth.Auth
+	sites   *sites
+	metrics *metrics
 }
 
 // Close stops the demo's background work and its development providers.
 func (s *server) Close() {
 	s.auth.Close()
+	s.metrics.close()
 	if s.dev != nil {
 		s.dev.close()
 	}
@@ -184,6 +187,11 @@ func newServer(base string, o serverOptions) (*server, error) {
 	if err != nil {
 		return fail(err)
 	}
+	m, err := newMetrics()
+	if err != nil {
+		return fail(err)
+	}
+	srv.metrics = m
 	sessions := newSessions(strings.HasPrefix(base, "https://"))
 	sites := newSites(base, cfg, tenantBase, devTenants)
 	sites.tenantOf = tenantOf
@@ -195,6 +203,9 @@ func newServer(base string, o serverOptions) (*server, error) {
 		Logger:     logger,
 		HTTPClient: o.httpClient,
 		TenantOf:   tenantOf,
+		// extauth's metrics go to the OpenTelemetry SDK, which the
+		// Prometheus exporter serves at /metrics.
+		MeterProvider: m.provider,
 		// The demo's sign-out button ends the demo's session, then sends
 		// the browser to the provider where it can end its own (SAML
 		// single logout, OpenID Connect RP-initiated logout), which comes
@@ -214,6 +225,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 	}
 	a, err := extauth.New(cfg, opts)
 	if err != nil {
+		m.close()
 		return fail(err)
 	}
 	srv.auth, pages.auth = a, a
@@ -222,6 +234,8 @@ func newServer(base string, o serverOptions) (*server, error) {
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
 	mux.HandleFunc("POST /logout", pages.logout)
+	// In production, serve /metrics where only Prometheus reaches it.
+	mux.Handle("GET /metrics", m.handler)
 	// Go's protection against cross-origin POSTs, with a bypass for the
 	// routes identity providers POST to from their own site.
 	cop := http.NewCrossOriginProtection()

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 // Defaults for NewClient.
@@ -158,32 +160,85 @@ type limitTransport struct {
 	base    http.RoundTripper
 	max     int64
 	timeout time.Duration
+	// tel, when set, measures and traces each request (Observed).
+	tel *telemetry.Provider
+}
+
+// Observed returns a copy of c, a client NewClient made, whose requests p
+// measures and traces: their duration and result by endpoint kind (the
+// one their context was marked with, telemetry.WithEndpoint), a span each
+// and the trace context in their headers. Other clients, or a nil p, come
+// back as they are.
+func Observed(c *http.Client, p *telemetry.Provider) *http.Client {
+	t, ok := c.Transport.(*limitTransport)
+	if !ok || p == nil {
+		return c
+	}
+	lt := *t
+	lt.tel = p
+	oc := *c
+	oc.Transport = &lt
+	return &oc
 }
 
 func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
-	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	ctx := r.Context()
+	var obs telemetry.Request
+	if t.tel != nil {
+		ctx, obs = t.tel.StartRequest(ctx, r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	out := r.WithContext(ctx)
+	obs.Inject(out)
+	resp, err := t.base.RoundTrip(out)
 	if err != nil {
 		cancel()
+		obs.End(0, result(err))
 		return nil, err
 	}
 	if resp.ContentLength > t.max {
 		resp.Body.Close()
 		cancel()
+		obs.End(resp.StatusCode, telemetry.ResultTooLarge)
 		return nil, fmt.Errorf("%s %s: %w", r.Method, Redact(r.URL), ErrBodyTooLarge)
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.max, cancel: cancel}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.max, cancel: cancel, obs: obs, status: resp.StatusCode}
 	return resp, nil
 }
 
-// limitedBody bounds a body and ends its request's deadline when closed.
+// result classifies a failed request for its metrics.
+func result(err error) telemetry.Result {
+	switch {
+	case IsTooLarge(err):
+		return telemetry.ResultTooLarge
+	case IsTimeout(err):
+		return telemetry.ResultTimeout
+	default:
+		return telemetry.ResultError
+	}
+}
+
+// limitedBody bounds a body and ends its request's deadline, and its
+// observation, when closed.
 type limitedBody struct {
 	rc     io.ReadCloser
 	left   int64
 	cancel context.CancelFunc
+	obs    telemetry.Request
+	status int
+	// err is the first error of a read other than io.EOF.
+	err error
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *limitedBody) read(p []byte) (int, error) {
 	if b.left <= 0 {
 		// One byte more tells a body of exactly the bound from a longer one.
 		var one [1]byte
@@ -204,6 +259,13 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error {
 	err := b.rc.Close()
 	b.cancel()
+	res := telemetry.StatusResult(b.status)
+	if b.err != nil {
+		res = result(b.err)
+	}
+	b.obs.End(b.status, res)
+	// A second Close must not record the request twice.
+	b.obs = telemetry.Request{}
 	return err
 }
 

@@ -11,6 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/extauth/extauth/internal/telemetry"
 )
 
 func TestBodyBound(t *testing.T) {
@@ -269,5 +275,54 @@ func TestLocalhostNamesDialLoopback(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if want := "tenant-a.localhost:" + u.Port(); string(body) != want {
 		t.Errorf("the server saw Host %q, want %q", body, want)
+	}
+}
+
+// An observed client sends the trace context of the request's span, in a
+// copy of the caller's headers, and records the request when its body is
+// closed.
+func TestObservedClient(t *testing.T) {
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	tel, err := telemetry.New(telemetry.Config{TracerProvider: tp, Propagator: propagation.TraceContext{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := NewClient(nil, time.Second, 0)
+	c := Observed(base, tel.Site("").Provider("oidc"))
+	if c == base || base.Transport.(*limitTransport).tel != nil {
+		t.Fatal("Observed changed the client it was given")
+	}
+	req, _ := http.NewRequestWithContext(telemetry.WithEndpoint(context.Background(), telemetry.EndpointDiscovery),
+		http.MethodGet, srv.URL+"/.well-known/openid-configuration?x=secret", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body.Close()
+	if len(req.Header) != 1 {
+		t.Errorf("the caller's headers changed: %v", req.Header)
+	}
+	ended := spans.Ended()
+	if len(ended) != 1 || ended[0].Name() != "GET discovery" {
+		t.Fatalf("spans: %v", ended)
+	}
+	want := "00-" + ended[0].SpanContext().TraceID().String() + "-" + ended[0].SpanContext().SpanID().String() + "-01"
+	if got.Get("Traceparent") != want || got.Get("Accept") != "application/json" {
+		t.Errorf("the provider got %v, want traceparent %s", got, want)
+	}
+	for _, kv := range ended[0].Attributes() {
+		if strings.Contains(kv.Value.Emit(), "secret") {
+			t.Errorf("attribute %s = %s shows the query", kv.Key, kv.Value.Emit())
+		}
 	}
 }

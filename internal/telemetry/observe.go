@@ -1,0 +1,63 @@
+package telemetry
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// What the asynchronous instruments read from a strategy, when it has it:
+// the SAML SP (samlsp.SP) and the OpenID Connect strategy
+// (providers.OIDC). Certificates come through Watch.
+type (
+	// metadataStatus: a SAML SP's IdP metadata.
+	metadataStatus interface {
+		MetadataStatus() (fetched, nextRefresh, lastFailure time.Time)
+	}
+	// discoveryStatus: an OpenID Connect discovery document.
+	discoveryStatus interface {
+		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
+	}
+)
+
+// Certificate is one certificate a strategy relies on, for the expiry
+// gauge: a SAML SP's own (Role "sp") or its IdP's signing one ("idp").
+type Certificate struct {
+	Role     string
+	SHA256   string // hex fingerprint
+	NotAfter time.Time
+}
+
+// observe reports the provider's documents and certificates at now.
+func (p *Provider) observe(o metric.Observer, now time.Time) {
+	t := p.t
+	var doc string
+	var fetched, next, failed time.Time
+	switch s := p.strategy.(type) {
+	case metadataStatus:
+		doc = "metadata"
+		fetched, next, failed = s.MetadataStatus()
+	case discoveryStatus:
+		doc = "discovery"
+		fetched, next, failed = s.DiscoveryStatus()
+	}
+	if doc != "" {
+		attrs := metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyDocument.String(doc))...)
+		if !fetched.IsZero() {
+			o.ObserveFloat64(t.docAge, now.Sub(fetched).Seconds(), attrs)
+		}
+		if !next.IsZero() {
+			o.ObserveFloat64(t.docNext, next.Sub(now).Seconds(), attrs)
+		}
+		if !failed.IsZero() {
+			o.ObserveFloat64(t.docFailure, float64(failed.UnixMilli())/1e3, attrs)
+		}
+	}
+	if p.certificates == nil {
+		return
+	}
+	for _, c := range p.certificates() {
+		o.ObserveFloat64(t.certExpiry, c.NotAfter.Sub(now).Seconds(), metric.WithAttributes(
+			append(p.base[:len(p.base):len(p.base)], KeyRole.String(c.Role), KeySHA256.String(c.SHA256))...))
+	}
+}

@@ -1,0 +1,256 @@
+package telemetry
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Site is the instrumentation of one site: the application's own providers
+// (tenant "") or one tenant's.
+type Site struct {
+	t      *T
+	tenant string
+	// providers is filled while the site is built, by Provider, and only
+	// read once the site serves requests.
+	providers map[string]*Provider
+	// other stands for a provider the site does not mount (a mocked
+	// sign-in of extauthtest's).
+	other *Provider
+}
+
+// Site returns the instrumentation of tenant's site, "" for the
+// application's own. Call it only for a tenant that is built: its name
+// becomes an attribute value.
+func (t *T) Site(tenant string) *Site {
+	return &Site{t: t, tenant: tenant, providers: map[string]*Provider{}, other: t.newProvider(Unknown, tenant)}
+}
+
+// Provider returns the instrumentation of the provider mounted as name,
+// making it on first call. Call it while the site is being built only.
+func (s *Site) Provider(name string) *Provider {
+	p := s.providers[name]
+	if p == nil {
+		p = s.t.newProvider(name, s.tenant)
+		s.providers[name] = p
+	}
+	return p
+}
+
+// Lookup returns the instrumentation of the provider mounted as name, or
+// the site's stand-in for providers it does not mount. It is what requests
+// use.
+func (s *Site) Lookup(name string) *Provider {
+	if p := s.providers[name]; p != nil {
+		return p
+	}
+	return s.other
+}
+
+// Provider is the instrumentation of one provider of one site. Its
+// attribute sets are made on first use and kept.
+type Provider struct {
+	t        *T
+	name     string
+	tenant   string
+	base     []attribute.KeyValue
+	spanOpts []trace.SpanStartOption
+	// strategy and certificates are what the asynchronous instruments
+	// read (documents, certificates); set by Watch while the site is
+	// built.
+	strategy     any
+	certificates func() []Certificate
+
+	signIn   [numSignInSlots]atomic.Pointer[optSet]
+	store    [numStoreResults]atomic.Pointer[optSet]
+	outbound atomic.Pointer[[numOutboundSlots]atomic.Pointer[optSet]]
+}
+
+func (t *T) newProvider(name, tenant string) *Provider {
+	base := []attribute.KeyValue{KeyProvider.String(name), KeyTenant.String(tenant)}
+	return &Provider{t: t, name: name, tenant: tenant, base: base,
+		spanOpts: []trace.SpanStartOption{trace.WithAttributes(base...), trace.WithSpanKind(trace.SpanKindInternal)}}
+}
+
+// Watch names the strategy serving the provider, for the asynchronous
+// instruments: its SAML metadata or OpenID Connect discovery (their age,
+// next refresh and last failure), and certificates, when not nil, lists
+// the certificates whose expiry it reports.
+func (p *Provider) Watch(strategy any, certificates func() []Certificate) {
+	p.strategy, p.certificates = strategy, certificates
+}
+
+// Slots of Provider.signIn: started, the two outcomes, then one per code
+// and CodeOther.
+const (
+	slotStarted = iota
+	slotSuccess
+	slotFailure
+	slotCode0
+	numSignInSlots = slotCode0 + len(failureCodes) + 1
+)
+
+// signInSet returns the attribute set of a sign-in slot: provider and
+// tenant, the outcome for slotSuccess and on, and the code past slotCode0.
+func (p *Provider) signInSet(slot int) *optSet {
+	if s := p.signIn[slot].Load(); s != nil {
+		return s
+	}
+	kv := append(make([]attribute.KeyValue, 0, 4), p.base...)
+	switch {
+	case slot == slotSuccess:
+		kv = append(kv, KeyOutcome.String(OutcomeSuccess))
+	case slot >= slotFailure:
+		kv = append(kv, KeyOutcome.String(OutcomeFailure))
+	}
+	if slot >= slotCode0 {
+		kv = append(kv, KeyCode.String(codeName(slot-slotCode0)))
+	}
+	s := newOptSet(kv...)
+	p.signIn[slot].Store(s)
+	return s
+}
+
+// Op is one authorize or callback request in progress: its span and what
+// its metrics need. From Start on it is the request's context, so that
+// the outbound requests and store calls it makes are its spans' children,
+// and Failed finds it.
+type Op struct {
+	context.Context
+	p        *Provider
+	span     trace.Span
+	start    time.Time
+	began    time.Time
+	code     int
+	callback bool
+	started  bool
+}
+
+type opKey struct{}
+
+// Value returns the Op itself for its own key.
+func (o *Op) Value(key any) any {
+	if key == (opKey{}) {
+		return o
+	}
+	return o.Context.Value(key)
+}
+
+// FromContext returns the Op of an authorize or callback request whose
+// context ctx is or derives from, nil for any other.
+func FromContext(ctx context.Context) *Op {
+	o, _ := ctx.Value(opKey{}).(*Op)
+	return o
+}
+
+// Start begins the operation of an authorize (callback false) or callback
+// request with ctx, and its span, "extauth.authorize" or
+// "extauth.callback"; End ends it. It returns nil when nothing would be
+// recorded: no span made and no sign-in instrument enabled.
+func (p *Provider) Start(ctx context.Context, callback bool) *Op {
+	t := p.t
+	tracing := t.tracing()
+	if !tracing && !t.completed.Enabled(ctx) && !t.started.Enabled(ctx) &&
+		!(callback && (t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx))) {
+		return nil
+	}
+	o := &Op{Context: ctx, p: p, code: -1, callback: callback}
+	if tracing {
+		name := "extauth.authorize"
+		if callback {
+			name = "extauth.callback"
+		}
+		o.Context, o.span = t.tracer.Start(ctx, name, p.spanOpts...)
+	}
+	if callback && t.callbackDur.Enabled(ctx) {
+		o.start = time.Now()
+	}
+	return o
+}
+
+// Started records that the authorize request sent the browser to the
+// provider: the sign-in started.
+func (o *Op) Started() {
+	if o != nil {
+		o.started = true
+	}
+}
+
+// Began records when the callback's sign-in started (its transaction was
+// made), for the sign-in duration.
+func (o *Op) Began(t time.Time) {
+	if o != nil {
+		o.began = t
+	}
+}
+
+func (o *Op) fail(code string) {
+	if o.code < 0 {
+		o.code = codeIndex(code)
+	}
+}
+
+// End records the operation: a started sign-in (authorize), or a
+// completed one with its outcome (callback, and an authorize that
+// failed), the callback's server time and the sign-in's duration; and
+// ends the span, its status the failure code.
+func (o *Op) End() {
+	p, t := o.p, o.p.t
+	failed := o.code >= 0
+	switch {
+	case failed:
+		if t.completed.Enabled(o) {
+			t.completed.Add(o, 1, p.signInSet(slotCode0+o.code).add...)
+		}
+	case o.callback:
+		if t.completed.Enabled(o) {
+			t.completed.Add(o, 1, p.signInSet(slotSuccess).add...)
+		}
+	case o.started:
+		if t.started.Enabled(o) {
+			t.started.Add(o, 1, p.signInSet(slotStarted).add...)
+		}
+	}
+	if o.callback {
+		outcome := slotSuccess
+		if failed {
+			outcome = slotFailure
+		}
+		if !o.start.IsZero() && t.callbackDur.Enabled(o) {
+			t.callbackDur.Record(o, time.Since(o.start).Seconds(), p.signInSet(outcome).rec...)
+		}
+		if !o.began.IsZero() && t.signInDur.Enabled(o) {
+			t.signInDur.Record(o, t.now().Sub(o.began).Seconds(), p.signInSet(outcome).rec...)
+		}
+	}
+	if o.span == nil {
+		return
+	}
+	if o.span.IsRecording() {
+		switch {
+		case failed:
+			code := codeName(o.code)
+			o.span.SetAttributes(KeyOutcome.String(OutcomeFailure), KeyCode.String(code))
+			o.span.SetStatus(codes.Error, code)
+		case o.callback || o.started:
+			o.span.SetAttributes(KeyOutcome.String(OutcomeSuccess))
+		}
+	}
+	o.span.End()
+}
+
+// recording reports whether spans made under ctx are worth making: when
+// spans are made at all, always outside an Op (a background fetch), and
+// within one only while its span records, so that requests traced by
+// nobody cost no span.
+func (t *T) recording(ctx context.Context) bool {
+	if !t.tracing() {
+		return false
+	}
+	o := FromContext(ctx)
+	return o == nil || o.span != nil && o.span.IsRecording()
+}

@@ -1,0 +1,93 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/extauth/extauth/internal/store"
+)
+
+// Store is the single-use store's one method (extauth.Store,
+// providers.Store).
+type Store interface {
+	Consume(ctx context.Context, key string, until time.Time) (bool, error)
+}
+
+// Results of a store call.
+const (
+	storeNew   = iota // the key was new: accepted
+	storeUsed         // the key was seen before: a replay
+	storeError        // the store failed
+	storeFull         // the memory store is at its bound and refused the key
+	numStoreResults
+)
+
+var storeResultNames = [numStoreResults]string{"new", "used", "error", "full"}
+
+// Consume calls s.Consume and records it: its duration and result, and a
+// span "extauth.store.consume". The key is never an attribute.
+func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.Time) (bool, error) {
+	var span trace.Span
+	if p.t.recording(ctx) {
+		ctx, span = p.t.tracer.Start(ctx, "extauth.store.consume", p.spanOpts...)
+	}
+	var start time.Time
+	if p.t.storeDur.Enabled(ctx) {
+		start = time.Now()
+	}
+	fresh, err := s.Consume(ctx, key, until)
+	res := storeNew
+	switch {
+	case errors.Is(err, store.ErrFull):
+		res = storeFull
+	case err != nil:
+		res = storeError
+	case !fresh:
+		res = storeUsed
+	}
+	if d := p.t.storeDur; !start.IsZero() && d.Enabled(ctx) {
+		d.Record(ctx, time.Since(start).Seconds(), p.storeSet(res).rec...)
+	}
+	if span != nil {
+		if span.IsRecording() {
+			span.SetAttributes(KeyResult.String(storeResultNames[res]))
+			if err != nil {
+				span.SetStatus(codes.Error, storeResultNames[res])
+			}
+		}
+		span.End()
+	}
+	return fresh, err
+}
+
+func (p *Provider) storeSet(res int) *optSet {
+	if s := p.store[res].Load(); s != nil {
+		return s
+	}
+	s := newOptSet(append(append(make([]attribute.KeyValue, 0, 3), p.base...), KeyResult.String(storeResultNames[res]))...)
+	p.store[res].Store(s)
+	return s
+}
+
+// Store returns s with every call recorded as Consume records it, for the
+// strategies of p (SAML assertion IDs, OpenID Connect logout tokens).
+func (p *Provider) Store(s Store) Store {
+	if s == nil {
+		return nil
+	}
+	return observedStore{s, p}
+}
+
+type observedStore struct {
+	s Store
+	p *Provider
+}
+
+func (o observedStore) Consume(ctx context.Context, key string, until time.Time) (bool, error) {
+	return o.p.Consume(ctx, o.s, key, until)
+}

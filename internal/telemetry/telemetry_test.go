@@ -1,0 +1,172 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+type memStore struct{ seen map[string]bool }
+
+func (m *memStore) Consume(_ context.Context, key string, _ time.Time) (bool, error) {
+	if m.seen[key] {
+		return false, nil
+	}
+	m.seen[key] = true
+	return true, nil
+}
+
+var (
+	tokenRequest = httptest.NewRequest(http.MethodPost, "https://op.example/token", nil)
+	began        = time.Now().Add(-time.Second)
+)
+
+// signIn runs what one callback records: the operation, an outbound
+// request and a store call.
+func signIn(p *Provider, key string, s Store) {
+	ctx := context.Background()
+	op := p.Start(ctx, true)
+	if op != nil {
+		ctx = op
+	}
+	op.Began(began)
+	_, q := p.StartRequest(WithEndpoint(ctx, EndpointToken), tokenRequest)
+	q.End(200, ResultOK)
+	p.Consume(ctx, s, key, began.Add(time.Hour))
+	if op != nil {
+		op.End()
+	}
+}
+
+// With the API's no-op providers, or the global ones before an SDK is
+// installed, a callback's instrumentation allocates nothing and starts no
+// operation.
+func TestNoSDKCostsNoAllocation(t *testing.T) {
+	for name, c := range map[string]Config{
+		"no-op":  {MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tracenoop.NewTracerProvider()},
+		"global": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tel, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := tel.Site("").Provider("oidc")
+			if op := p.Start(context.Background(), true); op != nil {
+				t.Fatal("an operation with nothing to record")
+			}
+			s := &memStore{seen: map[string]bool{}}
+			key := "k"
+			if n := testing.AllocsPerRun(100, func() { signIn(p, key, s) }); n > 1 {
+				// The context marker of the endpoint is the one.
+				t.Errorf("a callback's instrumentation allocates %v times", n)
+			}
+		})
+	}
+}
+
+// The global providers start recording once the host installs an SDK,
+// even after New: metrics through the API's delegation, spans as soon as
+// tracing sees the new global provider.
+func TestGlobalProvidersFollowTheHost(t *testing.T) {
+	tel, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel.tracing() {
+		t.Fatal("tracing before any SDK is installed")
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	otel.SetMeterProvider(mp)
+	otel.SetTracerProvider(tp)
+	if !tel.tracing() {
+		t.Fatal("no tracing after the host installed an SDK")
+	}
+	p := tel.Site("city").Provider("saml")
+	signIn(p, "k", &memStore{seen: map[string]bool{}})
+	names := map[string]bool{}
+	for _, s := range spans.Ended() {
+		names[s.Name()] = true
+	}
+	for _, n := range []string{"extauth.callback", "POST token", "extauth.store.consume"} {
+		if !names[n] {
+			t.Errorf("no span %s: %v", n, names)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			got[m.Name] = true
+		}
+	}
+	for _, n := range []string{"extauth.signin.completed", "extauth.signin.duration", "extauth.callback.duration", "extauth.outbound.duration", "extauth.store.duration"} {
+		if !got[n] {
+			t.Errorf("no %s: %v", n, got)
+		}
+	}
+}
+
+// A TracerProvider that makes spans is told from one that does not.
+func TestQuiet(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	if quiet(tp.Tracer("x"), tp, false) {
+		t.Error("the SDK found quiet")
+	}
+	if quiet(tp.Tracer("x"), tp, true) {
+		t.Error("the SDK as the global provider found quiet")
+	}
+	n := tracenoop.NewTracerProvider()
+	if !quiet(n.Tracer("x"), n, false) {
+		t.Error("the no-op provider found making spans")
+	}
+}
+
+func TestCodesAndResults(t *testing.T) {
+	if codeName(codeIndex("timeout")) != "timeout" || codeName(codeIndex("made up")) != CodeOther {
+		t.Error("codes do not round-trip")
+	}
+	if numSignInSlots != slotCode0+len(Codes)+1 {
+		t.Errorf("%d sign-in slots for %d codes", numSignInSlots, len(Codes))
+	}
+	for status, want := range map[int]Result{200: ResultOK, 204: ResultOK, 302: ResultRedirect, 401: ResultClientError, 503: ResultServerError} {
+		if got := StatusResult(status); got != want {
+			t.Errorf("StatusResult(%d) = %v, want %v", status, got, want)
+		}
+	}
+	if Endpoint(200).String() != "other" {
+		t.Error("an endpoint out of range is not other")
+	}
+}
+
+// BenchmarkNoSDK is what a callback's instrumentation costs with the
+// global providers and no SDK installed: the operation, an outbound
+// request and a store call.
+func BenchmarkNoSDK(b *testing.B) {
+	tel, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	s := &memStore{seen: map[string]bool{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		signIn(p, "k", s)
+	}
+}

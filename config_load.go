@@ -133,7 +133,14 @@ func ParseConfig(data []byte, opts ...ConfigOption) (*Config, error) {
 // file provider by provider (extauth check). problems lists every problem
 // LoadConfig would report; err is set only when the file cannot be read at
 // all (missing file, malformed YAML, unknown environment), and cfg is nil
-// then. A configuration with problems must not be given to New.
+// then.
+//
+// A configuration may be given to New when all its problems are its
+// tenants' (Problem.Tenant is set): the application starts, and each broken
+// tenant fails its own sign-ins (CodeMisconfigured) from its first request.
+// One with a problem of the environment's own settings must not be: New
+// does not validate it, and would leave out a provider that lacks a
+// required setting without a word.
 func InspectConfig(path string, opts ...ConfigOption) (cfg *Config, problems []Problem, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

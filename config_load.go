@@ -236,6 +236,9 @@ func (s *scope) finish(validation []Problem) []Problem {
 		if h := s.hints[p.Key]; len(h) > 0 && errors.Is(p.Err, ErrMissingSetting) {
 			p.Reason += " (" + strings.Join(h, "; ") + ")"
 		}
+		if src, ok := s.pems[p.Key]; ok && !errors.Is(p.Err, ErrMissingSetting) {
+			p.Reason += src.note(p.Key)
+		}
 		out = append(out, p)
 	}
 	for i := range out {
@@ -289,6 +292,38 @@ type scope struct {
 	// written maps each setting the scope gives to the name it gives it
 	// under (twitter_key for microblog_key).
 	written map[string]string
+	// pems says where each PEM setting the scope gives was written.
+	pems map[string]pemSource
+}
+
+// pemSource is where the value of a PEM setting (a certificate or a key)
+// was written, so that its problems can name the line and, when the value
+// is on one line, say how YAML lost its line breaks.
+type pemSource struct {
+	line int
+	// style is the YAML style of the value as written.
+	style yaml.Style
+	// variable is set when the value came from an environment variable,
+	// where YAML never saw its line breaks.
+	variable bool
+	// folded is set when the block is on one line.
+	folded bool
+}
+
+// note is what a problem with the setting adds to its reason.
+func (p pemSource) note(key string) string {
+	name := key[strings.LastIndexByte(key, '.')+1:]
+	switch {
+	case p.variable && p.folded:
+		return fmt.Sprintf(" (line %d: the environment variable holds the block without its line breaks)", p.line)
+	case p.variable:
+		return fmt.Sprintf(" (line %d, from an environment variable)", p.line)
+	case p.folded && p.style == yaml.FoldedStyle:
+		return fmt.Sprintf(" (line %d: written with >, which folds the block's lines into one; write %s: | instead)", p.line, name)
+	case p.folded:
+		return fmt.Sprintf(" (line %d: YAML folds the lines of a value that is not a literal block into one; write %s: | and the block on the lines below it, indented)", p.line, name)
+	}
+	return fmt.Sprintf(" (line %d)", p.line)
 }
 
 func (s *scope) failed(key string) bool {
@@ -836,11 +871,14 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.AuthnContext, _ = l.scalar(SAML, key, e.val)
 		case "certificate":
 			s.Certificate, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, s.Certificate)
 		case "idp_metadata_certificate":
 			s.IdPMetadataCertificate, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, s.IdPMetadataCertificate)
 		case "private_key":
 			v, _ := l.scalar(SAML, key, e.val)
 			s.PrivateKey = NewSecret(v)
+			l.notePEM(key, e.val, v)
 		case "security":
 			s.Security = l.security(e.val)
 		default:
@@ -855,6 +893,23 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 		}
 	}
 	return s
+}
+
+// notePEM records where the PEM setting key, read as v from n, was written.
+func (l *loader) notePEM(key string, n *yaml.Node, v string) {
+	n, err := deref(n)
+	if err != nil || v == "" {
+		return
+	}
+	if l.pems == nil {
+		l.pems = map[string]pemSource{}
+	}
+	l.pems[key] = pemSource{
+		line:     n.Line,
+		style:    n.Style,
+		variable: v != n.Value,
+		folded:   strings.Contains(v, "-----BEGIN ") && !strings.Contains(strings.TrimSpace(v), "\n") && !strings.Contains(v, `\n`),
+	}
 }
 
 // security reads saml_additional_settings.security.

@@ -86,6 +86,22 @@ type Store interface {
 	Consume(ctx context.Context, key string, until time.Time) (bool, error)
 }
 
+// Releaser is implemented by a Store that can give a value back before its
+// expiry; every Store of this module does, and a host's own should.
+//
+// A callback's transaction is consumed before the provider's answer is
+// checked, so that two callbacks with one cookie cannot both go on; when
+// the answer then fails verification, extauth releases it. Without
+// Release, a failed callback holds its value until the transaction would
+// have expired (up to TransactionTTL), and anyone can start sign-ins of
+// their own and send junk callbacks to fill the store: New logs a warning
+// for a Store without it.
+type Releaser interface {
+	// Release forgets key, so that a later Consume of it reports it new.
+	// Releasing a key that is not held is not an error.
+	Release(ctx context.Context, key string) error
+}
+
 // DefaultMemoryStoreMaxEntries is the bound of a memory store given none.
 // An entry costs about 100 bytes, so the store stays under about 10 MB. A
 // sign-in holds one entry (three for SAML) for at most TransactionTTL (10
@@ -98,9 +114,9 @@ const DefaultMemoryStoreMaxEntries = store.DefaultMaxEntries
 type MemoryStoreOptions struct {
 	// MaxEntries bounds how many single-use values the store holds at once
 	// (default DefaultMemoryStoreMaxEntries when zero or negative). Every
-	// callback holds one until its transaction would have expired, even a
-	// callback that then fails, so without a bound anyone could grow the
-	// store by starting sign-ins and sending junk callbacks. At the bound,
+	// finished sign-in holds one until its transaction would have expired;
+	// a callback that fails verification gives its value back at once
+	// (Release), so junk callbacks cannot fill the store. At the bound,
 	// expired values having been dropped first, a new value is refused: the
 	// sign-in fails with provider_unavailable (503) and the log line says
 	// the store is full. Values are never dropped before their expiry to
@@ -113,6 +129,7 @@ type MemoryStoreOptions struct {
 
 // NewMemoryStore returns a Store for a single instance, held in its memory.
 // New uses one with the default options when Options.Store is nil.
+// The Store it returns is also a Releaser.
 func NewMemoryStore(o MemoryStoreOptions) Store { return store.NewMemory(o.Now, o.MaxEntries) }
 
 // Options configures New. BaseURL, CookieKey and a hook for every configured
@@ -264,7 +281,7 @@ type Auth struct {
 	client     *http.Client
 	onFailure  FailureFunc
 	log        *slog.Logger
-	store      Store
+	store      siteStore
 	ttl        time.Duration
 	strictPOST bool
 	now        func() time.Time
@@ -321,7 +338,6 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		sealer:     sealer,
 		onFailure:  o.OnFailure,
 		log:        o.Logger,
-		store:      o.Store,
 		ttl:        o.TransactionTTL,
 		strictPOST: o.StrictPOST,
 		now:        o.Now,
@@ -335,9 +351,6 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
-	if a.store == nil {
-		a.store = NewMemoryStore(MemoryStoreOptions{Now: a.now})
-	}
 	if a.ttl <= 0 || a.ttl > MaxTransactionTTL {
 		a.ttl = MaxTransactionTTL
 	}
@@ -346,6 +359,14 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	}
 	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
 	a.callbackBudget = 3 * outbound.Timeout(a.client)
+	hostStore := o.Store
+	if hostStore == nil {
+		hostStore = NewMemoryStore(MemoryStoreOptions{Now: a.now})
+	}
+	if _, ok := hostStore.(Releaser); !ok {
+		a.log.Warn("extauth: Options.Store cannot release values (no Release method): a callback that fails holds its value until the transaction would have expired, so junk callbacks can fill the store; implement extauth.Releaser")
+	}
+	a.store = newSiteStore(hostStore, outbound.Timeout(a.client))
 	a.opts = o
 	st, problems := a.buildSite("", base, cfg, &o)
 	a.site = st
@@ -405,12 +426,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			Options:      o.SearchOAuth2,
 		}, env)
 	case OIDC:
-		return providers.NewOIDC(providers.OIDCConfig{
-			ClientID:     cfg.OIDC.ClientID,
-			ClientSecret: cfg.OIDC.ClientSecret.Value(),
-			Issuer:       cfg.OIDC.Issuer,
-			Options:      o.OIDC,
-		}, env)
+		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML
 		custom := make([]samlsp.Param, len(c.Additional.Custom))
@@ -425,10 +441,17 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			AuthnContext:         c.Additional.AuthnContext,
 			CertificatePEM:       c.Additional.Certificate,
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
+			CertificateNewPEM:    c.Additional.CertificateNew,
+			PrivateKeyNewPEM:     c.Additional.PrivateKeyNew.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
+			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
+			AllowSHA1:            c.Additional.Security.AllowSHA1,
+			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
 			Custom:               custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
+			MetadataValidFor:          c.Additional.MetadataValidFor,
+			MetadataCacheDuration:     c.Additional.MetadataCacheDuration,
 		}, env, o.SAML)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/extauth/extauth/internal/redact"
+	"github.com/extauth/extauth/providers"
 )
 
 // Config is the typed form of the secrets file: the sixteen settings of the
@@ -30,7 +32,8 @@ type Config struct {
 	// SAML: saml_sp_entity_id, saml_idp_metadata_url,
 	// saml_idp_sso_service_url and saml_additional_settings.
 	SAML SAMLConfig
-	// OIDC: oidc_client_id, oidc_client_secret, oidc_issuer.
+	// OIDC: oidc_client_id, oidc_client_secret, oidc_issuer and
+	// oidc_additional_settings.
 	OIDC OIDCConfig
 
 	// Warnings lists what loading noticed and tolerated, such as a key that
@@ -133,6 +136,20 @@ type SAMLAdditionalSettings struct {
 	Certificate string
 	// PrivateKey is the service provider's PEM private key.
 	PrivateKey Secret
+	// CertificateNew and PrivateKeyNew (certificate_new, private_key_new)
+	// are the next key pair during a key rotation: the SP metadata
+	// publishes both certificates and assertions encrypted to either key
+	// are decrypted, while requests are still signed with the current key.
+	// See docs/saml.md, "Rotating the SP key pair".
+	CertificateNew string
+	PrivateKeyNew  Secret
+	// MetadataValidFor (metadata_valid_for) puts a validUntil that far
+	// after the time it is served on the SP metadata; zero, the default,
+	// puts none. MetadataCacheDuration (metadata_cache_duration) is its
+	// cacheDuration, none when zero. The secrets file gives them as
+	// xs:durations (P30D, PT12H) or Go durations (720h).
+	MetadataValidFor      time.Duration
+	MetadataCacheDuration time.Duration
 	// IdPMetadataCertificate (idp_metadata_certificate), a PEM certificate,
 	// makes the IdP metadata trusted only when signed with its key:
 	// unsigned or badly signed metadata is refused.
@@ -145,6 +162,7 @@ type SAMLAdditionalSettings struct {
 }
 
 // HasKeyPair reports whether both halves of the SP key pair are set.
+// The next pair of a rotation (CertificateNew) does not count.
 func (s SAMLAdditionalSettings) HasKeyPair() bool {
 	return s.Certificate != "" && !s.PrivateKey.IsZero()
 }
@@ -153,6 +171,16 @@ func (s SAMLAdditionalSettings) HasKeyPair() bool {
 type SAMLSecurity struct {
 	// LogoutRequestsSigned signs single-logout requests.
 	LogoutRequestsSigned bool
+	// RefuseCBCEncryption (refuse_cbc_encryption) refuses assertions and
+	// NameIDs encrypted with a CBC block cipher (AES-CBC, 3DES) and
+	// publishes only AES-GCM in the SP metadata.
+	RefuseCBCEncryption bool
+	// AllowSHA1 (allow_sha1) accepts SHA-1 signatures and digests from the
+	// IdP, as Options.SAML.AllowSHA1 does, with the same start-up warning.
+	AllowSHA1 bool
+	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
+	// logout requests encrypted to the IdP's encryption certificate.
+	NameIDEncrypted bool
 }
 
 // Param is one custom name/value entry.
@@ -163,14 +191,25 @@ type Param struct {
 
 // OIDCConfig is the OpenID Connect client registration.
 type OIDCConfig struct {
-	ClientID     string
+	ClientID string
+	// ClientSecret is required but with client_auth_method
+	// private_key_jwt.
 	ClientSecret Secret
 	// Issuer is the exact issuer identifier; discovery is read from
 	// Issuer + "/.well-known/openid-configuration".
 	Issuer string
+	// Additional is oidc_additional_settings.
+	Additional OIDCAdditionalSettings
 }
 
-// Configured reports whether OIDC has its required settings.
+// Configured reports whether OIDC has its required settings: the client
+// ID, the issuer, and the secret, or private_key_jwt and its key.
 func (c OIDCConfig) Configured() bool {
-	return c.ClientID != "" && !c.ClientSecret.IsZero() && c.Issuer != ""
+	return c.ClientID != "" && c.Issuer != "" && (!c.ClientSecret.IsZero() || c.keyOnly())
+}
+
+// keyOnly reports whether the client authenticates with its private key
+// alone, needing no secret.
+func (c OIDCConfig) keyOnly() bool {
+	return c.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.Additional.PrivateKey.IsZero()
 }

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/crewjam/saml"
 	"gopkg.in/yaml.v3"
 )
 
@@ -716,6 +720,10 @@ func (l *loader) apply(cfg *Config, fs []field, settings []entry) (read []string
 			cfg.SAML.Additional = l.additional(e.val)
 			read = append(read, e.key)
 			continue
+		case e.key == keyOIDCAdditional:
+			cfg.OIDC.Additional = l.oidcAdditional(e.val)
+			read = append(read, e.key)
+			continue
 		}
 		i, ok := settingIndex[e.key]
 		if !ok {
@@ -827,31 +835,31 @@ func (l *loader) scalar(p Provider, key string, n *yaml.Node) (string, bool) {
 
 const keyAdditional = "saml_additional_settings"
 
-// mapping returns the entries of a nested mapping setting. Null, and a
-// string that is empty once its variables are substituted, read as an empty
-// mapping.
-func (l *loader) mapping(key string, n *yaml.Node) []entry {
+// mapping returns the entries of a nested mapping setting of provider p.
+// Null, and a string that is empty once its variables are substituted,
+// read as an empty mapping.
+func (l *loader) mapping(p Provider, key string, n *yaml.Node) []entry {
 	n, err := deref(n)
 	if err != nil {
-		l.problem(SAML, key, "is an alias that does not resolve", ErrInvalidSetting)
+		l.problem(p, key, "is an alias that does not resolve", ErrInvalidSetting)
 		return nil
 	}
 	if isNull(n) {
 		return nil
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		v, ok := l.expand(SAML, key, n.Value)
+		v, ok := l.expand(p, key, n.Value)
 		if !ok || v == "" {
 			return nil
 		}
 	}
 	if n.Kind != yaml.MappingNode {
-		l.problem(SAML, key, "must be a mapping", ErrInvalidSetting)
+		l.problem(p, key, "must be a mapping", ErrInvalidSetting)
 		return nil
 	}
 	entries, dups, err := l.entries(n, 0, false)
 	if err != nil {
-		l.problem(SAML, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
+		l.problem(p, key, "cannot be read: "+err.Error(), ErrInvalidSetting)
 		return nil
 	}
 	l.duplicates(dups, key+".")
@@ -861,7 +869,7 @@ func (l *loader) mapping(key string, n *yaml.Node) []entry {
 // additional reads saml_additional_settings.
 func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 	var s SAMLAdditionalSettings
-	entries := l.mapping(keyAdditional, n)
+	entries := l.mapping(SAML, keyAdditional, n)
 	for _, e := range entries {
 		key := keyAdditional + "." + e.key
 		switch e.key {
@@ -879,10 +887,22 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			v, _ := l.scalar(SAML, key, e.val)
 			s.PrivateKey = NewSecret(v)
 			l.notePEM(key, e.val, v)
+		case "certificate_new":
+			s.CertificateNew, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, s.CertificateNew)
+		case "private_key_new":
+			v, _ := l.scalar(SAML, key, e.val)
+			s.PrivateKeyNew = NewSecret(v)
+			l.notePEM(key, e.val, v)
+		case "metadata_valid_for":
+			s.MetadataValidFor = l.duration(key, e.val)
+		case "metadata_cache_duration":
+			s.MetadataCacheDuration = l.duration(key, e.val)
 		case "security":
 			s.Security = l.security(e.val)
 		default:
-			known := []string{"RelayState", "authn_context", "certificate", "private_key", "idp_metadata_certificate", "security"}
+			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
+				"idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}
@@ -916,23 +936,81 @@ func (l *loader) notePEM(key string, n *yaml.Node, v string) {
 func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	const key = keyAdditional + ".security"
 	var s SAMLSecurity
-	entries := l.mapping(key, n)
+	entries := l.mapping(SAML, key, n)
+	fields := map[string]*bool{
+		"logout_requests_signed": &s.LogoutRequestsSigned,
+		"refuse_cbc_encryption":  &s.RefuseCBCEncryption,
+		"allow_sha1":             &s.AllowSHA1,
+		"name_id_encrypted":      &s.NameIDEncrypted,
+	}
 	for _, e := range entries {
-		if e.key != "logout_requests_signed" {
+		f, ok := fields[e.key]
+		if !ok {
 			hint := ""
-			if near := suggest(e.key, []string{"logout_requests_signed"}, nil); near != "" {
-				hint = "; did you mean logout_requests_signed?"
+			if near := suggest(e.key, []string{"logout_requests_signed", "refuse_cbc_encryption", "allow_sha1", "name_id_encrypted"}, nil); near != "" {
+				hint = "; did you mean " + near + "?"
 			}
 			l.warn(fmt.Sprintf("%s.%s is not supported and is ignored%s", key, e.key, hint))
 			continue
 		}
-		s.LogoutRequestsSigned = l.boolean(key+"."+e.key, e.val)
+		*f = l.boolean(SAML, key+"."+e.key, e.val)
 	}
 	return s
 }
 
-func (l *loader) boolean(key string, n *yaml.Node) bool {
+// duration reads a duration setting: an xs:duration as SAML metadata
+// writes them (P30D, PT12H) or a Go duration (720h). Empty is zero.
+func (l *loader) duration(key string, n *yaml.Node) time.Duration {
 	v, ok := l.scalar(SAML, key, n)
+	if !ok || v == "" {
+		return 0
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		l.problem(SAML, key, "must be a duration such as P30D, PT12H or 720h", ErrInvalidSetting)
+		return 0
+	}
+	return d
+}
+
+// parseDuration reads an xs:duration, with crewjam's reading of years and
+// months (365 and 30 days), or a Go duration.
+func parseDuration(v string) (time.Duration, error) {
+	if !strings.HasPrefix(v, "P") && !strings.HasPrefix(v, "-P") {
+		return time.ParseDuration(v)
+	}
+	// crewjam's parser does not check for overflow: bound the value from
+	// above first, every number taken in the largest unit its letter can
+	// mean (M is a month before T).
+	var bound float64
+	for _, m := range durationPart.FindAllStringSubmatch(v, -1) {
+		n, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0, err
+		}
+		bound += n * float64(durationUnits[m[2]])
+	}
+	if bound > float64(maxDuration) {
+		return 0, errors.New("duration out of range")
+	}
+	var d saml.Duration
+	if err := d.UnmarshalText([]byte(v)); err != nil {
+		return 0, err
+	}
+	return time.Duration(d), nil
+}
+
+var (
+	durationPart  = regexp.MustCompile(`(\d+(?:\.\d+)?)([YMDHS])`)
+	durationUnits = map[string]time.Duration{"Y": 366 * 24 * time.Hour, "M": 31 * 24 * time.Hour, "D": 24 * time.Hour,
+		"H": time.Hour, "S": time.Second}
+	// maxDuration is far above any duration setting's range and far
+	// below where a time.Duration overflows.
+	maxDuration = 100 * 366 * 24 * time.Hour
+)
+
+func (l *loader) boolean(p Provider, key string, n *yaml.Node) bool {
+	v, ok := l.scalar(p, key, n)
 	if !ok {
 		return false
 	}
@@ -942,6 +1020,6 @@ func (l *loader) boolean(key string, n *yaml.Node) bool {
 	case "false", "":
 		return false
 	}
-	l.problem(SAML, key, "must be true or false", ErrInvalidSetting)
+	l.problem(p, key, "must be true or false", ErrInvalidSetting)
 	return false
 }

@@ -122,3 +122,24 @@ func TestPEMProblemsNameTheLineAndTheCause(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 }
+
+// oidc_additional_settings' private_key is named with its line too.
+func TestOIDCPrivateKeyProblemNamesTheLine(t *testing.T) {
+	full := fullConfig(t)
+	keyPEM := full.SAML.Additional.PrivateKey.Value()
+	src := "oidc_client_id: c\noidc_issuer: https://id.example\noidc_additional_settings:\n  client_auth_method: private_key_jwt\n" +
+		"  private_key: " + strings.ReplaceAll(strings.TrimSpace(keyPEM), "\n", "\n    ") + "\n"
+	_, problems, err := inspect(t, src, vars())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		if p.Key == "oidc_additional_settings.private_key" {
+			got = append(got, p.Error())
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "(line 5: YAML folds the lines of a value that is not a literal block into one; write private_key: | and the block on the lines below it, indented)") {
+		t.Errorf("problems with private_key: %q (all: %v)", got, problems)
+	}
+}

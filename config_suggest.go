@@ -15,8 +15,11 @@ var settingKeys, settingIndex = func() ([]string, map[string]int) {
 	for i, f := range (&Config{}).fields() {
 		keys = append(keys, f.key)
 		index[f.key] = i
-		if f.key == "saml_idp_sso_service_url" {
+		switch f.key {
+		case "saml_idp_sso_service_url":
 			keys = append(keys, keyAdditional)
+		case "oidc_issuer":
+			keys = append(keys, keyOIDCAdditional)
 		}
 	}
 	return keys, index

@@ -84,7 +84,8 @@ func (c *Config) sameProvider(base *Config, p Provider) bool {
 		// Not comparable with ==: Custom is a slice.
 		return reflect.DeepEqual(c.SAML, base.SAML)
 	case OIDC:
-		return c.OIDC == base.OIDC
+		// Not comparable with ==: Additional.Custom is a slice.
+		return reflect.DeepEqual(c.OIDC, base.OIDC)
 	}
 	return false
 }
@@ -115,6 +116,7 @@ func (c *Config) tenantBase(name string) *Config {
 	t.Warnings, t.levels, t.Tenants = nil, nil, nil
 	t.Tenant = name
 	t.SAML.Additional.Custom = slices.Clip(t.SAML.Additional.Custom)
+	t.OIDC.Additional.Custom = slices.Clip(t.OIDC.Additional.Custom)
 	return &t
 }
 

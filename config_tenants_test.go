@@ -3,6 +3,7 @@ package extauth_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -57,7 +58,7 @@ func TestTenantOverrides(t *testing.T) {
 	}
 
 	same := cfg.Tenants["same"]
-	if same.Tenant != "same" || same.OIDC != cfg.OIDC || same.Microblog != cfg.Microblog ||
+	if same.Tenant != "same" || !reflect.DeepEqual(same.OIDC, cfg.OIDC) || same.Microblog != cfg.Microblog ||
 		!slices.Equal(same.Providers(), cfg.Providers()) || same.SAML.Additional.RelayState != "/base" {
 		t.Errorf("a tenant without entries is not the environment: %+v", same)
 	}

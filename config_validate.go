@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // The classes of configuration problems, for errors.Is on a Problem or on
@@ -196,7 +199,7 @@ func (c *Config) problems(base *Config) []Problem {
 		if base != nil && c.sameProvider(base, p) {
 			continue
 		}
-		used := p == SAML && !c.SAML.Additional.isZero()
+		used := p == SAML && !c.SAML.Additional.isZero() || p == OIDC && !c.OIDC.Additional.isZero()
 		for _, f := range fs {
 			used = used || (f.provider == p && f.get() != "")
 		}
@@ -206,7 +209,7 @@ func (c *Config) problems(base *Config) []Problem {
 			}
 			v := f.get()
 			switch {
-			case v == "" && f.required && used:
+			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
@@ -217,6 +220,9 @@ func (c *Config) problems(base *Config) []Problem {
 	}
 	if base == nil || !c.sameProvider(base, SAML) {
 		ps = append(ps, c.SAML.Additional.problems()...)
+	}
+	if base == nil || !c.sameProvider(base, OIDC) {
+		ps = append(ps, c.OIDC.additionalProblems()...)
 	}
 	return ps
 }
@@ -254,7 +260,8 @@ func (c *Config) configured(p Provider) bool {
 
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
-		s.PrivateKey.IsZero() && !s.Security.LogoutRequestsSigned && len(s.Custom) == 0
+		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
+		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {
@@ -287,6 +294,16 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 		}
 	}
 	ps = append(ps, s.keyPairProblems()...)
+	ps = append(ps, s.nextKeyPairProblems()...)
+	if v := s.MetadataValidFor; v != 0 && (v < samlsp.MinMetadataValidFor || v > samlsp.MaxMetadataValidFor) {
+		bad("metadata_valid_for", "must be between 1 hour and 3650 days", ErrInvalidSetting)
+	}
+	switch v := s.MetadataCacheDuration; {
+	case v != 0 && (v < samlsp.MinMetadataCacheDuration || v > samlsp.MaxMetadataValidFor):
+		bad("metadata_cache_duration", "must be between 1 minute and 3650 days", ErrInvalidSetting)
+	case v > 0 && s.MetadataValidFor > 0 && v > s.MetadataValidFor:
+		bad("metadata_cache_duration", "must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)", ErrInvalidSetting)
+	}
 	if s.IdPMetadataCertificate != "" {
 		if _, reason := parseCertificatePEM(s.IdPMetadataCertificate); reason != "" {
 			bad("idp_metadata_certificate", reason, ErrInvalidSetting)
@@ -322,10 +339,45 @@ func (s SAMLAdditionalSettings) KeyPair() (*x509.Certificate, *rsa.PrivateKey, e
 	return cert, key, nil
 }
 
+// NextKeyPair is KeyPair for the next key pair of a rotation,
+// certificate_new and private_key_new.
+func (s SAMLAdditionalSettings) NextKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
+	if s.CertificateNew == "" && s.PrivateKeyNew.IsZero() {
+		return nil, nil, nil
+	}
+	if ps := s.nextKeyPairProblems(); len(ps) > 0 {
+		return nil, nil, &ValidationError{Problems: ps}
+	}
+	cert, _ := parseCertificatePEM(s.CertificateNew)
+	key, _ := parseRSAKeyPEM(s.PrivateKeyNew.Value())
+	return cert, key, nil
+}
+
 func (s SAMLAdditionalSettings) keyPairProblems() []Problem {
-	const (
-		certKey = keyAdditional + ".certificate"
-		privKey = keyAdditional + ".private_key"
+	return pairProblems(s.Certificate, s.PrivateKey, "certificate", "private_key")
+}
+
+// nextKeyPairProblems checks certificate_new and private_key_new as the
+// current pair is checked, and that there is a current pair to replace.
+func (s SAMLAdditionalSettings) nextKeyPairProblems() []Problem {
+	if s.CertificateNew == "" && s.PrivateKeyNew.IsZero() {
+		return nil
+	}
+	ps := pairProblems(s.CertificateNew, s.PrivateKeyNew, "certificate_new", "private_key_new")
+	if !s.HasKeyPair() {
+		ps = append(ps, Problem{Provider: SAML, Key: keyAdditional + ".certificate_new",
+			Reason: "is the next key pair of a rotation, but there is no current one (certificate and private_key); configure a first pair as certificate and private_key",
+			Err:    ErrMissingSetting})
+	}
+	return ps
+}
+
+// pairProblems checks a certificate and private key set under the names
+// certName and privName of saml_additional_settings.
+func pairProblems(certificate string, privateKey Secret, certName, privName string) []Problem {
+	var (
+		certKey = keyAdditional + "." + certName
+		privKey = keyAdditional + "." + privName
 	)
 	var ps []Problem
 	bad := func(key, reason string, err error) {
@@ -333,12 +385,12 @@ func (s SAMLAdditionalSettings) keyPairProblems() []Problem {
 	}
 	var certPub *rsa.PublicKey
 	switch {
-	case s.Certificate == "":
-		if !s.PrivateKey.IsZero() {
-			bad(certKey, "is missing (private_key is set; the key pair needs both)", ErrMissingSetting)
+	case certificate == "":
+		if !privateKey.IsZero() {
+			bad(certKey, "is missing ("+privName+" is set; the key pair needs both)", ErrMissingSetting)
 		}
 	default:
-		cert, reason := parseCertificatePEM(s.Certificate)
+		cert, reason := parseCertificatePEM(certificate)
 		if reason != "" {
 			bad(certKey, reason, ErrInvalidKeyPair)
 			break
@@ -351,12 +403,12 @@ func (s SAMLAdditionalSettings) keyPairProblems() []Problem {
 		}
 	}
 	switch {
-	case s.PrivateKey.IsZero():
-		if s.Certificate != "" {
-			bad(privKey, "is missing (certificate is set; the key pair needs both)", ErrMissingSetting)
+	case privateKey.IsZero():
+		if certificate != "" {
+			bad(privKey, "is missing ("+certName+" is set; the key pair needs both)", ErrMissingSetting)
 		}
 	default:
-		key, reason := parseRSAKeyPEM(s.PrivateKey.Value())
+		key, reason := parseRSAKeyPEM(privateKey.Value())
 		if reason != "" {
 			bad(privKey, reason, ErrInvalidKeyPair)
 			break
@@ -365,10 +417,19 @@ func (s SAMLAdditionalSettings) keyPairProblems() []Problem {
 			bad(privKey, fmt.Sprintf("is a %d-bit RSA key; at least %d bits are required", n, minRSABits), ErrInvalidKeyPair)
 		}
 		if certPub != nil && !certPub.Equal(&key.PublicKey) {
-			bad(privKey, "does not match the certificate's public key", ErrInvalidKeyPair)
+			bad(privKey, "does not match the public key of "+the(certName), ErrInvalidKeyPair)
 		}
 	}
 	return ps
+}
+
+// the names a certificate setting in a reason: "the certificate" for the
+// current pair, its key for the next.
+func the(certName string) string {
+	if certName == "certificate" {
+		return "the certificate"
+	}
+	return certName
 }
 
 // parseCertificatePEM returns the certificate or why it does not parse. The

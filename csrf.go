@@ -95,25 +95,31 @@ func (m mount) confirmed(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(v), []byte(c.Value)) == 1
 }
 
-// confirmStart answers a start request nobody vouches for with a page on
-// which the user confirms the sign-in with a click. It does not submit
-// itself: a page of ours that posted on its own would carry our own Origin
-// and prove nothing about who sent the browser here.
-func (a *Auth) confirmStart(w http.ResponseWriter, r *http.Request, m mount, returnTo string) {
+// confirmPage answers a start request nobody vouches for (a sign-in's,
+// or a sign-out's: purpose is purposeLogout) with a page on which the user
+// confirms with a click. It does not submit itself: a page of ours that
+// posted on its own would carry our own Origin and prove nothing about who
+// sent the browser here. returnTo, as the request gave it, rides along.
+func (a *Auth) confirmPage(w http.ResponseWriter, m mount, purpose, returnTo string) {
 	token := randomString(16)
 	http.SetCookie(w, &http.Cookie{Name: m.confirmCookieName(), Value: token, Path: "/", MaxAge: int(a.ttl.Seconds()),
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteStrictMode})
 	fields := []formField{{confirmField, token}}
-	if returnTo != "/" {
+	if returnTo = SafeReturnTo(returnTo); returnTo != "/" {
 		fields = append(fields, formField{"return_to", returnTo})
 	}
-	writePostForm(w, http.StatusOK, postForm{
+	page := postForm{
 		Title:  "Sign in",
 		Prompt: "Continue to sign in with " + m.name + "?",
 		Button: "Continue",
 		Action: m.base.Path + m.authorizePath(m.name),
 		Fields: fields,
-	})
+	}
+	if purpose == purposeLogout {
+		page.Title, page.Prompt, page.Button = "Sign out", "Sign out of this site ("+m.name+")?", "Sign out"
+		page.Action = m.base.Path + m.extraPath(m.name, purposeLogout)
+	}
+	writePostForm(w, http.StatusOK, page)
 }
 
 // parseTrustedOrigins checks Options.TrustedOrigins: each an origin,

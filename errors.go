@@ -36,10 +36,16 @@ const (
 	CodeMisconfigured Code = "misconfigured"
 	// CodeTimeout: the provider did not answer in time.
 	CodeTimeout Code = "timeout"
+	// CodeInsufficientAuthentication: the provider authenticated the user
+	// less strongly than the sign-in asked: an acr other than those
+	// acr_values named, or an auth_time older than max_age (OIDC Core
+	// 3.1.3.7). The name is RFC 9470's.
+	CodeInsufficientAuthentication Code = "insufficient_user_authentication"
 )
 
 // HTTPStatus returns the status code the default failure page answers with:
-// 403 for access_denied and csrf_detected, 400 for invalid_state,
+// 403 for access_denied, csrf_detected and insufficient_user_authentication,
+// 400 for invalid_state,
 // invalid_response and replayed, 502 for invalid_credentials, 503 for
 // provider_unavailable, 504 for timeout, 500 otherwise.
 func (c Code) HTTPStatus() int { return providers.Code(c).HTTPStatus() }

@@ -3,6 +3,9 @@ package extauth_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log"
@@ -83,6 +86,7 @@ blog_oauth2_site: https://blog.example.org
 	// Output:
 	// authorize https://app.example.org/users/auth/blog_oauth2
 	// callback https://app.example.org/users/auth/blog_oauth2/callback
+	// logout https://app.example.org/users/auth/blog_oauth2/logout
 }
 
 // The README's quick start: a host loads its secrets file, builds an Auth
@@ -167,6 +171,7 @@ func ExampleOptions_goth() {
 	// Output:
 	// authorize https://app.example.org/users/auth/gitlab
 	// callback https://app.example.org/users/auth/gitlab/callback
+	// logout https://app.example.org/users/auth/gitlab/logout
 }
 
 // ExampleAuth_Mount serves the routes on a net/http ServeMux at the default
@@ -555,7 +560,7 @@ func ExampleIdentity_LogoutSession() {
 	fmt.Printf("%+v\n", extauth.LogoutSession{IDToken: "eyJhbGciOi..."})
 	// Output:
 	// ada@example.org _idx-42
-	// {IDToken:[REDACTED] NameID: NameIDFormat: SessionIndex:}
+	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex:}
 }
 
 // One instance keeps its single-use values in memory, at most MaxEntries at
@@ -575,4 +580,77 @@ func ExampleNewMemoryStore() {
 	// tx:b true <nil>
 	// tx:a false <nil>
 	// tx:c false memory store is full: 2 single-use values held, none expired yet (MaxEntries 2)
+}
+
+// A high-assurance provider takes a client assertion signed with the
+// application's key instead of a secret, pushed and signed authorization
+// requests, and encrypts its ID tokens: the file says so in
+// oidc_additional_settings, and the key comes from the environment.
+func ExampleParseConfig_highAssurance() {
+	secrets := []byte(`
+oidc_client_id: app
+oidc_issuer: https://eid.example.gov
+oidc_additional_settings:
+  client_auth_method: private_key_jwt
+  private_key: <%= ENV["OIDC_PRIVATE_KEY"] %>
+  pushed_authorization_requests: true
+  request_object: true
+  id_token_encrypted_response_alg: RSA-OAEP-256
+  id_token_encrypted_response_enc: A256GCM
+  acr_values: urn:eid:loa:high
+`)
+	key, err := exampleKey() // in production: extauth keygen -oidc
+	if err != nil {
+		log.Fatal(err)
+	}
+	lookup := func(name string) (string, bool) { return key, name == "OIDC_PRIVATE_KEY" }
+	cfg, err := extauth.ParseConfig(secrets, extauth.LookupEnv(lookup))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Providers(), cfg.OIDC.ClientSecret.IsZero(), cfg.OIDC.Additional.PrivateKey)
+
+	// The key must suit the encryption: an EC one does not suit RSA-OAEP-256.
+	lookup = func(name string) (string, bool) { return exampleECKey, name == "OIDC_PRIVATE_KEY" }
+	_, err = extauth.ParseConfig(secrets, extauth.LookupEnv(lookup))
+	fmt.Println(err)
+	// Output:
+	// [oidc] true [REDACTED]
+	// extauth: config: oidc: oidc_additional_settings.id_token_encrypted_response_alg does not suit the EC private_key: use ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW
+}
+
+// exampleKey makes an RSA client key, PEM, as extauth keygen -oidc does.
+func exampleKey() (string, error) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
+}
+
+// exampleECKey is an EC P-256 key of the examples only.
+const exampleECKey = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgPoWW1GiwCET5v2zS
+9MFB4JQKpsOaX1gSZtkO8VnaCdahRANCAAR+4nMfVI5M9V12uFEemKHdGm9eBO/s
+yMmwBM6iXn04RBiUQ5f1YuQ61mt6LeC4pz7Af/CuG0h8EG2+6aN1U74/
+-----END PRIVATE KEY-----
+`
+
+// When a user unlinks the provider, the host revokes the sign-in's
+// tokens; under private_key_jwt the revocation carries a client assertion.
+func ExampleAuth_RevokeTokens() {
+	var a *extauth.Auth
+	var id *extauth.Identity // kept from the sign-in (Tenant, Provider and Tokens suffice)
+	err := a.RevokeTokens(context.Background(), id)
+	switch {
+	case errors.Is(err, extauth.ErrNoRevocation):
+		log.Printf("%s cannot revoke tokens: forget them", id.Provider)
+	case err != nil:
+		log.Printf("revocation failed: %v", err)
+	}
 }

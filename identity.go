@@ -7,6 +7,7 @@ import (
 
 	"github.com/markbates/goth"
 
+	"github.com/extauth/extauth/internal/redact"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -67,11 +68,29 @@ type SAMLInfo struct {
 	// with the host's session to log out through the IdP later.
 	NameID       string `json:"name_id"`
 	NameIDFormat string `json:"name_id_format,omitempty"`
-	SessionIndex string `json:"session_index,omitempty"`
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them, "" when it sent none: single
+	// logout sends the NameID back as received (SAML Core 3.7.1), with
+	// these attributes where the IdP had them and nowhere else, since
+	// IdPs that match NameIDs exactly need that.
+	NameQualifier   string `json:"name_qualifier,omitempty"`
+	SPNameQualifier string `json:"sp_name_qualifier,omitempty"`
+	SPProvidedID    string `json:"sp_provided_id,omitempty"`
+	// NameIDEncrypted is true when the IdP sent the NameID as an
+	// EncryptedID: single logout then sends it back encrypted too.
+	NameIDEncrypted bool   `json:"name_id_encrypted,omitempty"`
+	SessionIndex    string `json:"session_index,omitempty"`
 	// Attributes maps each attribute Name (a URI or OID as the IdP sends
 	// it) to its values, in document order.
 	Attributes map[string][]string `json:"attributes,omitempty"`
 }
+
+// Format prints the identity with its tokens redacted, for every verb.
+// Tokens redact themselves, but fmt prints a *Identity met inside a map or
+// slice with a verb it cannot apply to a pointer (%s, %q) by reflection,
+// calling none of their methods; a Format of Identity's own is called
+// first.
+func (id Identity) Format(f fmt.State, verb rune) { redact.Format(f, verb, id) }
 
 // Tokens are the credentials of a sign-in. Their String, Format, LogValue and
 // MarshalJSON methods never reveal a token: read the fields to use them.
@@ -83,6 +102,13 @@ type Tokens struct {
 	Secret  string
 	Expiry  time.Time
 	IDToken string
+	// Issuer says who issued the tokens: the OpenID Connect issuer, or the
+	// OAuth 2 token endpoint. TokenSource sends them to that issuer only:
+	// keep it with them.
+	Issuer string
+	// Tenant is the tenant whose provider issued them ("" for the
+	// application's own). TokenSource refuses them for another tenant.
+	Tenant string
 }
 
 // String describes the tokens with every value redacted.

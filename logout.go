@@ -18,13 +18,15 @@ import (
 // protocol: one set of hooks serves SAML single logout and OpenID Connect
 // RP-initiated, back-channel and front-channel logout.
 type LogoutOptions struct {
-	// Session returns the provider session of the signed-in user of r, for
-	// the logout route of provider p (/users/auth/<p>/logout) to end at
-	// the provider: typically what Identity.LogoutSession returned at
-	// sign-in, kept with the host's session. Without it, or when it
-	// reports none, the logout route signs out locally only. Hosts that
-	// send the browser to the provider themselves call Auth.LogoutURL
-	// instead.
+	// Session ends the host's session of the signed-in user of r and
+	// returns its provider session, for the logout route of provider p
+	// (/users/auth/<p>/logout, which every provider has) to end at the
+	// provider: typically what Identity.LogoutSession returned at sign-in,
+	// kept with the host's session. Without it, when it reports none, or
+	// for a provider without a logout of its own, the logout route signs
+	// out locally only. The route runs it only for a start the sign-in
+	// rules let through. Hosts that send the browser to the provider
+	// themselves call Auth.LogoutURL instead.
 	Session func(r *http.Request, p Provider) (LogoutSession, bool)
 	// OnProviderLogout ends the host's sessions that a provider says have
 	// ended: a SAML IdP's LogoutRequest, an OpenID Connect back-channel
@@ -38,7 +40,8 @@ type LogoutOptions struct {
 	ReturnTo string
 	// Done answers the browser when a sign-out ends: err is nil when the
 	// provider confirmed it (or there was nothing to do at the provider),
-	// an *Error when the confirmation was not valid. ReturnTo(r) is where
+	// an *Error when the confirmation was not valid or the start was
+	// refused (csrf_detected, Session not run). ReturnTo(r) is where
 	// it should land. Without it the browser is redirected there, or gets
 	// a short error page.
 	Done func(w http.ResponseWriter, r *http.Request, err *Error)
@@ -52,10 +55,19 @@ type LogoutSession struct {
 	// IDToken is the OpenID Connect ID token of the sign-in, sent to the
 	// provider as id_token_hint.
 	IDToken string `redact:"secret"`
-	// NameID, NameIDFormat and SessionIndex name a SAML session.
-	NameID       string
-	NameIDFormat string
-	SessionIndex string
+	// NameID, NameIDFormat and SessionIndex name a SAML session;
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them (Identity.SAML's), "" when it
+	// sent none: the LogoutRequest carries the NameID exactly so.
+	NameID          string
+	NameIDFormat    string
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	// NameIDEncrypted (Identity.SAML's) makes the LogoutRequest carry the
+	// NameID as an EncryptedID, as the IdP sent it.
+	NameIDEncrypted bool
+	SessionIndex    string
 }
 
 // LogoutSession returns what ending this sign-in's session at the provider
@@ -64,6 +76,8 @@ func (id *Identity) LogoutSession() LogoutSession {
 	s := LogoutSession{IDToken: id.Tokens.IDToken}
 	if id.SAML != nil {
 		s.NameID, s.NameIDFormat, s.SessionIndex = id.SAML.NameID, id.SAML.NameIDFormat, id.SAML.SessionIndex
+		s.NameQualifier, s.SPNameQualifier, s.SPProvidedID = id.SAML.NameQualifier, id.SAML.SPNameQualifier, id.SAML.SPProvidedID
+		s.NameIDEncrypted = id.SAML.NameIDEncrypted
 	}
 	return s
 }
@@ -127,12 +141,14 @@ const (
 )
 
 // logoutPurposes lists the logout routes served for s: the start of a
-// sign-out and the return from the provider for a SessionEnder, the
-// back- and front-channel routes for a LogoutReceiver.
+// sign-out for every provider (local only for those without a logout of
+// their own, so that a host writes one sign-out button for all), the
+// return from the provider for a SessionEnder, the back- and front-channel
+// routes for a LogoutReceiver.
 func logoutPurposes(s providers.Strategy) []string {
-	var out []string
+	out := []string{purposeLogout}
 	if _, ok := s.(providers.SessionEnder); ok {
-		out = append(out, purposeLogout, purposePostLogout)
+		out = append(out, purposePostLogout)
 	}
 	if _, ok := s.(providers.LogoutReceiver); ok {
 		out = append(out, purposeBackchannel, purposeFrontchannel)
@@ -151,7 +167,7 @@ func (a *Auth) logoutRoute(st *site, name, purpose string) (http.Handler, bool) 
 	_, isEnder := s.(providers.SessionEnder)
 	recv, isRecv := s.(providers.LogoutReceiver)
 	switch {
-	case purpose == purposeLogout && isEnder:
+	case purpose == purposeLogout:
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveLogout(w, r, m) }), true
 	case purpose == purposePostLogout && isEnder:
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.servePostLogout(w, r, m) }), true
@@ -196,7 +212,7 @@ func (a *Auth) LogoutURL(w http.ResponseWriter, r *http.Request, p Provider, s L
 func (a *Auth) providerLogoutURL(w http.ResponseWriter, r *http.Request, m mount, s LogoutSession, returnTo string) (u string, local bool, err error) {
 	switch st := m.s.(type) {
 	case *samlsp.SP:
-		u, err = st.LogoutURL(r.Context(), samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex})
+		u, err = st.LogoutURL(r.Context(), samlLogoutSession(s))
 	case providers.SessionEnder:
 		state := randomString(32)
 		u, err = st.EndSessionURL(r.Context(), providers.LogoutSession(s), state, m.url(m.extraPath(m.name, purposePostLogout)))
@@ -264,12 +280,18 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 	return false
 }
 
-// serveLogout starts a sign-out at the provider for the session
-// LogoutOptions.Session reports. Like a sign-in, it must start from this
-// site: signing users out from another one is a nuisance attack.
+// serveLogout starts a sign-out: the host ends its session in
+// LogoutOptions.Session, which names the provider session to end at the
+// provider, if any. It has a sign-in's start rules (the same table, the
+// same click-to-continue page, StrictPOST): whatever starts it runs the
+// host's hook and moves the browser, so another site must not be able to.
 func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, m mount) {
 	setNoStore(w)
-	if !allowMethods(w, r, http.MethodGet, http.MethodPost) {
+	methods := []string{http.MethodGet, http.MethodPost}
+	if a.strictPOST {
+		methods = methods[1:]
+	}
+	if !allowMethods(w, r, methods...) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
@@ -277,14 +299,18 @@ func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, m mount) {
 		http.Error(w, "malformed request", http.StatusBadRequest)
 		return
 	}
-	if verdict, why := a.startVerdict(r, m); verdict == startRefuse {
-		m.log.Warn("extauth: sign-out refused", "provider", m.name, "why", why)
-		http.Error(w, "sign-out must start from this site", http.StatusForbidden)
-		return
-	}
 	returnTo := a.logoutReturnTo
 	if rt := r.Form.Get("return_to"); rt != "" {
 		returnTo = SafeReturnTo(rt)
+	}
+	switch verdict, why := a.startVerdict(r, m); verdict {
+	case startRefuse:
+		a.logoutDone(w, r, m, returnTo, &Error{Code: CodeCSRFDetected, Provider: m.name,
+			Message: "sign-out must start from this site", Err: errors.New("sign-out refused: " + why)})
+		return
+	case startConfirm:
+		a.confirmPage(w, m, purposeLogout, r.Form.Get("return_to"))
+		return
 	}
 	var sess LogoutSession
 	ok := false
@@ -468,22 +494,31 @@ func (a *Auth) providerLogout(ctx context.Context, m mount, ev providers.LogoutE
 }
 
 // withLogout is o with Options.Logout adapted into the SAML strategy's hooks
-// for tenant's site.
-func withLogout(o *Options, tenant string) *Options {
+// for the provider mounted as slug on st.
+func (a *Auth) withLogout(o *Options, st *site, slug string) *Options {
 	so := *o
-	so.SAML = samlOptions(o, tenant)
+	so.SAML = a.samlOptions(o, st, slug)
 	return &so
 }
 
 // samlOptions adapts Options.Logout into the SAML strategy's own hooks for
-// tenant's site, leaving any hook set directly in Options.SAML.Logout in
-// place.
-func samlOptions(o *Options, tenant string) samlsp.Options {
-	so, lo := o.SAML, o.Logout
+// the provider mounted as slug on st, leaving any hook set directly in
+// Options.SAML.Logout in place.
+func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
+	so, lo, tenant := o.SAML, o.Logout, st.tenant
+	if so.Logout.Start == nil && so.Logout.Session == nil {
+		// The SAML logout URL is also where a sign-out starts: the same
+		// start rules and hooks (Options.Logout) as every other
+		// provider's logout route. A host that set the SAML hooks itself
+		// keeps the SP's own start, which takes same-origin requests only.
+		so.Logout.Start = func(w http.ResponseWriter, r *http.Request) {
+			a.serveLogout(w, r, mount{site: st, name: slug, s: st.strategies[slug]})
+		}
+	}
 	if so.Logout.Session == nil && lo.Session != nil {
 		so.Logout.Session = func(r *http.Request) (samlsp.LogoutSession, bool) {
 			s, ok := lo.Session(r, SAML)
-			return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, SessionIndex: s.SessionIndex}, ok && s.NameID != ""
+			return samlLogoutSession(s), ok && s.NameID != ""
 		}
 	}
 	if so.Logout.OnIdPLogout == nil && lo.OnProviderLogout != nil {
@@ -503,6 +538,12 @@ func samlOptions(o *Options, tenant string) samlsp.Options {
 		}
 	}
 	return so
+}
+
+// samlLogoutSession is the SAML part of s, the NameID whole.
+func samlLogoutSession(s LogoutSession) samlsp.LogoutSession {
+	return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
+		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, NameIDEncrypted: s.NameIDEncrypted, SessionIndex: s.SessionIndex}
 }
 
 func logoutReturnTo(lo LogoutOptions) string {

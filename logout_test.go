@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,7 @@ type logouts struct {
 	done    []*extauth.Error
 	session *extauth.LogoutSession
 	fail    error
+	asked   int // calls of Session: sign-outs that ran the host's hook
 }
 
 func (l *logouts) options(o *extauth.Options) {
@@ -36,6 +39,7 @@ func (l *logouts) options(o *extauth.Options) {
 		Session: func(r *http.Request, p extauth.Provider) (extauth.LogoutSession, bool) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
+			l.asked++
 			if l.session == nil {
 				return extauth.LogoutSession{}, false
 			}
@@ -582,5 +586,95 @@ func TestTenantBackchannelLogout(t *testing.T) {
 	}
 	if _, err := ta.Auth.TokenSource(context.Background(), &extauth.Identity{Tenant: "nobody", Provider: "oidc"}); !errors.Is(err, extauth.ErrUnknownTenant) {
 		t.Errorf("TokenSource at an unknown tenant: %v", err)
+	}
+}
+
+func (l *logouts) sessionAsked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
+// A sign-out has a sign-in's start rules, for every provider: what the
+// table refuses never runs the host's Session hook nor moves the browser
+// to the provider; a start without Origin or fetch metadata gets the
+// click-to-continue page, whose confirmed POST signs out. blog_oauth2 has
+// no logout at the provider (a local sign-out), oidc and saml do.
+func TestLogoutStartRules(t *testing.T) {
+	const trusted = "https://www.example.org"
+	trust := func(o *extauth.Options) { o.TrustedOrigins = []string{trusted} }
+	type app struct {
+		url, provider string
+		l             *logouts
+	}
+	apps := []func(t *testing.T) app{
+		func(t *testing.T) app {
+			l := &logouts{}
+			a := newApp(t, func(o *extauth.Options) { l.options(o); trust(o) })
+			return app{a.URL, "blog_oauth2", l}
+		},
+		func(t *testing.T) app {
+			a, l := logoutApp(t, oidcSetup{opts: trust})
+			b := harness.NewBrowser(t)
+			a.signInKeeping(b, l)
+			return app{a.URL, "oidc", l}
+		},
+		func(t *testing.T) app {
+			l := &logouts{session: &extauth.LogoutSession{NameID: "ada@example.org", SessionIndex: "idx-1"}}
+			a := newSAMLApp(t, newSAMLIdP(t), func(_ *extauth.Config, o *extauth.Options) { l.options(o); trust(o) })
+			return app{a.URL, "saml", l}
+		},
+	}
+	for _, newApp := range apps {
+		a := newApp(t)
+		t.Run(a.provider, func(t *testing.T) {
+			logoutURL := a.url + "/users/auth/" + a.provider + "/logout"
+			for _, tt := range startRuleCases(a.url, trusted) {
+				t.Run(fmt.Sprintf("%s %+v", tt.method, tt.h), func(t *testing.T) {
+					b := harness.NewBrowser(t).NoFollow()
+					b.Header = http.Header{}
+					req, _ := http.NewRequest(tt.method, logoutURL, nil)
+					tt.h.set(req)
+					asked := a.l.sessionAsked()
+					resp := b.Do(req)
+					ran := a.l.sessionAsked() - asked
+					switch tt.want {
+					case start:
+						if resp.StatusCode != http.StatusSeeOther || ran != 1 {
+							t.Fatalf("not signed out: %d %s, Session ran %d times", resp.StatusCode, resp.Body, ran)
+						}
+					case refuse:
+						if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Body, "csrf_detected") || ran != 0 {
+							t.Fatalf("not refused: %d %s, Session ran %d times", resp.StatusCode, resp.Body, ran)
+						}
+					case confirm:
+						if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `<button type="submit">`) ||
+							strings.Contains(resp.Body, "<script") || resp.Header.Get("X-Frame-Options") != "DENY" || ran != 0 {
+							t.Fatalf("no click-to-continue page: %d %v, Session ran %d times\n%s", resp.StatusCode, resp.Header, ran, resp.Body)
+						}
+					}
+				})
+			}
+			t.Run("confirming", func(t *testing.T) {
+				b := harness.NewBrowser(t).NoFollow()
+				b.Header = http.Header{}
+				page := b.PostForm(logoutURL, url.Values{"return_to": {"/next"}})
+				action := regexp.MustCompile(`<form method="post" action="([^"]+)">`).FindStringSubmatch(page.Body)
+				tok := regexp.MustCompile(`name="extauth_confirm" value="([^"]+)"`).FindStringSubmatch(page.Body)
+				if action == nil || tok == nil || action[1] != "/users/auth/"+a.provider+"/logout" {
+					t.Fatalf("interstitial:\n%s", page.Body)
+				}
+				asked := a.l.sessionAsked()
+				if again := b.PostForm(a.url+action[1], url.Values{"extauth_confirm": {tok[1] + "x"}}); again.StatusCode != http.StatusOK || a.l.sessionAsked() != asked {
+					t.Errorf("a wrong token signed out: %d", again.StatusCode)
+				}
+				page = b.PostForm(logoutURL, url.Values{"return_to": {"/next"}})
+				tok = regexp.MustCompile(`name="extauth_confirm" value="([^"]+)"`).FindStringSubmatch(page.Body)
+				resp := b.PostForm(a.url+action[1], url.Values{"extauth_confirm": {tok[1]}, "return_to": {"/next"}})
+				if resp.StatusCode != http.StatusSeeOther || a.l.sessionAsked() != asked+1 {
+					t.Fatalf("confirmed sign-out: %d %s", resp.StatusCode, resp.Body)
+				}
+			})
+		})
 	}
 }

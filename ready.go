@@ -13,7 +13,9 @@ const readyPoll = 20 * time.Millisecond
 
 // Ready reports whether every provider that needs a document from its
 // provider before it can sign anyone in (SAML metadata, OpenID Connect
-// discovery) has it, asking for it when it has none, and waits for them until
+// discovery) has it, asking for it when it has none, and, for SAML, whether
+// the IdP has a signing certificate that has not expired (an expired SP
+// certificate does not count: signing goes on), and waits for them until
 // ctx is done. It returns nil when all are ready, or an error naming each
 // provider that is not, and why. Tests call it instead of polling through
 // 503s; ReadyHandler serves it to health checks. It covers the application's
@@ -28,15 +30,9 @@ func (a *Auth) Ready(ctx context.Context) error {
 // error wraps ErrUnknownTenant for a tenant that does not exist, and is the
 // tenant's configuration problem for one that cannot be built.
 func (a *Auth) TenantReady(ctx context.Context, tenant string) error {
-	if tenant == "" {
-		return a.Ready(ctx)
-	}
-	if a.tenants == nil || !validSlug(tenant) {
-		return fmt.Errorf("extauth: tenant %q: %w", tenant, ErrUnknownTenant)
-	}
-	st, err := a.tenants.get(ctx, tenant)
+	st, err := a.siteNamed(ctx, tenant)
 	if err != nil {
-		return fmt.Errorf("extauth: tenant %q: %w", tenant, err)
+		return err
 	}
 	return siteReady(ctx, st)
 }
@@ -58,19 +54,15 @@ func siteReady(ctx context.Context, st *site) error {
 }
 
 // waitReady waits for one strategy: OpenID Connect's Discover, or SAML's
-// metadata, which its background refresh fetches.
+// metadata, which its background refresh fetches, with an IdP signing
+// certificate that has not expired.
 func waitReady(ctx context.Context, s Strategy) error {
 	var check func() error
 	switch s := s.(type) {
 	case interface{ Discover(context.Context) error }:
 		check = func() error { return s.Discover(ctx) }
-	case interface{ Ready() bool }:
-		check = func() error {
-			if s.Ready() {
-				return nil
-			}
-			return errors.New("no copy of the identity provider's metadata yet")
-		}
+	case interface{ ReadyError() error }:
+		check = s.ReadyError
 	default:
 		return nil
 	}

@@ -19,10 +19,14 @@ var ErrNoRefresh = providers.ErrNoRefresh
 // same bounded client as the sign-ins, for as long as ctx lives (as with
 // x/oauth2's Config.TokenSource). The provider is id.Provider at
 // id.Tenant: a host that kept only the tokens passes an Identity with
-// those three fields. Keep what Token returns: a provider may rotate the
-// refresh token. For OpenID Connect a renewed ID token is verified as at
-// sign-in but for the nonce, and must name the same user; it is the
-// token's Extra("id_token").
+// those fields, UID, and Tokens with its Issuer and Tenant. Tokens are
+// sent only to the provider that issued them, for the tenant they were
+// issued at: tokens whose Issuer or Tenant say otherwise (or whose Issuer
+// is empty) are refused before any request, with invalid_state. Keep what
+// Token returns: a provider may rotate the refresh token. For OpenID
+// Connect a renewed ID token is verified as at sign-in but for the nonce,
+// and must name id.UID (and the sub of id.Tokens.IDToken, which must
+// agree); it is the token's Extra("id_token").
 //
 // Renewal fails with an *Error. OAuth 1.0a tokens (microblog) do not
 // expire and socialnet's (Facebook) have no refresh token: for those, as
@@ -47,7 +51,11 @@ func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSourc
 		}
 		return nil, fmt.Errorf("extauth: %s cannot renew tokens (%s): %w", id.Provider, why, ErrNoRefresh)
 	}
-	ts, err := r.TokenSource(ctx, providers.Tokens(id.Tokens))
+	if id.Tokens.Tenant != id.Tenant {
+		return nil, &Error{Code: CodeInvalidState, Provider: id.Provider, Message: "the tokens cannot be renewed here: sign in again",
+			Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", id.Tokens.Tenant, id.Tenant)}
+	}
+	ts, err := r.TokenSource(ctx, providers.Tokens(id.Tokens), id.UID)
 	if err != nil {
 		return nil, asError(err, id.Provider, CodeMisconfigured)
 	}
@@ -55,12 +63,14 @@ func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSourc
 }
 
 // siteNamed is the site of tenant ("" for the application's own), built
-// if it is not in the cache.
+// if it is not in the cache. A name the routes would refuse
+// (ValidTenantName) is unknown here too: nothing reaches the host's
+// TenantSource or the cache that a request could not.
 func (a *Auth) siteNamed(ctx context.Context, tenant string) (*site, error) {
 	if tenant == "" {
 		return a.site, nil
 	}
-	if a.tenants == nil || !validSlug(tenant) {
+	if a.tenants == nil || !ValidTenantName(tenant) {
 		return nil, fmt.Errorf("extauth: tenant %q: %w", tenant, ErrUnknownTenant)
 	}
 	st, err := a.tenants.get(ctx, tenant)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +161,137 @@ func TestBlogOAuth2TokenSourceRefreshes(t *testing.T) {
 	tok, err := ts.Token()
 	if err != nil || tok.AccessToken == id.Tokens.AccessToken || tok.RefreshToken != id.Tokens.RefreshToken {
 		t.Fatalf("refresh: %v", err)
+	}
+}
+
+// Tokens are renewed only at the provider that issued them, for the tenant
+// they were issued at, and for the user they belong to, whatever the host
+// kept: a mismatch is refused before any request (issue 21, findings 4
+// and 5).
+func TestTokenSourceBinding(t *testing.T) {
+	ctx := context.Background()
+	a := newOIDCApp(t, oidcSetup{opts: offline})
+	harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc")
+	id := a.identities()[0]
+	if id.Tokens.Issuer != a.OP.Issuer() || id.Tokens.Tenant != "" {
+		t.Fatalf("the tokens say issuer %q, tenant %q", id.Tokens.Issuer, id.Tokens.Tenant)
+	}
+	refused := func(name string, id *extauth.Identity, code extauth.Code) {
+		t.Helper()
+		hits := a.OP.Hits(oidcop.Token)
+		ts, err := a.Auth.TokenSource(ctx, id)
+		if err == nil {
+			_, err = ts.Token()
+		}
+		if !errors.Is(err, &extauth.Error{Code: code}) {
+			t.Errorf("%s: got %v, want %s", name, err, code)
+		}
+		if a.OP.Hits(oidcop.Token) != hits {
+			t.Errorf("%s: the refresh token was sent to the token endpoint", name)
+		}
+	}
+	other := expired(id)
+	other.Tokens.Issuer = "https://another-op.example"
+	refused("another issuer's tokens", other, extauth.CodeInvalidState)
+	none := expired(id)
+	none.Tokens.Issuer = ""
+	refused("tokens that do not name their issuer", none, extauth.CodeInvalidState)
+	elsewhere := expired(id)
+	elsewhere.Tokens.Tenant = "city-b"
+	refused("another tenant's tokens", elsewhere, extauth.CodeInvalidState)
+	someoneElse := expired(id)
+	someoneElse.UID = "someone-else"
+	refused("an ID token of another user than the identity's", someoneElse, extauth.CodeInvalidState)
+	nobody := expired(id)
+	nobody.UID, nobody.Tokens.IDToken = "", ""
+	refused("no user at all", nobody, extauth.CodeMisconfigured)
+
+	// The host kept no ID token: the tokens are renewed, and the
+	// identity's UID still binds the renewed ID token to the user.
+	kept := expired(id)
+	kept.Tokens.IDToken = ""
+	ts, err := a.Auth.TokenSource(ctx, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		t.Fatalf("the tokens kept without their ID token: %v", err)
+	}
+	kept.Tokens.RefreshToken = tok.RefreshToken // rotated by the OP
+	a.OP.SetFaults(oidcop.RefreshWrongSub)
+	ts, _ = a.Auth.TokenSource(ctx, kept)
+	if _, err := ts.Token(); !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidResponse}) || !strings.Contains(err.Error(), "names subject") {
+		t.Errorf("a renewed ID token of another user, the host having kept no ID token: %v", err)
+	}
+}
+
+// A tenant's tokens are not renewed for another tenant, even when both
+// have the same OpenID provider and client: the tokens say where they
+// were issued.
+func TestTokenSourceTenantBinding(t *testing.T) {
+	var mu sync.Mutex
+	var got []*extauth.Identity
+	ta := newTenantApp(t, []string{"a", "b"}, func(ta *tenantApp, o *extauth.Options) {
+		offline(o)
+		o.OnSuccess = func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			mu.Lock()
+			got = append(got, id)
+			mu.Unlock()
+		}
+	})
+	ta.browser().Get(ta.url("a", "/users/auth/oidc"))
+	if len(got) != 1 || got[0].Tokens.Tenant != "a" || got[0].Tokens.RefreshToken == "" {
+		t.Fatalf("sign-in at a: %+v", got)
+	}
+	hits := ta.OP.Hits(oidcop.Token)
+	atB := expired(got[0])
+	atB.Tenant = "b"
+	_, err := ta.Auth.TokenSource(context.Background(), atB)
+	if !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidState}) || ta.OP.Hits(oidcop.Token) != hits {
+		t.Errorf("a's tokens at b: %v, %d token requests", err, ta.OP.Hits(oidcop.Token)-hits)
+	}
+	ts, err := ta.Auth.TokenSource(context.Background(), expired(got[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Token(); err != nil {
+		t.Errorf("a's tokens at a: %v", err)
+	}
+}
+
+// TokenSource and TenantReady take the tenant names the routes take, and
+// no others: a name the routes refuse never reaches the host's
+// TenantSource nor the cache (issue 21, finding 8).
+func TestTenantNameRuleEverywhere(t *testing.T) {
+	var mu sync.Mutex
+	var lookups []string
+	ta := newTenantApp(t, nil, func(ta *tenantApp, o *extauth.Options) {
+		o.Tenants = extauth.TenantSourceFunc(func(_ context.Context, tenant string) (*extauth.Config, error) {
+			mu.Lock()
+			lookups = append(lookups, tenant)
+			mu.Unlock()
+			return tenantConfig(ta, tenant), nil
+		})
+	})
+	ctx := context.Background()
+	for _, name := range []string{"-a", "a-", "a_", "_a", "xn--", "A", "a.b", strings.Repeat("a", 64)} {
+		if extauth.ValidTenantName(name) {
+			t.Fatalf("%q is a valid tenant name", name)
+		}
+		if _, err := ta.Auth.TokenSource(ctx, &extauth.Identity{Tenant: name, Provider: "oidc", UID: "u"}); !errors.Is(err, extauth.ErrUnknownTenant) {
+			t.Errorf("TokenSource at %q: %v", name, err)
+		}
+		if err := ta.Auth.TenantReady(ctx, name); !errors.Is(err, extauth.ErrUnknownTenant) {
+			t.Errorf("TenantReady of %q: %v", name, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lookups) != 0 {
+		t.Errorf("names the routes refuse reached the TenantSource: %q", lookups)
+	}
+	if !extauth.ValidTenantName(strings.Repeat("a", 63)) || !extauth.ValidTenantName("xn--bcher-kva") {
+		t.Error("the rule refuses a valid DNS label")
 	}
 }

@@ -48,7 +48,7 @@ type Route struct {
 	Provider Provider
 	// Purpose is "authorize" or "callback"; SAML adds "metadata" and
 	// "logout", OpenID Connect "logout", "post_logout",
-	// "backchannel_logout" and "frontchannel_logout".
+	// "backchannel_logout" and "frontchannel_logout", and oidc "jwks".
 	Purpose string
 	// Path is the route's path; each also answers with a ".json" suffix.
 	Path    string
@@ -84,7 +84,9 @@ func (a *Auth) Routes() []Route {
 		purposes := logoutPurposes(st.strategies[name])
 		if er, ok := st.strategies[name].(extraRouter); ok {
 			for p := range er.ExtraRoutes() {
-				purposes = append(purposes, p)
+				if !slices.Contains(purposes, p) {
+					purposes = append(purposes, p)
+				}
 			}
 		}
 		extra = append(extra, st.extraRoutes(name, purposes)...)
@@ -142,10 +144,12 @@ func builtinExtraRoutes(p Provider) []string {
 	switch p {
 	case SAML:
 		return []string{"metadata", "logout"}
-	case OIDC, SearchOAuth2:
+	case OIDC:
+		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel, providers.PurposeJWKS}
+	case SearchOAuth2:
 		return []string{purposeLogout, purposePostLogout, purposeBackchannel, purposeFrontchannel}
 	}
-	return nil
+	return []string{purposeLogout}
 }
 
 // CallbackURL returns the URL to register with provider p as its callback
@@ -363,7 +367,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
-		a.confirmStart(w, r, m, SafeReturnTo(r.Form.Get("return_to")))
+		a.confirmPage(w, m, "", r.Form.Get("return_to"))
 		return
 	}
 	now := a.now()
@@ -468,6 +472,16 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 		err = errors.New("strategy returned no identity")
 	}
 	if err != nil {
+		if !unsolicited {
+			// The answer did not verify: give the transaction back, or
+			// junk callbacks to sign-ins of one's own would fill the
+			// store. Only a verified answer keeps it, so that one is
+			// still accepted once only, and while this callback ran, a
+			// second one with the same cookie was refused.
+			if rerr := m.store.release(r.Context(), txKey(tx)); rerr != nil {
+				m.log.Warn("extauth: cannot release a failed callback's transaction", "provider", name, "err", rerr)
+			}
+		}
 		a.failOn(m.site, w, r, format, asError(err, name, CodeInvalidResponse))
 		return
 	}
@@ -475,6 +489,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	m.log.Debug("extauth: signed in", "provider", name)
 	host := identityFrom(id)
 	host.Tenant, host.Unsolicited = m.tenant, unsolicited
+	if host.Tokens != (Tokens{}) {
+		host.Tokens.Tenant = m.tenant
+	}
 	m.callbacks[name](w, r.WithContext(withTx(r.Context(), tx.ReturnTo, format, m.tenant)), host)
 }
 
@@ -518,7 +535,7 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	if subtle.ConstantTimeCompare([]byte(tx.Binding), []byte(binding)) != 1 {
 		return nil, errors.New("state does not match the transaction")
 	}
-	fresh, err := m.store.Consume(r.Context(), "tx:"+tx.ID, tx.Expires)
+	fresh, err := m.store.Consume(r.Context(), txKey(tx), tx.Expires)
 	if err != nil {
 		return nil, &Error{Code: CodeProviderUnavailable, Provider: m.name,
 			Message: "sign-in is unavailable; please try again shortly",
@@ -529,6 +546,9 @@ func (a *Auth) openTransaction(w http.ResponseWriter, r *http.Request, m mount) 
 	}
 	return tx, nil
 }
+
+// txKey is the single-use key of a transaction.
+func txKey(tx *providers.Transaction) string { return "tx:" + tx.ID }
 
 func acceptsUnsolicited(s providers.Strategy) bool {
 	u, ok := s.(providers.UnsolicitedCallback)

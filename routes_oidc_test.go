@@ -77,7 +77,9 @@ func (l *lockedLog) String() string {
 }
 
 type oidcSetup struct {
-	op     func(*oidcop.Config)
+	op func(*oidcop.Config)
+	// config edits the application's configuration.
+	config func(*extauth.Config)
 	google func(*oidcop.Config) // non-nil configures search_oauth2 too
 	opts   func(*extauth.Options)
 	// mux adds the host's own routes beside extauth's.
@@ -121,6 +123,9 @@ func newOIDCApp(t *testing.T, s oidcSetup) *oidcApp {
 		cfg := &extauth.Config{OIDC: extauth.OIDCConfig{
 			ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oc.Issuer,
 		}}
+		if s.config != nil {
+			s.config(cfg)
+		}
 		if s.google != nil {
 			gc := oidcop.Config{
 				Issuer: gSrv.URL + "/google", ClientID: googleClientID, ClientSecret: googleSecret,

@@ -217,11 +217,16 @@ func allSix(t *testing.T, strict bool) *extauth.Auth {
 func TestRouteTable(t *testing.T) {
 	a := allSix(t, false)
 	routes := a.Routes()
-	if len(routes) != 12 {
-		t.Fatalf("%d routes, want 12", len(routes))
+	// The specification's twelve, and a sign-out route for each provider.
+	if len(routes) != 18 {
+		t.Fatalf("%d routes, want 18", len(routes))
 	}
 	seen := map[string]bool{}
 	for _, r := range routes {
+		if r.Purpose == "logout" {
+			seen[r.Path] = true
+			continue
+		}
 		seen[r.Path] = true
 		if r.URL != "https://app.example"+r.Path {
 			t.Errorf("%s: URL %s", r.Path, r.URL)
@@ -248,7 +253,7 @@ func TestRouteTable(t *testing.T) {
 		}
 	}
 	for _, p := range extauth.BuiltinProviders() {
-		for _, path := range []string{"/users/auth/" + string(p), "/users/auth/" + string(p) + "/callback"} {
+		for _, path := range []string{"/users/auth/" + string(p), "/users/auth/" + string(p) + "/callback", "/users/auth/" + string(p) + "/logout"} {
 			if !seen[path] {
 				t.Errorf("route %s missing", path)
 			}
@@ -360,7 +365,8 @@ func TestRoutesForMatchesAuthRoutes(t *testing.T) {
 		if len(got) != 12 {
 			t.Errorf("%s: %d authorize and callback routes, want 12", base, len(got))
 		}
-		if want := a.Routes(); !slices.EqualFunc(got, want, routeEqual) {
+		want := slices.DeleteFunc(a.Routes(), func(r extauth.Route) bool { return r.Purpose != "authorize" && r.Purpose != "callback" })
+		if !slices.EqualFunc(got, want, routeEqual) {
 			t.Errorf("%s: RoutesFor = %+v\nAuth.Routes = %+v", base, got, want)
 		}
 	}
@@ -584,23 +590,38 @@ oidc_issuer: https://id.example
 
 // TestAuthorizeStartRules is the table of docs/security.md: what each start
 // request gets, by method, Sec-Fetch-Site, Origin and Referer.
-func TestAuthorizeStartRules(t *testing.T) {
-	const trusted = "https://www.example.org"
-	a := newApp(t, func(o *extauth.Options) { o.TrustedOrigins = []string{trusted} })
-	const (
-		start   = "start"
-		refuse  = "refuse"
-		confirm = "confirm"
-	)
-	type hdr struct{ site, origin, referer string }
-	otherPort := strings.Replace(a.URL, "127.0.0.1:", "127.0.0.1:1", 1)
-	cases := []struct {
-		method string
-		h      hdr
-		want   string
-	}{
-		{"POST", hdr{"same-origin", a.URL, ""}, start},
-		{"POST", hdr{"", a.URL, ""}, start},
+// The answers of the start rules' table (README, docs/security.md).
+const (
+	start   = "start"
+	refuse  = "refuse"
+	confirm = "confirm"
+)
+
+type startHeaders struct{ site, origin, referer string }
+
+func (h startHeaders) set(req *http.Request) {
+	for k, v := range map[string]string{"Sec-Fetch-Site": h.site, "Origin": h.origin, "Referer": h.referer} {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+}
+
+type startRuleCase struct {
+	method string
+	h      startHeaders
+	want   string
+}
+
+// startRuleCases is the start rules' table for an application at base
+// that trusts the origin trusted: what a sign-in or sign-out start with
+// each set of headers gets.
+func startRuleCases(base, trusted string) []startRuleCase {
+	type hdr = startHeaders
+	otherPort := strings.Replace(base, "127.0.0.1:", "127.0.0.1:1", 1)
+	return []startRuleCase{
+		{"POST", hdr{"same-origin", base, ""}, start},
+		{"POST", hdr{"", base, ""}, start},
 		{"POST", hdr{"same-origin", "", ""}, start},
 		{"GET", hdr{"same-origin", "", ""}, start},
 		{"GET", hdr{"none", "", ""}, start},
@@ -621,16 +642,18 @@ func TestAuthorizeStartRules(t *testing.T) {
 		{"POST", hdr{"", otherPort, ""}, refuse},
 		{"GET", hdr{"same-orgin", "", ""}, refuse},
 	}
+}
+
+func TestAuthorizeStartRules(t *testing.T) {
+	const trusted = "https://www.example.org"
+	a := newApp(t, func(o *extauth.Options) { o.TrustedOrigins = []string{trusted} })
+	cases := startRuleCases(a.URL, trusted)
 	for _, tt := range cases {
 		t.Run(fmt.Sprintf("%s %+v", tt.method, tt.h), func(t *testing.T) {
 			b := harness.NewBrowser(t).NoFollow()
 			b.Header = http.Header{}
 			req, _ := http.NewRequest(tt.method, a.URL+"/users/auth/blog_oauth2", nil)
-			for k, v := range map[string]string{"Sec-Fetch-Site": tt.h.site, "Origin": tt.h.origin, "Referer": tt.h.referer} {
-				if v != "" {
-					req.Header.Set(k, v)
-				}
-			}
+			tt.h.set(req)
 			resp := b.Do(req)
 			switch tt.want {
 			case start:
@@ -980,6 +1003,7 @@ func TestPathPrefixChecked(t *testing.T) {
 	}
 	want := []string{"https://app.example/x/auth/twitter", "https://app.example/x/auth/twitter/callback",
 		"https://app.example/x/auth/saml", "https://app.example/x/auth/saml/callback",
+		"https://app.example/x/auth/twitter/logout",
 		"https://app.example/x/auth/saml/logout", "https://app.example/x/auth/saml/metadata"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Options.Routes =\n%q\nwant\n%q", got, want)
@@ -1020,41 +1044,34 @@ func TestSlugs(t *testing.T) {
 	}
 }
 
-// Every callback that opens its transaction holds an entry in the single-use
-// store until the transaction would have expired, even when the code it
-// carries is junk. The memory store is bounded: at the bound a new sign-in
-// is refused with provider_unavailable and a log line that says why; no
-// entry is forgotten early (a held callback stays refused); once entries
-// expire, sign-ins work again.
+// Every finished sign-in holds an entry in the single-use store until its
+// transaction would have expired. The memory store is bounded: at the
+// bound a new sign-in is refused with provider_unavailable and a log line
+// that says why; no entry is forgotten early (a used callback stays
+// refused); once entries expire, sign-ins work again.
 func TestMemoryStoreBound(t *testing.T) {
 	a := newApp(t, func(o *extauth.Options) {
 		o.Store = extauth.NewMemoryStore(extauth.MemoryStoreOptions{MaxEntries: 3, Now: o.Now})
 	})
-	cbURL := a.URL + "/users/auth/blog_oauth2/callback"
 	u := mustURL(a.URL)
 	var held []*http.Cookie
-	var heldState string
+	var heldCallback string
 	for i := range 3 {
 		b := harness.NewBrowser(t).NoFollow()
-		state := a.start(b, nil).Query().Get("state")
+		cb := a.approve(b, a.start(b, nil))
 		if i == 0 {
-			held, heldState = b.Jar.Cookies(u), state
+			held, heldCallback = b.Jar.Cookies(u), cb
 		}
-		resp := b.Get(cbURL + "?code=junk&state=" + url.QueryEscape(state))
-		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusServiceUnavailable {
-			t.Fatalf("junk callback %d: %d %s", i, resp.StatusCode, resp.Body)
+		if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in %d: %d %s", i, resp.StatusCode, resp.Body)
 		}
 	}
-	tokenCalls := a.Fake.TokenCalls
 	if strings.Contains(a.Logs.String(), "memory store is full") {
 		t.Fatalf("full before the bound: %s", a.Logs.String())
 	}
 
 	b := harness.NewBrowser(t).NoFollow()
 	wantCode(t, b.Get(a.approve(b, a.start(b, nil))), http.StatusServiceUnavailable, "provider_unavailable")
-	if a.Fake.TokenCalls != tokenCalls {
-		t.Error("token endpoint called although the sign-in could not be recorded")
-	}
 	logs := a.Logs.String()
 	for _, want := range []string{"code=provider_unavailable", "memory store is full", "MaxEntries 3"} {
 		if !strings.Contains(logs, want) {
@@ -1062,11 +1079,15 @@ func TestMemoryStoreBound(t *testing.T) {
 		}
 	}
 
-	// The first junk callback, replayed with its cookie, is still refused as
-	// used: nothing was forgotten to make room.
+	// The first sign-in's callback, replayed with its cookie, is still
+	// refused as used: nothing was forgotten to make room.
+	tokenCalls := a.Fake.TokenCalls
 	thief := harness.NewBrowser(t).NoFollow()
 	thief.Jar.SetCookies(u, held)
-	wantCode(t, thief.Get(cbURL+"?code=junk&state="+url.QueryEscape(heldState)), http.StatusBadRequest, "invalid_state")
+	wantCode(t, thief.Get(heldCallback), http.StatusBadRequest, "invalid_state")
+	if a.Fake.TokenCalls != tokenCalls {
+		t.Error("token endpoint called for a replayed callback")
+	}
 
 	a.clock.Add(extauth.MaxTransactionTTL + time.Millisecond) // entries are held to the millisecond after
 	b = harness.NewBrowser(t).NoFollow()

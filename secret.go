@@ -9,19 +9,38 @@ import (
 // Secret holds a client secret or private key. It never reveals its value
 // when printed with any fmt verb, logged with slog, or marshalled to JSON,
 // text or YAML; call Value to use it.
-type Secret struct{ v string }
+//
+// The value sits behind a pointer: fmt, meeting a pointer to a struct that
+// holds a Secret inside a map or slice with a verb it cannot apply (%s of
+// a map[string]*Config), prints that struct by reflection without calling
+// any Format method, and then shows a pointer field as an address only.
+type Secret struct{ p *string }
 
 // NewSecret wraps s.
-func NewSecret(s string) Secret { return Secret{v: s} }
+func NewSecret(s string) Secret {
+	if s == "" {
+		return Secret{}
+	}
+	return Secret{p: &s}
+}
 
 // Value returns the secret itself.
-func (s Secret) Value() string { return s.v }
+func (s Secret) Value() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
 
 // IsZero reports whether the secret is empty.
-func (s Secret) IsZero() bool { return s.v == "" }
+func (s Secret) IsZero() bool { return s.p == nil }
+
+// Equal reports whether s and o hold the same value (== compares where
+// they are held).
+func (s Secret) Equal(o Secret) bool { return s.Value() == o.Value() }
 
 func (s Secret) redacted() string {
-	if s.v == "" {
+	if s.IsZero() {
 		return ""
 	}
 	return "[REDACTED]"

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ import (
 func renderings(t *testing.T, v any) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X"} {
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%t"} {
 		out[verb] = fmt.Sprintf(verb, v)
 	}
 	var js, text bytes.Buffer
@@ -51,6 +52,39 @@ func renderings(t *testing.T, v any) map[string]string {
 		out["Error()"] = e.Error()
 	}
 	return out
+}
+
+// containers holds v in what a host might print: a pointer, a map and a
+// slice of pointers and of values, a struct field. fmt prints a pointer it
+// meets inside a container with a verb it cannot take (%s, %q, %d, %t) by
+// reflection, calling no Format method of what it finds behind it: only a
+// Format of the pointed-to type itself keeps its fields unprinted.
+func containers(v any) map[string]any {
+	rv := reflect.ValueOf(v)
+	t := rv.Type()
+	p := reflect.New(t)
+	p.Elem().Set(rv)
+	pt := p.Type()
+	m := reflect.MakeMap(reflect.MapOf(reflect.TypeFor[string](), pt))
+	m.SetMapIndex(reflect.ValueOf("k"), p)
+	mv := reflect.MakeMap(reflect.MapOf(reflect.TypeFor[string](), t))
+	mv.SetMapIndex(reflect.ValueOf("k"), rv)
+	sl := reflect.Append(reflect.MakeSlice(reflect.SliceOf(pt), 0, 1), p)
+	sv := reflect.Append(reflect.MakeSlice(reflect.SliceOf(t), 0, 1), rv)
+	st := reflect.New(reflect.StructOf([]reflect.StructField{{Name: "V", Type: pt}})).Elem()
+	st.Field(0).Set(p)
+	pp := reflect.New(pt)
+	pp.Elem().Set(p)
+	return map[string]any{
+		"a pointer":             p.Interface(),
+		"a map of pointers":     m.Interface(),
+		"a map":                 mv.Interface(),
+		"a slice of pointers":   sl.Interface(),
+		"a slice":               sv.Interface(),
+		"a struct field":        st.Interface(),
+		"a pointer to pointer":  pp.Interface(),
+		"a slice of interfaces": []any{p.Interface()},
+	}
 }
 
 // assertNoSecrets fails when any rendering of v shows one of secrets, as is
@@ -101,7 +135,8 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	full := fullConfig(t)
 	certPEM := full.SAML.Additional.Certificate
 	keyPEM := full.SAML.Additional.PrivateKey.Value()
-	secrets := append([]string{"LEAK-"}, pemLines(keyPEM)...)
+	oidcKeyPEM := full.OIDC.Additional.PrivateKey.Value()
+	secrets := append(append([]string{"LEAK-"}, pemLines(keyPEM)...), pemLines(oidcKeyPEM)...)
 	env := vars("SOCIALNET_SECRET", "LEAK-env-socialnet", "SITE_PASSWORD", "LEAK-env-password")
 
 	t.Run("loaded config and its warnings", func(t *testing.T) {
@@ -130,6 +165,10 @@ oidc_client_id: oc
 oidc_client_secret: LEAK-oidc-secret
 oidc_issuer: https://id.example.org
 oidc_scope: LEAK-prefixed-value
+oidc_additional_settings:
+  client_auth_method: private_key_jwt
+  private_key: |
+` + indent(oidcKeyPEM) + `  privat_key_new: a-custom-parameter
 smtp_password: LEAK-unrelated-value
 secret_key_base: LEAK-unrelated-value
 `
@@ -140,11 +179,12 @@ secret_key_base: LEAK-unrelated-value
 		// The values were read: the test would prove nothing otherwise.
 		if cfg.Socialnet.Secret.Value() != "LEAK-env-socialnet" || cfg.SearchOAuth2.Secret.Value() != "LEAK-erb-default" ||
 			cfg.BlogOAuth2.Secret.Value() != "LEAK-erb-or" || !cfg.SAML.Additional.HasKeyPair() ||
-			len(cfg.Providers()) != 6 {
+			cfg.OIDC.Additional.PrivateKey.Value() != oidcKeyPEM || len(cfg.Providers()) != 6 {
 			t.Fatalf("file not read as intended: %v", cfg.Providers())
 		}
 		for _, kind := range []string{"did you mean microblog_secret", "did you mean twitter_key", "UNSET_SITE is not set",
-			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting"} {
+			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting",
+			"privat_key_new is sent to the provider"} {
 			if !strings.Contains(strings.Join(cfg.Warnings, "\n"), kind) {
 				t.Errorf("no warning %q in %q", kind, cfg.Warnings)
 			}
@@ -287,8 +327,15 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	oldKey := []byte("LEAK-old-cookie-key-0123456789ab")
 	full := fullConfig(t)
 	keyPEM := full.SAML.Additional.PrivateKey.Value()
+	oidcKeys := []string{full.OIDC.Additional.PrivateKey.Value(), full.OIDC.Additional.PrivateKeyNew.Value()}
 	secrets := append([]string{"LEAK-", string(cookieKey), string(oldKey), "full-microblog-secret", "full-socialnet-secret",
 		"full-search-secret", "full-blog-secret", "full-oidc-secret"}, pemLines(keyPEM)...)
+	for _, k := range oidcKeys {
+		if len(pemLines(k)) < 3 {
+			t.Fatal("full.yml has no oidc private keys")
+		}
+		secrets = append(secrets, pemLines(k)...)
+	}
 
 	opts := extauth.Options{BaseURL: "https://app.example.org", CookieKey: cookieKey, OldCookieKeys: [][]byte{oldKey},
 		Logger:    slog.New(slog.DiscardHandler),
@@ -305,7 +352,8 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	snCfg := providers.SocialnetConfig{Key: "sk", Secret: "LEAK-socialnet-cfg"}
 	blogCfg := providers.BlogOAuth2Config{ClientID: "bk", ClientSecret: "LEAK-blog-cfg", Site: "https://blog.example.com"}
 	searchCfg := providers.SearchOAuth2Config{ClientID: "gk", ClientSecret: "LEAK-search-cfg"}
-	oidcCfg := providers.OIDCConfig{ClientID: "oc", ClientSecret: "LEAK-oidc-cfg", Issuer: "https://id.example.org"}
+	oidcCfg := providers.OIDCConfig{ClientID: "oc", ClientSecret: "LEAK-oidc-cfg", Issuer: "https://id.example.org",
+		PrivateKey: oidcKeys[0], NextPrivateKey: oidcKeys[1]}
 	must := func(s any, err error) any {
 		t.Helper()
 		if err != nil {
@@ -313,6 +361,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		}
 		return s
 	}
+	oidcStrategy := must(providers.NewOIDC(oidcCfg, env)).(*providers.OIDC)
 	tokens := extauth.Tokens{AccessToken: "LEAK-access", RefreshToken: "LEAK-refresh", Secret: "LEAK-token-secret", IDToken: "LEAK-id-token"}
 	values := map[string]any{
 		"Options":                  opts,
@@ -328,7 +377,9 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"*Socialnet":               must(providers.NewSocialnet(snCfg, env)),
 		"*BlogOAuth2":              must(providers.NewBlogOAuth2(blogCfg, env)),
 		"*SearchOAuth2":            must(providers.NewSearchOAuth2(searchCfg, env)),
-		"*OIDC":                    must(providers.NewOIDC(oidcCfg, env)),
+		"*OIDC":                    oidcStrategy,
+		"OIDC JWKS":                string(oidcStrategy.JWKS()),
+		"OIDCAdditional":           full.OIDC.Additional,
 		"Transaction":              providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret"},
 		"Identity":                 extauth.Identity{UID: "u", Tokens: tokens},
 		"*Identity":                &extauth.Identity{UID: "u", Tokens: tokens},
@@ -338,13 +389,22 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"Identity.LogoutSession()": (&extauth.Identity{UID: "u", Tokens: tokens}).LogoutSession(),
 		"providers.LogoutSession":  providers.LogoutSession{IDToken: "LEAK-id-token"},
 		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
+		"samlsp.Config next key":   samlsp.Config{SPEntityID: "sp", PrivateKeyNewPEM: keyPEM},
+		"SAMLAdditional next key":  extauth.SAMLAdditionalSettings{PrivateKeyNew: extauth.NewSecret(keyPEM)},
 		"Config.SAML":              full.SAML,
+		"Config":                   *full,
+		"Config.OIDC":              full.OIDC,
+		"Config.Microblog":         full.Microblog,
+		"Secret":                   extauth.NewSecret("LEAK-secret"),
 		"SAMLAdditional":           full.SAML.Additional,
 		"GothStrategy":             providers.Goth(github.New("gh-key", "LEAK-goth-secret", "https://app.example.org/cb")),
 		"Identity.GothUser()":      (&extauth.Identity{UID: "u", Tokens: tokens}).GothUser().AccessToken == "LEAK-access",
 	}
 	for name, v := range values {
 		assertNoSecrets(t, name, v, secrets)
+		for how, c := range containers(v) {
+			assertNoSecrets(t, name+" in "+how, c, secrets)
+		}
 	}
 
 	// Errors of failed calls.
@@ -354,6 +414,13 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		t.Error("New accepted a 31-byte CookieKey")
 	} else {
 		assertNoSecrets(t, "New error", err, secrets)
+	}
+	mangled := oidcCfg
+	mangled.PrivateKey = strings.Replace(oidcKeys[0], "\n", "\nLEAK\n", 2)
+	if _, err := providers.NewOIDC(mangled, env); err == nil {
+		t.Error("NewOIDC accepted a mangled key")
+	} else {
+		assertNoSecrets(t, "NewOIDC error", err, secrets)
 	}
 	bad := *full
 	bad.OIDC.Issuer = "http://not-https.example.org"

@@ -32,7 +32,7 @@ type site struct {
 	// log and store carry the tenant: its log lines name it, its
 	// single-use keys are its own.
 	log   *slog.Logger
-	store Store
+	store siteStore
 }
 
 // layout is where a site's routes are: the one place that knows their paths.
@@ -66,7 +66,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 	}
 	if tenant != "" {
 		st.log = a.log.With("tenant", tenant)
-		st.store = prefixedStore{a.store, "t/" + tenant + "/"}
+		st.store = st.store.withPrefix("t/" + tenant + "/")
 	}
 	env := func(slug string) providers.Env {
 		return providers.Env{
@@ -88,7 +88,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 	}
 	for _, p := range cfg.Providers() {
 		slug := a.slug(string(p))
-		s, err := buildStrategy(p, cfg, env(slug), withLogout(o, tenant))
+		s, err := buildStrategy(p, cfg, env(slug), a.withLogout(o, st, slug))
 		if err != nil {
 			var pe *providers.Error
 			if errors.As(err, &pe) {

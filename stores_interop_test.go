@@ -706,3 +706,128 @@ func BenchmarkConsume(b *testing.B) {
 		}
 	}
 }
+
+// A hung store (every Redis or PostgreSQL process stopped: connections
+// open, nothing answers) fails callbacks with provider_unavailable within
+// Options.Timeout, not when the browser gives up; when it comes back,
+// sign-ins work again.
+func TestHungStoreFailsPromptly(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		store func(t *testing.T) (extauth.Store, func())
+	}{
+		{"Redis", func(t *testing.T) (extauth.Store, func()) {
+			srv, s, _ := twoRedisStores(t)
+			return s, srv.Freeze
+		}},
+		{"PostgreSQL", func(t *testing.T) (extauth.Store, func()) {
+			srv := pgtest.Start(t, sharedPGPassword)
+			s, err := pgstore.New(srv.Pool(t), pgstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s, srv.Freeze
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, freeze := c.store(t)
+			const timeout = time.Second
+			a := newApp(t, func(o *extauth.Options) { o.Store, o.Timeout = st, timeout })
+			signIn := func() (*harness.Browser, string) {
+				b := harness.NewBrowser(t).NoFollow()
+				return b, a.approve(b, a.start(b, nil))
+			}
+			if b, cb := signIn(); b.Get(cb).StatusCode != http.StatusOK {
+				t.Fatal("no sign-in before the store hung")
+			}
+			const n = 8
+			browsers, callbacks := make([]*harness.Browser, n), make([]string, n)
+			for i := range n {
+				browsers[i], callbacks[i] = signIn()
+			}
+			freeze()
+			start := time.Now()
+			var wg sync.WaitGroup
+			answers := make([]*harness.Response, n)
+			for i := range n {
+				wg.Go(func() { answers[i] = browsers[i].Get(callbacks[i]) })
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			for i, resp := range answers {
+				if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(resp.Body, "provider_unavailable") {
+					t.Errorf("callback %d with the store hung: %d %s", i, resp.StatusCode, resp.Body)
+				}
+			}
+			// Timeout, and the driver's own grace after a deadline (pgx
+			// waits up to a second for the server to take a cancel).
+			if elapsed > 4*timeout {
+				t.Errorf("callbacks with the store hung took %v; Options.Timeout is %v", elapsed, timeout)
+			}
+			if !strings.Contains(a.Logs.String(), "deadline exceeded") {
+				t.Errorf("the log does not say the store ran out of time:\n%s", a.Logs)
+			}
+		})
+	}
+}
+
+// Junk callbacks, each to a sign-in of the sender's own, leave no key in a
+// shared Redis or row in a shared PostgreSQL; a verified sign-in leaves
+// one, which refuses its replay.
+func TestJunkCallbacksLeaveNothingInSharedStores(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		store func(t *testing.T) (extauth.Store, func() int)
+	}{
+		{"Redis", func(t *testing.T) (extauth.Store, func() int) {
+			srv, s, _ := twoRedisStores(t)
+			return s, func() int {
+				n, err := strconv.Atoi(strings.TrimSpace(srv.CLI(t, "-a", sharedRedisPassword, "--no-auth-warning", "DBSIZE")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}},
+		{"PostgreSQL", func(t *testing.T) (extauth.Store, func() int) {
+			pool, s, _ := twoPGStores(t)
+			return s, func() int {
+				var n int
+				if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM "+pgstore.DefaultTable).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, held := c.store(t)
+			a := newApp(t, func(o *extauth.Options) { o.Store = st })
+			for range 20 {
+				b := harness.NewBrowser(t).NoFollow()
+				state := a.start(b, nil).Query().Get("state")
+				wantCode(t, b.Get(a.URL+"/users/auth/blog_oauth2/callback.json?code=junk&state="+url.QueryEscape(state)),
+					http.StatusBadRequest, "invalid_response")
+			}
+			if n := held(); n != 0 {
+				t.Errorf("20 junk callbacks left %d entries", n)
+			}
+			b := harness.NewBrowser(t).NoFollow()
+			cb := a.approve(b, a.start(b, nil))
+			cookies := b.Jar.Cookies(mustURL(a.URL))
+			if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+				t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+			}
+			if n := held(); n != 1 {
+				t.Errorf("a sign-in left %d entries, want 1", n)
+			}
+			replay := harness.NewBrowser(t).NoFollow()
+			replay.Jar.SetCookies(mustURL(a.URL), cookies)
+			wantCode(t, replay.Get(cb), http.StatusBadRequest, "invalid_state")
+		})
+	}
+}

@@ -187,13 +187,19 @@ func (a *Auth) buildTenant(ctx context.Context, tenant string) (*site, error) {
 // The first request of a tenant builds it while the others of the same
 // tenant wait; at most max are kept, the least recently used going first,
 // and none idle longer than idle.
+//
+// A tenant that cannot be built (unknown, or its lookup or configuration
+// failing) is remembered apart, in failures: anyone can ask for made-up
+// subdomains, and such answers must never count toward max, or a flood of
+// them would evict, close and rebuild every real tenant.
 type tenantCache struct {
 	a       *Auth
 	max     int
 	idle    time.Duration
-	entries sync.Map // tenant name → *tenantEntry
+	entries sync.Map // tenant name → *tenantEntry, built or being built
 	count   atomic.Int64
 	evictMu sync.Mutex
+	fails   failureCache
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -202,7 +208,6 @@ type tenantEntry struct {
 	ready chan struct{}
 	site  *site
 	err   error
-	until time.Time // err is served until then
 	// used is when the tenant was last asked for, by the real clock: it
 	// orders evictions, which Options.Now has no say in.
 	used atomic.Int64
@@ -212,6 +217,7 @@ func (e *tenantEntry) touch() { e.used.Store(time.Now().UnixNano()) }
 
 func newTenantCache(a *Auth, max int, idle time.Duration) *tenantCache {
 	c := &tenantCache{a: a, max: max, idle: idle, stop: make(chan struct{}), done: make(chan struct{})}
+	c.fails.init(maxTenantFailures)
 	go c.janitor()
 	return c
 }
@@ -220,6 +226,9 @@ func (c *tenantCache) get(ctx context.Context, name string) (*site, error) {
 	for {
 		v, ok := c.entries.Load(name)
 		if !ok {
+			if err := c.fails.get(name); err != nil {
+				return nil, err
+			}
 			e := &tenantEntry{ready: make(chan struct{})}
 			if v, ok = c.entries.LoadOrStore(name, e); !ok {
 				c.fill(ctx, name, e)
@@ -232,14 +241,13 @@ func (c *tenantCache) get(ctx context.Context, name string) (*site, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if e.err == nil {
-			e.touch()
-			return e.site, nil
-		}
-		if time.Now().Before(e.until) {
+		if e.err != nil {
+			// Those who waited for this build get its error; the next
+			// request reads it from failures.
 			return nil, e.err
 		}
-		c.remove(name, e)
+		e.touch()
+		return e.site, nil
 	}
 }
 
@@ -247,13 +255,17 @@ func (c *tenantCache) fill(ctx context.Context, name string, e *tenantEntry) {
 	e.site, e.err = c.a.buildTenant(ctx, name)
 	e.touch()
 	if e.err != nil {
-		e.until = time.Now().Add(tenantRetry)
 		if !errors.Is(e.err, ErrUnknownTenant) {
 			c.a.log.Warn("extauth: tenant cannot sign in", "tenant", name, "err", e.err)
 		}
+		c.fails.put(name, e.err, time.Now().Add(tenantRetry))
+		close(e.ready)
+		c.entries.CompareAndDelete(name, e)
+		return
 	}
+	n := c.count.Add(1)
 	close(e.ready)
-	if c.count.Add(1) > int64(c.max) {
+	if n > int64(c.max) {
 		c.evictOldest()
 	}
 }
@@ -273,6 +285,9 @@ func (c *tenantCache) evictOldest() {
 			default:
 				return true // being built
 			}
+			if e.site == nil {
+				return true // failed, on its way out
+			}
 			if oldestEntry == nil || e.used.Load() < oldestEntry.used.Load() {
 				oldest, oldestEntry = k.(string), e
 			}
@@ -286,15 +301,15 @@ func (c *tenantCache) evictOldest() {
 }
 
 func (c *tenantCache) remove(name string, e *tenantEntry) {
-	if c.entries.CompareAndDelete(name, e) {
+	// Only built entries are counted; a failed one leaves by itself.
+	if e.site != nil && c.entries.CompareAndDelete(name, e) {
 		c.count.Add(-1)
-		if e.site != nil {
-			e.site.close()
-		}
+		e.site.close()
 	}
 }
 
 func (c *tenantCache) drop(name string) {
+	c.fails.drop(name)
 	if v, ok := c.entries.Load(name); ok {
 		e := v.(*tenantEntry)
 		select {
@@ -355,14 +370,65 @@ func (c *tenantCache) close() error {
 	return errors.Join(errs...)
 }
 
-// prefixedStore keeps each tenant's single-use keys apart, so that the same
-// assertion ID at two tenants is no false replay, while a replay within a
-// tenant is still refused across instances.
-type prefixedStore struct {
-	Store
-	prefix string
+// maxTenantFailures bounds the tenants whose failure is remembered: enough
+// for every broken tenant a host has, while a flood of made-up subdomains
+// costs at most this much memory. Past it a failure is not remembered, and
+// the tenant is looked up again on its next request.
+const maxTenantFailures = 1024
+
+// failureCache remembers, for tenantRetry, the tenants that could not be
+// built, so that a dead database or a repeated unknown subdomain costs one
+// lookup, not one per request.
+type failureCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]failure
 }
 
-func (s prefixedStore) Consume(ctx context.Context, key string, until time.Time) (bool, error) {
-	return s.Store.Consume(ctx, s.prefix+key, until)
+type failure struct {
+	err   error
+	until time.Time
+}
+
+func (f *failureCache) init(max int) {
+	f.max = max
+	f.m = make(map[string]failure)
+}
+
+// get returns the failure remembered for name, nil if none is live.
+func (f *failureCache) get(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[name]
+	if !ok {
+		return nil
+	}
+	if time.Now().Before(e.until) {
+		return e.err
+	}
+	delete(f.m, name)
+	return nil
+}
+
+func (f *failureCache) put(name string, err error, until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.m[name]; !ok && len(f.m) >= f.max {
+		now := time.Now()
+		for k, e := range f.m {
+			if !now.Before(e.until) {
+				delete(f.m, k)
+			}
+		}
+		if len(f.m) >= f.max {
+			return
+		}
+	}
+	f.m[name] = failure{err, until}
+}
+
+func (f *failureCache) drop(name string) {
+	f.mu.Lock()
+	delete(f.m, name)
+	f.mu.Unlock()
 }

@@ -775,3 +775,46 @@ func TestBrokenFileTenantStaysInItsTenant(t *testing.T) {
 		}
 	}
 }
+
+// A flood of requests for made-up subdomains (404s, no sign-in needed)
+// evicts no built tenant: the built ones fetch no metadata again and a
+// SAML sign-in in flight completes.
+func TestUnknownTenantFloodKeepsBuiltTenants(t *testing.T) {
+	const maxTenants = 4
+	ta := newTenantApp(t, []string{"a", "b"}, func(ta *tenantApp, o *extauth.Options) { o.MaxTenants = maxTenants })
+	b := ta.browser()
+	ta.registerSAML(b, "a")
+	ta.registerSAML(b, "b")
+	inFlight := ta.samlStart(b, "a")
+	hits := ta.IdP.MetadataHits()
+	junk := ta.browser().NoFollow()
+	for i := range 10 * maxTenants {
+		resp := junk.Get(ta.url(fmt.Sprintf("junk%d", i), "/users/auth/saml"))
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("junk%d: %d %s", i, resp.StatusCode, resp.Body)
+		}
+	}
+	if resp := b.PostForm(ta.url("a", "/users/auth/saml/callback"), inFlight); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the sign-in in flight at a after the flood: %d %s", resp.StatusCode, resp.Body)
+	}
+	form := ta.samlStart(b, "b")
+	if resp := b.PostForm(ta.url("b", "/users/auth/saml/callback"), form); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a sign-in at b after the flood: %d %s", resp.StatusCode, resp.Body)
+	}
+	if got := ta.IdP.MetadataHits() - hits; got != 0 {
+		t.Errorf("the flood made the built tenants fetch the IdP metadata %d times again", got)
+	}
+}
+
+// A tenant evicted from the cache while one of its sign-ins is in flight
+// (the user at the IdP) still finishes that sign-in.
+func TestEvictedTenantFinishesSignIn(t *testing.T) {
+	ta := newTenantApp(t, []string{"a", "b"}, func(ta *tenantApp, o *extauth.Options) { o.MaxTenants = 1 })
+	b := ta.browser()
+	ta.registerSAML(b, "a")
+	inFlight := ta.samlStart(b, "a")
+	ta.registerSAML(b, "b") // builds b, which evicts a
+	if resp := b.PostForm(ta.url("a", "/users/auth/saml/callback"), inFlight); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the sign-in in flight at the evicted tenant: %d %s", resp.StatusCode, resp.Body)
+	}
+}

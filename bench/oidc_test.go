@@ -70,18 +70,27 @@ var oidcKey = sync.OnceValue(func() crypto.Signer {
 type oidcPeer struct {
 	op     *oidcop.OP
 	signer jose.Signer
-	mu     sync.Mutex
-	canned map[string][]byte
-	client *http.Client
+	// encrypter, when set, encrypts the minted ID tokens to the client.
+	encrypter jose.Encrypter
+	mu        sync.Mutex
+	canned    map[string][]byte
+	client    *http.Client
 }
 
-func newOIDCPeer(tb testing.TB) *oidcPeer {
+func newOIDCPeer(tb testing.TB) *oidcPeer { return newOIDCPeerWith(tb, nil) }
+
+// newOIDCPeerWith is newOIDCPeer with the fake OP's configuration edited.
+func newOIDCPeerWith(tb testing.TB, edit func(*oidcop.Config)) *oidcPeer {
 	tb.Helper()
-	op, err := oidcop.New(oidcop.Config{
+	cfg := oidcop.Config{
 		Issuer: oidcIssuer, ClientID: oidcClientID, ClientSecret: oidcSecret,
 		RedirectURIs: []string{oidcBase + "/users/auth/oidc/callback"}, AutoApprove: true,
 		Keys: []crypto.Signer{oidcKey()},
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	op, err := oidcop.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -154,6 +163,15 @@ func (p *oidcPeer) idToken(tb testing.TB, nonce, accessToken string) string {
 	raw, err := jws.CompactSerialize()
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if p.encrypter != nil {
+		jwe, err := p.encrypter.Encrypt([]byte(raw))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if raw, err = jwe.CompactSerialize(); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return raw
 }

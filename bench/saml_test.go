@@ -37,8 +37,11 @@ type samlSide struct {
 	idp     *samlidp.IdP
 	crewjam *saml.ServiceProvider
 	spCert  *x509.Certificate
-	acs     *acsCase
-	acsAt   time.Time
+	// encryptTo is the certificate the IdP encrypts to: spCert unless a
+	// key rotation test chooses the next one.
+	encryptTo *x509.Certificate
+	acs       *acsCase
+	acsAt     time.Time
 }
 
 const benchEntityID = "https://app.example.test/saml"
@@ -47,6 +50,13 @@ const benchEntityID = "https://app.example.test/saml"
 // production) and an application that trusts it. With a key pair, both
 // sides sign their AuthnRequests and decrypt with the same SP key.
 func newSAMLSide(tb testing.TB, withKeyPair bool) *samlSide {
+	tb.Helper()
+	return newSAMLSideWith(tb, withKeyPair, false)
+}
+
+// newSAMLSideWith is newSAMLSide, with bench key 2 as the next key pair of
+// a rotation (certificate_new) when withNextKey is set.
+func newSAMLSideWith(tb testing.TB, withKeyPair, withNextKey bool) *samlSide {
 	tb.Helper()
 	s := &samlSide{tb: tb, base: "https://app.example.test"}
 	idpKey, idpCert := benchKeys(tb, 0)
@@ -67,7 +77,17 @@ func newSAMLSide(tb testing.TB, withKeyPair bool) *samlSide {
 		}
 		cfg.SAML.Additional.Certificate = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: spCert.Raw}))
 		cfg.SAML.Additional.PrivateKey = extauth.NewSecret(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
-		s.spCert = spCert
+		s.spCert, s.encryptTo = spCert, spCert
+	}
+	if withNextKey {
+		nextKey, nextCert := benchKeys(tb, 2)
+		der, err := x509.MarshalPKCS8PrivateKey(nextKey)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.SAML.Additional.CertificateNew = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: nextCert.Raw}))
+		cfg.SAML.Additional.PrivateKeyNew = extauth.NewSecret(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+		s.encryptTo = nextCert
 	}
 	app, err := extauth.New(cfg, extauth.Options{
 		BaseURL:   s.base,
@@ -149,7 +169,7 @@ func (s *samlSide) newACSCase() acsCase {
 	}
 	spec := s.idp.DefaultSpec(benchEntityID, s.base+"/users/auth/saml/callback", req.ID)
 	spec.SignResponse, spec.SignAssertion = true, true
-	spec.EncryptTo = s.spCert
+	spec.EncryptTo = s.encryptTo
 	x, err := s.idp.Forge(spec)
 	if err != nil {
 		s.tb.Fatal(err)
@@ -271,7 +291,7 @@ func (alwaysFresh) Consume(context.Context, string, time.Time) (bool, error) { r
 
 var (
 	keysOnce sync.Once
-	keys     [2]struct {
+	keys     [3]struct {
 		key  *rsa.PrivateKey
 		cert *x509.Certificate
 	}
@@ -290,4 +310,19 @@ func benchKeys(tb testing.TB, i int) (*rsa.PrivateKey, *x509.Certificate) {
 		}
 	})
 	return keys[i].key, keys[i].cert
+}
+
+// BenchmarkSAMLKeyRotation measures what an SP key rotation costs a
+// callback through the routes: with certificate_new set and the IdP
+// encrypting to the new key, the current key is tried first, one failed
+// RSA-OAEP decryption. The anchor is the same callback before the
+// rotation, the IdP encrypting to the only key. Run it with -rounds N and
+// internal/benchratio.
+func BenchmarkSAMLKeyRotation(b *testing.B) {
+	before := newSAMLSide(b, true)
+	during := newSAMLSideWith(b, true, true)
+	ours := during.ours()
+	anchor := before.ours()
+	anchor.name = "before_rotation"
+	alternate(b, ours, anchor)
 }

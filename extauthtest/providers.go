@@ -1,6 +1,8 @@
 package extauthtest
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -80,6 +82,14 @@ type ProvidersOptions struct {
 	BlogOAuth2User    *wpoauth.User
 	SAMLUser          *samlidp.User
 	OIDCUsers         []oidcop.User
+	// OIDCHighAssurance makes the OpenID provider a high-assurance one, as
+	// national eIDs and FAPI 2.0 providers are: it takes private_key_jwt
+	// only, reading the application's keys from its JWKS route; requires
+	// pushed authorization requests and signed request objects; and
+	// encrypts ID tokens (RSA-OAEP-256 + A256GCM). Config then registers
+	// the application with a private key and no secret, as
+	// oidc_additional_settings does. Making the RSA key takes a moment.
+	OIDCHighAssurance bool
 	// SAMLKeyPair gives the application a SAML service-provider key pair
 	// (saml_additional_settings' certificate and private_key, with
 	// logout_requests_signed): it signs its requests, and the IdP
@@ -252,17 +262,34 @@ func (p *Providers) start(prov extauth.Provider, site string, urls map[string]st
 		p.cfg.SearchOAuth2 = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: op.Issuer()}
 		return op, nil
 	case extauth.OIDC:
-		op, err := oidcop.New(oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(), ClientName: o.AppName,
+		oc := oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(), ClientName: o.AppName,
 			RedirectURIs: []string{urls["callback"]}, Alg: "ES256", AutoApprove: auto, Users: o.OIDCUsers,
 			PostLogoutRedirectURIs: []string{urls["post_logout"]},
 			BackchannelLogoutURI:   urls["backchannel_logout"],
 			FrontchannelLogoutURI:  urls["frontchannel_logout"],
-			HTTPClient:             o.HTTPClient})
+			HTTPClient:             o.HTTPClient}
+		var add extauth.OIDCAdditionalSettings
+		if o.OIDCHighAssurance {
+			keyPEM, err := newClientKey()
+			if err != nil {
+				return nil, err
+			}
+			enc := oidcop.Encryption{Alg: "RSA-OAEP-256", Enc: "A256GCM"}
+			oc.AuthMethod, oc.ClientSecret, oc.ClientJWKSURI = "private_key_jwt", "", urls["jwks"]
+			oc.RequirePAR, oc.RequireRequestObject, oc.IDTokenEncryption = true, true, enc
+			secret = extauth.Secret{}
+			add = extauth.OIDCAdditionalSettings{
+				ClientAuthMethod: "private_key_jwt", PrivateKey: extauth.NewSecret(keyPEM),
+				PushedAuthorizationRequests: true, RequestObject: true,
+				IDTokenEncryptedResponseAlg: enc.Alg, IDTokenEncryptedResponseEnc: enc.Enc,
+			}
+		}
+		op, err := oidcop.New(oc)
 		if err != nil {
 			return nil, err
 		}
 		p.OIDC = op
-		p.cfg.OIDC = extauth.OIDCConfig{ClientID: clientID, ClientSecret: secret, Issuer: op.Issuer()}
+		p.cfg.OIDC = extauth.OIDCConfig{ClientID: clientID, ClientSecret: secret, Issuer: op.Issuer(), Additional: add}
 		return op, nil
 	case extauth.SAML:
 		so := samlidp.Options{BaseURL: site, AutoApprove: auto, SPMetadataURL: urls["metadata"], HTTPClient: o.HTTPClient}
@@ -531,4 +558,17 @@ func setIdPFault(idp *samlidp.IdP, f Fault, unsupported error) error {
 	}
 	idp.Set(func(k *samlidp.Knobs) { k.Mutate, k.Deny, k.UnpublishedKey = mutate, deny, unpublished })
 	return nil
+}
+
+// newClientKey makes an OpenID Connect client's private key: RSA 2048, PEM.
+func newClientKey() (string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
 }

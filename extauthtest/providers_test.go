@@ -284,3 +284,27 @@ func TestMountProviders(t *testing.T) {
 		t.Error("a prefix without slashes")
 	}
 }
+
+// TestProvidersOIDCHighAssurance: with OIDCHighAssurance, the OpenID
+// provider takes private_key_jwt only, requires pushed and signed requests
+// and encrypts its ID tokens, and Config registers the application with a
+// key and no secret: the sign-in goes through all of that and gives the
+// same identity as ever.
+func TestProvidersOIDCHighAssurance(t *testing.T) {
+	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{Only: []extauth.Provider{extauth.OIDC}, OIDCHighAssurance: true}, nil)
+	cfg := fakes.Config().OIDC
+	if !cfg.ClientSecret.IsZero() || cfg.Additional.ClientAuthMethod != "private_key_jwt" || cfg.Additional.PrivateKey.IsZero() {
+		t.Fatalf("config %+v", cfg)
+	}
+	page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/oidc", url.Values{"return_to": {"/after"}})
+	if page.URL.Path != "/after" {
+		t.Fatalf("ended at %s (%d): %s, failure %v", page.URL, page.StatusCode, page.Body, a.lastFailure())
+	}
+	compareIdentity(t, extauth.OIDC, a.identities()[0], extauthtest.DefaultIdentity(extauth.OIDC))
+	if q := fakes.OIDC.LastAuthorizeQuery(); q.Get("request_uri") == "" || q.Has("state") {
+		t.Errorf("the request was not pushed: %v", q)
+	}
+	if as := fakes.OIDC.Assertions(); len(as) != 2 || as[0].Endpoint != "par" || as[1].Endpoint != "token" {
+		t.Errorf("client assertions %+v", as)
+	}
+}

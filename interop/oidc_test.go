@@ -36,16 +36,19 @@ type opClient struct {
 }
 
 // startOIDCProvider runs interop/oidcprovider/server.js (panva's certified
-// oidc-provider) on 127.0.0.1 and returns its issuer. authMethods, when
-// set, limits the token endpoint authentication methods it supports. The
+// oidc-provider) on 127.0.0.1 and returns its issuer. clients are the
+// client registrations ([]opClient, or any JSON of client metadata);
+// authMethods, when set, limits the token endpoint authentication methods
+// it supports; env adds settings of server.js (HIGH_ASSURANCE=1). The
 // process ends with the test.
-func startOIDCProvider(t *testing.T, clients []opClient, authMethods string) string {
+func startOIDCProvider(t *testing.T, clients any, authMethods string, env ...string) string {
 	t.Helper()
 	cj, err := json.Marshal(clients)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startNode(t, "oidcprovider", "oidc-provider", []string{"CLIENTS=" + string(cj), "AUTH_METHODS=" + authMethods},
+	env = append(env, "CLIENTS="+string(cj), "AUTH_METHODS="+authMethods)
+	return startNode(t, "oidcprovider", "oidc-provider", env,
 		func(line string) (string, bool) {
 			var m struct{ Issuer string }
 			return m.Issuer, json.Unmarshal([]byte(line), &m) == nil && m.Issuer != ""

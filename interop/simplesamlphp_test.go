@@ -4,8 +4,10 @@ package interop
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
@@ -23,9 +25,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth"
@@ -325,7 +329,10 @@ func waitStarted(out *lockedBuffer, port string, exited <-chan error) error {
 // sspApp is our app, configured for SimpleSAMLphp, recording what its hooks
 // see.
 type sspApp struct {
-	URL string
+	URL     string
+	t       *testing.T
+	idp     *simpleSAMLphp
+	handler atomic.Pointer[http.Handler]
 
 	mu         sync.Mutex
 	identities []*extauth.Identity
@@ -365,80 +372,96 @@ func (a *sspApp) last() *extauth.Identity {
 // pair (nil: none), signing its LogoutRequests when signLogout is set.
 func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) *sspApp {
 	t.Helper()
-	a := &sspApp{}
-	srv := harness.Serve(t, func(base string) http.Handler {
-		cfg := &extauth.Config{SAML: extauth.SAMLConfig{
-			SPEntityID:     base + "/saml",
-			IdPMetadataURL: idp.MetadataURL(),
-		}}
-		if keys != nil {
-			cfg.SAML.Additional.Certificate = keys.certPEM
-			cfg.SAML.Additional.PrivateKey = extauth.NewSecret(keys.keyPEM)
-			cfg.SAML.Additional.Security.LogoutRequestsSigned = signLogout
-		}
-		opts := extauth.Options{BaseURL: base, CookieKey: bytes.Repeat([]byte{7}, 32),
-			Logger: slog.New(slog.DiscardHandler),
-			OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
-				a.mu.Lock()
-				a.failures = append(a.failures, err)
-				a.mu.Unlock()
-				http.Error(w, string(err.Code), err.Code.HTTPStatus())
-			},
-			OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
-				a.mu.Lock()
-				a.identities = append(a.identities, id)
-				a.mu.Unlock()
-				io.WriteString(w, "signed in as "+id.UID)
-			}}
-		// The signed-in user is the last identity the callback produced.
-		opts.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
-			id := a.last()
-			if id == nil || id.SAML == nil {
-				return samlsp.LogoutSession{}, false
-			}
-			return samlsp.LogoutSession{NameID: id.SAML.NameID, NameIDFormat: id.SAML.NameIDFormat,
-				SessionIndex: id.SAML.SessionIndex}, true
-		}
-		opts.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
-			a.mu.Lock()
-			a.idpLogouts = append(a.idpLogouts, s)
-			a.mu.Unlock()
-			return nil
-		}
-		opts.SAML.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *providers.Error) {
-			a.mu.Lock()
-			a.loggedOut = append(a.loggedOut, err)
-			a.mu.Unlock()
-			if err != nil {
-				http.Error(w, string(err.Code), err.Code.HTTPStatus())
+	a := &sspApp{t: t, idp: idp}
+	srv := harness.Serve(t, func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h := a.handler.Load(); h != nil {
+				(*h).ServeHTTP(w, r)
 				return
 			}
-			io.WriteString(w, "logged out")
-		}
-		auth, err := extauth.New(cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { auth.Close() })
-		mux := http.NewServeMux()
-		auth.Mount(mux)
-		return mux
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		})
 	})
 	a.URL = srv.URL
-	// Our SP reads the IdP metadata in the background; the sign-in route
-	// answers 503 until it has.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := harness.NewBrowser(t).NoFollow().PostForm(a.URL+"/users/auth/saml", nil)
-		if r.StatusCode == http.StatusSeeOther {
-			break
-		}
-		if r.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("our SP never became ready: %d %s", r.StatusCode, r.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	a.configure(keys, nil, signLogout)
 	return a
+}
+
+// configure (re)starts our application with keys as the SP key pair (nil:
+// none) and next as the next pair of a key rotation (nil: none), at the
+// same URL, with the same entity ID and cookie key: a deployment of a new
+// secrets file.
+func (a *sspApp) configure(keys, next *pair, signLogout bool) {
+	t := a.t
+	t.Helper()
+	cfg := &extauth.Config{SAML: extauth.SAMLConfig{
+		SPEntityID:     a.URL + "/saml",
+		IdPMetadataURL: a.idp.MetadataURL(),
+	}}
+	if keys != nil {
+		cfg.SAML.Additional.Certificate = keys.certPEM
+		cfg.SAML.Additional.PrivateKey = extauth.NewSecret(keys.keyPEM)
+		cfg.SAML.Additional.Security.LogoutRequestsSigned = signLogout
+	}
+	if next != nil {
+		cfg.SAML.Additional.CertificateNew = next.certPEM
+		cfg.SAML.Additional.PrivateKeyNew = extauth.NewSecret(next.keyPEM)
+	}
+	opts := extauth.Options{BaseURL: a.URL, CookieKey: bytes.Repeat([]byte{7}, 32),
+		Logger: slog.New(slog.DiscardHandler),
+		OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
+			a.mu.Lock()
+			a.failures = append(a.failures, err)
+			a.mu.Unlock()
+			http.Error(w, string(err.Code), err.Code.HTTPStatus())
+		},
+		OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
+			a.mu.Lock()
+			a.identities = append(a.identities, id)
+			a.mu.Unlock()
+			io.WriteString(w, "signed in as "+id.UID)
+		}}
+	// The signed-in user is the last identity the callback produced.
+	opts.SAML.Logout.Session = func(*http.Request) (samlsp.LogoutSession, bool) {
+		id := a.last()
+		if id == nil || id.SAML == nil {
+			return samlsp.LogoutSession{}, false
+		}
+		s := id.LogoutSession()
+		return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
+			SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, NameIDEncrypted: s.NameIDEncrypted, SessionIndex: s.SessionIndex}, true
+	}
+	opts.SAML.Logout.OnIdPLogout = func(_ context.Context, s samlsp.LogoutSession) error {
+		a.mu.Lock()
+		a.idpLogouts = append(a.idpLogouts, s)
+		a.mu.Unlock()
+		return nil
+	}
+	opts.SAML.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *providers.Error) {
+		a.mu.Lock()
+		a.loggedOut = append(a.loggedOut, err)
+		a.mu.Unlock()
+		if err != nil {
+			http.Error(w, string(err.Code), err.Code.HTTPStatus())
+			return
+		}
+		io.WriteString(w, "logged out")
+	}
+	auth, err := extauth.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { auth.Close() })
+	// Our SP reads the IdP metadata in the background.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := auth.Ready(ctx); err != nil {
+		t.Fatalf("our SP never became ready: %v", err)
+	}
+	mux := http.NewServeMux()
+	auth.Mount(mux)
+	var h http.Handler = mux
+	a.handler.Store(&h)
 }
 
 var (
@@ -810,4 +833,187 @@ func TestSimpleSAMLphpSingleLogout(t *testing.T) {
 			t.Fatalf("sign-in after logout: %d %s", cb.StatusCode, cb.Body)
 		}
 	})
+}
+
+// nameIDOf returns the value and the attributes of the one saml:NameID in
+// doc, a SAML message.
+func nameIDOf(t *testing.T, doc []byte) (string, map[string]string) {
+	t.Helper()
+	d := etree.NewDocument()
+	if err := d.ReadFromBytes(doc); err != nil {
+		t.Fatal(err)
+	}
+	var found []*etree.Element
+	var walk func(el *etree.Element)
+	walk = func(el *etree.Element) {
+		if el.Tag == "NameID" && el.NamespaceURI() == "urn:oasis:names:tc:SAML:2.0:assertion" {
+			found = append(found, el)
+		}
+		for _, c := range el.ChildElements() {
+			walk(c)
+		}
+	}
+	walk(d.Root())
+	if len(found) != 1 {
+		t.Fatalf("%d NameIDs in\n%s", len(found), doc)
+	}
+	attrs := map[string]string{}
+	for _, a := range found[0].Attr {
+		if a.Space == "" && a.Key != "xmlns" {
+			attrs[a.Key] = a.Value
+		}
+	}
+	return found[0].Text(), attrs
+}
+
+// redirectMessage decodes the SAML message of an HTTP-Redirect binding URL.
+func redirectMessage(t *testing.T, u *url.URL, param string) []byte {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(u.Query().Get(param))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(raw)), 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// TestSimpleSAMLphpLogoutEchoesNameID: SimpleSAMLphp issues an
+// emailAddress NameID (with the SPNameQualifier it adds); our LogoutRequest
+// names the user with exactly that NameID, no attribute added or dropped,
+// and SimpleSAMLphp ends its session.
+func TestSimpleSAMLphpLogoutEchoesNameID(t *testing.T) {
+	idp := startSimpleSAMLphp(t, newPair(t, "idp"))
+	spKeys := newPair(t, "sp")
+	a := startSSPApp(t, idp, &spKeys, true)
+	idp.trustSP(t, a.URL+"/users/auth/saml/metadata", nil, map[string]any{"sign.logout": true, "validate.logout": true})
+	b := harness.NewBrowser(t)
+	raw, cb := sspSignIn(t, b, a, true)
+	if cb.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d %s", cb.StatusCode, cb.Body)
+	}
+	issued, issuedAttrs := nameIDOf(t, raw)
+	if issued != "grace@example.org" || issuedAttrs["Format"] != samlsp.NameIDEmail {
+		t.Fatalf("SimpleSAMLphp issued %q %v", issued, issuedAttrs)
+	}
+	t.Logf("SimpleSAMLphp's NameID: %q %v", issued, issuedAttrs)
+	id := a.last()
+	if id.SAML.NameQualifier != issuedAttrs["NameQualifier"] || id.SAML.SPNameQualifier != issuedAttrs["SPNameQualifier"] ||
+		id.SAML.SPProvidedID != issuedAttrs["SPProvidedID"] {
+		t.Fatalf("Identity.SAML %+v, issued %v", id.SAML, issuedAttrs)
+	}
+
+	b.Hops = nil
+	page := b.Get(a.URL + "/users/auth/saml/logout")
+	toIdP := hop(b, idp.URL+"/saml2/idp/SingleLogoutService.php")
+	if toIdP == nil {
+		t.Fatalf("no LogoutRequest went to SimpleSAMLphp: hops %v", b.Hops)
+	}
+	sent, sentAttrs := nameIDOf(t, redirectMessage(t, toIdP, "SAMLRequest"))
+	if sent != issued || fmt.Sprint(sentAttrs) != fmt.Sprint(issuedAttrs) {
+		t.Fatalf("LogoutRequest NameID %q %v, issued %q %v", sent, sentAttrs, issued, issuedAttrs)
+	}
+	if done := a.doneList(); page.StatusCode != http.StatusOK || page.Body != "logged out" || len(done) != 1 || done[0] != nil {
+		t.Fatalf("logout: %d %s (Done %v)", page.StatusCode, page.Body, done)
+	}
+	// SimpleSAMLphp's session is over.
+	if _, cb := sspSignIn(t, b, a, true); cb.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in after logout: %d %s", cb.StatusCode, cb.Body)
+	}
+}
+
+// sspKey is a key entry of SimpleSAMLphp's SP metadata for cert.
+func sspKey(cert *x509.Certificate, signing, encryption bool) map[string]any {
+	return map[string]any{"type": "X509Certificate", "signing": signing, "encryption": encryption,
+		"X509Certificate": base64.StdEncoding.EncodeToString(cert.Raw)}
+}
+
+// TestSimpleSAMLphpKeyRotation rotates our SP key pair while SimpleSAMLphp
+// encrypts every assertion to us (assertion.encryption) and verifies every
+// AuthnRequest signature (validate.authnrequest): our SP goes from (old) to
+// (old + new) to (new), SimpleSAMLphp from the old certificate to the new
+// one, and every sign-in succeeds but the one of a mistake, an IdP still
+// encrypting to the retired key. Logout at the end is signed with the new
+// key.
+func TestSimpleSAMLphpKeyRotation(t *testing.T) {
+	idp := startSimpleSAMLphp(t, newPair(t, "idp"))
+	oldKeys, newKeys := newPair(t, "sp-old"), newPair(t, "sp-new")
+	opts := func(extra map[string]any) map[string]any {
+		o := map[string]any{"assertion.encryption": true, "validate.authnrequest": true, "sign.logout": true, "validate.logout": true}
+		for k, v := range extra {
+			o[k] = v
+		}
+		return o
+	}
+	a := startSSPApp(t, idp, &oldKeys, true)
+	md := a.URL + "/users/auth/saml/metadata"
+	b := harness.NewBrowser(t)
+	signIn := func(step string, login bool) []byte {
+		t.Helper()
+		logFrom := len(idp.log())
+		raw, cb := sspSignIn(t, b, a, login)
+		if cb.StatusCode != http.StatusOK || cb.Body != "signed in as grace@example.org" {
+			t.Fatalf("%s: %d %s (failures %v)", step, cb.StatusCode, cb.Body, a.failureList())
+		}
+		if !bytes.Contains(raw, []byte("EncryptedAssertion")) {
+			t.Fatalf("%s: SimpleSAMLphp did not encrypt", step)
+		}
+		if !regexp.MustCompile(`Validation with key #\d succeeded\.`).MatchString(idp.log()[logFrom:]) {
+			t.Fatalf("%s: SimpleSAMLphp did not verify our AuthnRequest", step)
+		}
+		return raw
+	}
+
+	// (old)
+	idp.trustSP(t, md, nil, opts(nil))
+	signIn("(old)", true)
+
+	// (old + new), SimpleSAMLphp still with the old metadata.
+	a.configure(&oldKeys, &newKeys, true)
+	signIn("(old + new), IdP with the old metadata", false)
+	// It reads the new metadata: both certificates, the current first, so
+	// it goes on encrypting to the old one.
+	idp.trustSP(t, md, nil, opts(nil))
+	signIn("(old + new), IdP with the new metadata", false)
+	// Its administrator moves encryption to the new certificate.
+	moved := opts(map[string]any{"keys": []map[string]any{
+		sspKey(newKeys.cert, false, true), sspKey(oldKeys.cert, true, false), sspKey(newKeys.cert, true, false)}})
+	idp.trustSP(t, md, nil, moved)
+	signIn("(old + new), IdP encrypting to the new key", false)
+
+	// (new): promoted. SimpleSAMLphp verifies the request signed with the
+	// new key, and decrypts for the new key only.
+	a.configure(&newKeys, nil, true)
+	signIn("(new), IdP with the (old + new) keys", false)
+	idp.trustSP(t, md, nil, opts(nil))
+	signIn("(new), IdP with the new metadata", false)
+	if n := len(a.failureList()); n != 0 {
+		t.Fatalf("failed sign-ins during the rotation: %v", a.failureList())
+	}
+
+	// The mistake: an IdP still encrypting to the retired key.
+	idp.trustSP(t, md, nil, opts(map[string]any{"keys": []map[string]any{
+		sspKey(oldKeys.cert, false, true), sspKey(newKeys.cert, true, false)}}))
+	if _, cb := sspSignIn(t, b, a, false); cb.StatusCode != http.StatusBadRequest || len(a.failureList()) != 1 ||
+		!strings.Contains(a.failureList()[0].Message, "could not be decrypted") {
+		t.Fatalf("an assertion for the retired key: %d %s (failures %v)", cb.StatusCode, cb.Body, a.failureList())
+	}
+
+	// Logout, signed with the new key, which SimpleSAMLphp verifies.
+	idp.trustSP(t, md, nil, opts(nil))
+	b.Hops = nil
+	logFrom := len(idp.log())
+	if page := b.Get(a.URL + "/users/auth/saml/logout"); page.StatusCode != http.StatusOK || page.Body != "logged out" {
+		t.Fatalf("logout: %d %s", page.StatusCode, page.Body)
+	}
+	if !strings.Contains(idp.log()[logFrom:], "Validation with key #0 succeeded.") {
+		t.Fatal("SimpleSAMLphp did not verify our LogoutRequest")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := len(a.identities); n != 6 {
+		t.Fatalf("%d sign-ins, want 6", n)
+	}
 }

@@ -90,14 +90,17 @@ type Store struct {
 	table string // schema-qualified and quoted
 	index string // quoted, unqualified: an index lives in its table's schema
 
-	consumeSQL, sweepSQL string
+	consumeSQL, sweepSQL, releaseSQL string
 
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
-var _ extauth.Store = (*Store)(nil)
+var (
+	_ extauth.Store    = (*Store)(nil)
+	_ extauth.Releaser = (*Store)(nil)
+)
 
 // New returns a Store on pool and starts its sweeper. It does not touch
 // the database: Migrate creates the table, Ping checks the connection.
@@ -154,8 +157,9 @@ WHERE t.expires <= now()`,
 SELECT key FROM ` + table + ` WHERE expires <= now()
 ORDER BY expires LIMIT $1 FOR UPDATE SKIP LOCKED)
 AND expires <= now()`,
-		stop: stop,
-		done: make(chan struct{}),
+		releaseSQL: `DELETE FROM ` + table + ` WHERE key = $1`,
+		stop:       stop,
+		done:       make(chan struct{}),
 	}
 	go s.sweeper(ctx)
 	return s, nil
@@ -224,6 +228,20 @@ func (s *Store) Consume(ctx context.Context, key string, until time.Time) (bool,
 		return false, nil
 	}
 	return false, fmt.Errorf("pgstore: consume: %d rows affected", n)
+}
+
+// Release deletes key's row, so that a later Consume of it reports it new:
+// extauth gives back the key of a sign-in whose callback failed
+// verification, which then holds no row.
+func (s *Store) Release(ctx context.Context, key string) error {
+	_, err := s.db.exec(ctx, s.releaseSQL, key)
+	if err != nil && retryable(ctx, err) {
+		_, err = s.db.exec(ctx, s.releaseSQL, key)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: release: %w", err)
+	}
+	return nil
 }
 
 // retryable is a failure of the connection rather than an answer of the

@@ -120,6 +120,7 @@ func (b *BlogOAuth2) Complete(ctx context.Context, r *http.Request, tx *Transact
 			RefreshToken: tok.RefreshToken,
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
+			Issuer:       b.conf.Endpoint.TokenURL,
 		},
 	}
 	if id.Name == "" {

@@ -33,12 +33,16 @@ const (
 	CodeMisconfigured Code = "misconfigured"
 	// CodeTimeout: the provider did not answer in time.
 	CodeTimeout Code = "timeout"
+	// CodeInsufficientAuthentication: the provider authenticated the user
+	// less strongly than the sign-in asked (another acr than acr_values
+	// named, or an auth_time older than max_age). The name is RFC 9470's.
+	CodeInsufficientAuthentication Code = "insufficient_user_authentication"
 )
 
 // HTTPStatus returns the status code the default failure page answers with.
 func (c Code) HTTPStatus() int {
 	switch c {
-	case CodeAccessDenied, CodeCSRFDetected:
+	case CodeAccessDenied, CodeCSRFDetected, CodeInsufficientAuthentication:
 		return http.StatusForbidden
 	case CodeInvalidState, CodeInvalidResponse, CodeReplayed:
 		return http.StatusBadRequest

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/markbates/goth"
+
+	"github.com/extauth/extauth/internal/redact"
 )
 
 // Identity is the verified, normalized user a callback hook receives. It
@@ -43,10 +45,16 @@ type Identity struct {
 // SAMLInfo is what a SAML assertion says beyond the normalized fields, kept
 // for single logout and attribute mapping.
 type SAMLInfo struct {
-	NameID       string              `json:"name_id"`
-	NameIDFormat string              `json:"name_id_format,omitempty"`
-	SessionIndex string              `json:"session_index,omitempty"`
-	Attributes   map[string][]string `json:"attributes,omitempty"`
+	NameID       string `json:"name_id"`
+	NameIDFormat string `json:"name_id_format,omitempty"`
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// attributes as the IdP sent them, "" when it sent none.
+	NameQualifier   string              `json:"name_qualifier,omitempty"`
+	SPNameQualifier string              `json:"sp_name_qualifier,omitempty"`
+	SPProvidedID    string              `json:"sp_provided_id,omitempty"`
+	NameIDEncrypted bool                `json:"name_id_encrypted,omitempty"`
+	SessionIndex    string              `json:"session_index,omitempty"`
+	Attributes      map[string][]string `json:"attributes,omitempty"`
 }
 
 // Tokens are the credentials of a sign-in. Their String, Format, LogValue and
@@ -59,6 +67,11 @@ type Tokens struct {
 	Secret  string
 	Expiry  time.Time
 	IDToken string
+	// Issuer says who issued the tokens: the OpenID Connect issuer, or the
+	// OAuth 2 token endpoint. Renewal refuses tokens of another issuer.
+	Issuer string
+	// Tenant is the tenant whose provider issued them, set by the routes.
+	Tenant string
 }
 
 const redacted = "[REDACTED]"
@@ -77,7 +90,16 @@ type tokensView struct {
 	Secret       string    `json:"secret,omitempty"`
 	Expiry       time.Time `json:"expires_at,omitzero"`
 	IDToken      string    `json:"id_token,omitempty"`
+	Issuer       string    `json:"issuer,omitempty"`
+	Tenant       string    `json:"tenant,omitempty"`
 }
+
+// Format prints the identity with its tokens redacted, for every verb.
+// Tokens redact themselves, but fmt prints a *Identity met inside a map or
+// slice with a verb it cannot apply to a pointer (%s, %q) by reflection,
+// calling none of their methods; a Format of Identity's own is called
+// first.
+func (id Identity) Format(f fmt.State, verb rune) { redact.Format(f, verb, id) }
 
 func (t Tokens) view() tokensView {
 	return tokensView{
@@ -87,14 +109,16 @@ func (t Tokens) view() tokensView {
 		Secret:       mark(t.Secret),
 		Expiry:       t.Expiry,
 		IDToken:      mark(t.IDToken),
+		Issuer:       t.Issuer,
+		Tenant:       t.Tenant,
 	}
 }
 
 // String describes the tokens with every value redacted.
 func (t Tokens) String() string {
 	v := t.view()
-	return fmt.Sprintf("{AccessToken:%s RefreshToken:%s TokenType:%s Secret:%s Expiry:%s IDToken:%s}",
-		v.AccessToken, v.RefreshToken, v.TokenType, v.Secret, v.Expiry.Format(time.RFC3339), v.IDToken)
+	return fmt.Sprintf("{AccessToken:%s RefreshToken:%s TokenType:%s Secret:%s Expiry:%s IDToken:%s Issuer:%s Tenant:%s}",
+		v.AccessToken, v.RefreshToken, v.TokenType, v.Secret, v.Expiry.Format(time.RFC3339), v.IDToken, v.Issuer, v.Tenant)
 }
 
 // Format makes every fmt verb, %#v included, print the redacted String.

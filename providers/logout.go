@@ -31,10 +31,16 @@ type LogoutSession struct {
 	// IDToken is the OpenID Connect ID token of the sign-in, sent as
 	// id_token_hint.
 	IDToken string `redact:"secret"`
-	// NameID, NameIDFormat and SessionIndex name a SAML session.
-	NameID       string
-	NameIDFormat string
-	SessionIndex string
+	// NameID, NameIDFormat and SessionIndex name a SAML session;
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// other attributes as the IdP sent them, "" when it sent none.
+	NameID          string
+	NameIDFormat    string
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	NameIDEncrypted bool
+	SessionIndex    string
 }
 
 // Format prints the session with its ID token redacted.
@@ -94,5 +100,24 @@ type Refresher interface {
 	// strategy's bounded client, for as long as ctx lives. Without a
 	// refresh token in t, renewing fails with an error wrapping
 	// ErrNoRefresh.
-	TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error)
+	//
+	// t.Issuer must be the strategy's own: tokens of another provider are
+	// refused before any request. subject is the user the tokens belong
+	// to (Identity.UID): a renewed ID token must name it.
+	TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error)
+}
+
+// ErrNoRevocation is wrapped by the error of revoking a token at a
+// provider that names no revocation endpoint.
+var ErrNoRevocation = errors.New("the provider offers no revocation endpoint")
+
+// Revoker is implemented by strategies whose provider revokes tokens
+// (RFC 7009).
+type Revoker interface {
+	// RevokeTokens revokes t's refresh token, then its access token,
+	// authenticating the client as at the token endpoint. t.Issuer must be
+	// the strategy's own: tokens of another provider are refused before
+	// any request. Without a revocation endpoint the error wraps
+	// ErrNoRevocation.
+	RevokeTokens(ctx context.Context, t Tokens) error
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/extauth/extauth/internal/outbound"
@@ -73,11 +74,46 @@ type OIDCOptions struct {
 	// Scopes requested; default "openid email profile". "openid" is added
 	// when missing.
 	Scopes []string
-	// AuthMethod is how the client authenticates at the token endpoint:
-	// AuthMethodBasic or AuthMethodPost. Empty chooses from discovery:
+	// AuthMethod is how the client authenticates at the token endpoint
+	// (and at the pushed authorization request and revocation endpoints):
+	// AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT or
+	// AuthMethodPrivateKeyJWT. Empty chooses from discovery:
 	// client_secret_basic unless the provider supports only
-	// client_secret_post.
+	// client_secret_post. A method set here must be one the provider lists
+	// in token_endpoint_auth_methods_supported, when it publishes the list.
 	AuthMethod string
+	// AssertionAudience is the aud of client assertions (the JWT methods):
+	// OIDCAudienceTokenEndpoint (the default) or OIDCAudienceIssuer.
+	AssertionAudience string
+	// AssertionSigningAlg signs client assertions
+	// (token_endpoint_auth_signing_alg): PS256, RS256 or ES256 with the
+	// private key, HS256, HS384 or HS512 with the secret. Empty picks the
+	// first the provider advertises: PS256 then RS256 for an RSA key,
+	// ES256 for an EC key, HS256 for the secret.
+	AssertionSigningAlg string
+	// PushedAuthorization sends each authorization request to the
+	// provider's pushed authorization request endpoint first (RFC 9126)
+	// and the browser with only its request_uri. It is on by itself when
+	// discovery says require_pushed_authorization_requests.
+	PushedAuthorization bool
+	// RequestObject sends the authorization request as a request object
+	// signed with the private key (RFC 9101): pushed with
+	// PushedAuthorization, else by value in the authorization URL.
+	RequestObject bool
+	// RequestObjectSigningAlg signs request objects
+	// (request_object_signing_alg); empty picks as AssertionSigningAlg
+	// does for the key.
+	RequestObjectSigningAlg string
+	// IDTokenEncryption is the encryption registered for ID tokens
+	// (id_token_encrypted_response_alg and _enc). When set, ID tokens
+	// (and logout tokens, which may be) are decrypted with the private key
+	// and then verified as ever, and an ID token that is not encrypted is
+	// refused.
+	IDTokenEncryption OIDCEncryption
+	// UserInfoEncryption is the encryption registered for UserInfo
+	// (userinfo_encrypted_response_alg and _enc); an answer that is not
+	// encrypted is then refused.
+	UserInfoEncryption OIDCEncryption
 	// SigningAlgs is the ID token algorithm allow-list. Empty means every
 	// asymmetric algorithm the provider advertises; none and HS* are
 	// refused whatever is set here.
@@ -91,8 +127,12 @@ type OIDCOptions struct {
 	// select_account) when set.
 	Prompt string
 	// AuthParams are extra authorization request parameters (acr_values,
-	// ui_locales, login_hint...). The protocol's own parameters cannot be
-	// overridden.
+	// max_age, ui_locales, login_hint...). The protocol's own parameters
+	// cannot be overridden. With acr_values, the ID token's acr must be
+	// one of the values asked for; with max_age (whole seconds), its
+	// auth_time must be at most that old (OIDC Core 3.1.3.7 steps 12 and
+	// 13): otherwise the sign-in fails with
+	// CodeInsufficientAuthentication.
 	AuthParams map[string]string
 	// ClockSkew is tolerated on exp and iat; default 60 s.
 	ClockSkew time.Duration
@@ -113,15 +153,27 @@ type OIDCOptions struct {
 }
 
 // OIDCConfig registers extauth as a client of an OpenID Connect provider
-// (oidc_client_id, oidc_client_secret, oidc_issuer).
+// (oidc_client_id, oidc_client_secret, oidc_issuer, and the keys of
+// oidc_additional_settings).
 type OIDCConfig struct {
-	ClientID     string
+	ClientID string
+	// ClientSecret is required but with AuthMethodPrivateKeyJWT.
 	ClientSecret string `redact:"secret"`
 	// Issuer is the provider's issuer identifier. Discovery is read from
 	// Issuer + "/.well-known/openid-configuration" and must name exactly
 	// this issuer.
-	Issuer  string
-	Options OIDCOptions
+	Issuer string
+	// PrivateKey is the client's private key, PEM (see
+	// ParseOIDCPrivateKey: RSA of 2048 bits or more, or EC P-256). It
+	// signs client assertions (AuthMethodPrivateKeyJWT) and request
+	// objects, and decrypts encrypted ID tokens and UserInfo. Its public
+	// half is served at the JWKS route.
+	PrivateKey string `redact:"secret"`
+	// NextPrivateKey is a key being rotated in: published at the JWKS
+	// route beside PrivateKey and used to decrypt, but not yet to sign.
+	// Once every provider has read it, it becomes PrivateKey.
+	NextPrivateKey string `redact:"secret"`
+	Options        OIDCOptions
 }
 
 // OIDC signs users in with an OpenID Connect provider: discovery, the
@@ -155,6 +207,16 @@ type OIDC struct {
 	authParams []oauth2.AuthCodeOption
 	// check runs after the standard ID token checks (search_oauth2's hd).
 	check func(claims *idClaims) error
+	// keys are the client's private keys, the one that signs first.
+	keys []*clientKey
+	// jwks is the public key set the JWKS route serves; routes maps the
+	// route to its handler (oidc only).
+	jwks   []byte
+	routes map[string]http.Handler
+	// acrValues and maxAge are what the authorization request asks of the
+	// authentication (OIDC Core 3.1.2.1); maxAge < 0 when it asks nothing.
+	acrValues []string
+	maxAge    time.Duration
 
 	disc atomic.Pointer[discovered]
 
@@ -182,6 +244,21 @@ type discovered struct {
 	endSession string
 	// refreshAt is when the copy is due for a refresh.
 	refreshAt time.Time
+
+	// method is the client authentication method.
+	method string
+	// tokenClient makes the token endpoint's requests: the bounded
+	// client, which with a JWT method adds a client assertion to each.
+	tokenClient *http.Client
+	// assertionSigner signs client assertions (JWT methods only),
+	// requestSigner request objects (nil: none are sent).
+	assertionSigner jose.Signer
+	requestSigner   jose.Signer
+	// par sends authorization requests to parURL first.
+	par    bool
+	parURL string
+	// revocationURL is the revocation_endpoint, "" when there is none.
+	revocationURL string
 }
 
 // NewOIDC returns the oidc strategy. It makes no request: discovery happens
@@ -203,7 +280,11 @@ func settingsOf(name string) settingNames {
 
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
-	if c.ClientID == "" || c.ClientSecret == "" {
+	o := c.Options
+	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "") {
+		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only", name)
+	}
+	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT) {
 		return nil, fmt.Errorf("%s and %s are required", keys.id, keys.secret)
 	}
 	if err := checkIssuer(c.Issuer); err != nil {
@@ -212,11 +293,12 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if env.CallbackURL == "" || env.HTTPClient == nil {
 		return nil, errors.New("the environment needs a callback URL and an HTTP client")
 	}
-	o := c.Options
-	switch o.AuthMethod {
-	case "", AuthMethodBasic, AuthMethodPost:
-	default:
-		return nil, fmt.Errorf("client authentication method %q is not supported (use %s or %s)", o.AuthMethod, AuthMethodBasic, AuthMethodPost)
+	if ps := CheckOIDCConfig(c); len(ps) > 0 {
+		errs := make([]error, len(ps))
+		for i, p := range ps {
+			errs[i] = p
+		}
+		return nil, errors.Join(errs...)
 	}
 	for _, a := range o.SigningAlgs {
 		if !slices.Contains(asymmetricAlgs, a) {
@@ -238,6 +320,8 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if o.LogoutTokenMaxAge <= 0 {
 		o.LogoutTokenMaxAge = DefaultOIDCLogoutTokenMaxAge
 	}
+	o.IDTokenEncryption = o.IDTokenEncryption.withDefault()
+	o.UserInfoEncryption = o.UserInfoEncryption.withDefault()
 	scopes := o.Scopes
 	if len(scopes) == 0 {
 		scopes = []string{oidc.ScopeOpenID, oidc.ScopeEmail, oidc.ScopeProfile}
@@ -257,12 +341,30 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		opts:         o,
 		scopes:       scopes,
 		audiences:    map[string]bool{c.ClientID: true},
+		maxAge:       -1,
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, text := range []string{c.PrivateKey, c.NextPrivateKey} {
+		if text != "" {
+			k, err := newClientKey(text)
+			if err != nil {
+				return nil, err
+			}
+			s.keys = append(s.keys, k)
+		}
+	}
+	jwks, err := jwks(s.keys)
+	if err != nil {
+		return nil, err
+	}
+	s.jwks = jwks
+	if name == "oidc" {
+		s.routes = map[string]http.Handler{PurposeJWKS: http.HandlerFunc(s.serveJWKS)}
 	}
 	for _, a := range o.TrustedAudiences {
 		s.audiences[a] = true
@@ -276,8 +378,17 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		}
 		s.authParams = append(s.authParams, oauth2.SetAuthURLParam(k, o.AuthParams[k]))
 	}
+	s.acrValues = strings.Fields(o.AuthParams["acr_values"])
+	if ma, ok := o.AuthParams["max_age"]; ok {
+		n, _ := strconv.ParseInt(ma, 10, 64)
+		s.maxAge = time.Duration(n) * time.Second
+	}
 	return s, nil
 }
+
+// PurposeJWKS is the Route.Purpose of the oidc strategy's JWKS route,
+// /users/auth/oidc/jwks.
+const PurposeJWKS = "jwks"
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
@@ -438,7 +549,8 @@ func (s *OIDC) discover(ctx context.Context, done chan struct{}) {
 // changedFrom reports whether a refreshed copy moved an endpoint.
 func (d *discovered) changedFrom(old *discovered) bool {
 	return d.oauth.Endpoint != old.oauth.Endpoint || d.keys != old.keys || d.userInfoURL != old.userInfoURL ||
-		d.endSession != old.endSession || d.issRequired != old.issRequired
+		d.endSession != old.endSession || d.issRequired != old.issRequired || d.parURL != old.parURL ||
+		d.par != old.par || d.revocationURL != old.revocationURL
 }
 
 // providerError makes every discovery failure but a misconfiguration read
@@ -468,6 +580,27 @@ type OIDCDiscovery struct {
 	// (OpenID Connect RP-Initiated Logout 1.0); empty when the provider
 	// has none.
 	EndSessionEndpoint string `json:"end_session_endpoint"`
+
+	// TokenAuthSigningAlgs are the algorithms of client assertions the
+	// token endpoint accepts.
+	TokenAuthSigningAlgs []string `json:"token_endpoint_auth_signing_alg_values_supported"`
+	// PAREndpoint is the pushed authorization request endpoint (RFC 9126
+	// 5), and RequirePAR says every authorization request must use it.
+	PAREndpoint string `json:"pushed_authorization_request_endpoint"`
+	RequirePAR  bool   `json:"require_pushed_authorization_requests"`
+	// RequestParameterSupported says request objects may be sent by value
+	// (OIDC Discovery 3: false when absent); RequestObjectSigningAlgs are
+	// the algorithms they may be signed with.
+	RequestParameterSupported bool     `json:"request_parameter_supported"`
+	RequestObjectSigningAlgs  []string `json:"request_object_signing_alg_values_supported"`
+	// The encryption of ID tokens and UserInfo the provider supports.
+	IDTokenEncryptionAlgs  []string `json:"id_token_encryption_alg_values_supported"`
+	IDTokenEncryptionEncs  []string `json:"id_token_encryption_enc_values_supported"`
+	UserInfoEncryptionAlgs []string `json:"userinfo_encryption_alg_values_supported"`
+	UserInfoEncryptionEncs []string `json:"userinfo_encryption_enc_values_supported"`
+	// RevocationEndpoint revokes tokens (RFC 7009); empty when there is
+	// none.
+	RevocationEndpoint string `json:"revocation_endpoint"`
 }
 
 // fetchDiscovery reads the discovery document and builds a copy from it.
@@ -498,8 +631,10 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		{"jwks_uri", doc.JWKSURI},
 		{"userinfo_endpoint", doc.UserInfoEndpoint},
 		{"end_session_endpoint", doc.EndSessionEndpoint},
+		{"pushed_authorization_request_endpoint", doc.PAREndpoint},
+		{"revocation_endpoint", doc.RevocationEndpoint},
 	} {
-		if ep.url == "" && (ep.name == "userinfo_endpoint" || ep.name == "end_session_endpoint") {
+		if ep.url == "" && ep.name != "authorization_endpoint" && ep.name != "token_endpoint" && ep.name != "jwks_uri" {
 			continue
 		}
 		if err := CheckOIDCEndpoint(ep.url, s.issuer); err != nil {
@@ -512,7 +647,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		return nil, NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
 			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
 	}
-	style, err := s.authStyle(doc.TokenAuthMethods)
+	method, style, err := s.authStyle(doc.TokenAuthMethods)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +655,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 	if old != nil && old.keys.url == keys.url && slices.Equal(old.keys.algs, keys.algs) {
 		keys = old.keys
 	}
-	return &discovered{
+	d := &discovered{
 		issuer: s.issuer,
 		oauth: oauth2.Config{
 			ClientID:     s.clientID,
@@ -533,12 +668,20 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 			RedirectURL: s.callbackURL,
 			Scopes:      s.scopes,
 		},
-		keys:        keys,
-		userInfoURL: doc.UserInfoEndpoint,
-		issRequired: doc.IssParameterSupported,
-		endSession:  doc.EndSessionEndpoint,
-		refreshAt:   s.now().Add(lifetime),
-	}, nil
+		keys:          keys,
+		userInfoURL:   doc.UserInfoEndpoint,
+		issRequired:   doc.IssParameterSupported,
+		endSession:    doc.EndSessionEndpoint,
+		refreshAt:     s.now().Add(lifetime),
+		method:        method,
+		tokenClient:   s.client,
+		parURL:        doc.PAREndpoint,
+		revocationURL: doc.RevocationEndpoint,
+	}
+	if err := s.register(d, &doc); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // OIDCDiscoveryLifetime returns how long a discovery document fetched at now
@@ -644,27 +787,137 @@ func OIDCAuthMethod(supported []string) (method string, ok bool) {
 	return "", false
 }
 
-// authStyle picks the client authentication method: the options', or
-// OIDCAuthMethod's.
-func (s *OIDC) authStyle(supported []string) (oauth2.AuthStyle, error) {
+// authStyle picks the client authentication method: the options', which
+// the provider must list in supported when it publishes the list (a
+// provider that omits it is taken at the operator's word), or
+// OIDCAuthMethod's; and how x/oauth2 sends the credentials.
+func (s *OIDC) authStyle(supported []string) (string, oauth2.AuthStyle, error) {
 	method := s.opts.AuthMethod
 	if method == "" {
 		var ok bool
 		if method, ok = OIDCAuthMethod(supported); !ok {
-			return 0, NewError(CodeMisconfigured, "the provider supports no client authentication method extauth has",
+			return "", 0, NewError(CodeMisconfigured, "the provider supports no client authentication method extauth has",
 				fmt.Errorf("discovery: token_endpoint_auth_methods_supported %q has neither %s nor %s", supported, AuthMethodBasic, AuthMethodPost))
 		}
+	} else if len(supported) > 0 && !slices.Contains(supported, method) {
+		return "", 0, misconfigured(settingAuthMethod, "%s is not a method the provider lists in token_endpoint_auth_methods_supported %q", method, supported)
 	}
-	if method == AuthMethodPost {
-		return oauth2.AuthStyleInParams, nil
+	switch method {
+	case AuthMethodBasic:
+		// x/oauth2 form-urlencodes the ID and secret before base64 in
+		// this style, as RFC 6749 2.3.1 requires.
+		return method, oauth2.AuthStyleInHeader, nil
+	case AuthMethodPost:
+		return method, oauth2.AuthStyleInParams, nil
 	}
-	// x/oauth2 form-urlencodes the ID and secret before base64 in this
-	// style, as RFC 6749 2.3.1 requires.
-	return oauth2.AuthStyleInHeader, nil
+	// With an assertion x/oauth2 sends the client_id alone in the form
+	// (its ClientSecret is then empty); assertingTransport adds the rest.
+	return method, oauth2.AuthStyleInParams, nil
+}
+
+// misconfigured is the error of a setting the provider's discovery
+// document shows cannot work.
+func misconfigured(setting, format string, args ...any) *Error {
+	return NewError(CodeMisconfigured, "the provider does not support this client's settings",
+		fmt.Errorf("discovery: %s: "+format, append([]any{setting}, args...)...))
+}
+
+// register checks the client's settings against what the provider
+// advertises and prepares what they need: the signers of client
+// assertions and request objects, the token endpoint's client, pushed
+// requests. Each refusal names the setting and what the provider lists.
+func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
+	o := &s.opts
+	var signingKey *clientKey
+	if len(s.keys) > 0 {
+		signingKey = s.keys[0]
+	}
+	if d.method == AuthMethodSecretJWT || d.method == AuthMethodPrivateKeyJWT {
+		candidates := hmacSigningAlgs
+		if d.method == AuthMethodPrivateKeyJWT {
+			candidates = keyAlgs(signingKey)
+		}
+		alg, ok := signingAlg(o.AssertionSigningAlg, candidates, doc.TokenAuthSigningAlgs)
+		if !ok {
+			return misconfigured(settingAssertionAlg, "the provider accepts client assertions signed with %q only, none of %q",
+				doc.TokenAuthSigningAlgs, pick(o.AssertionSigningAlg, candidates))
+		}
+		signer, err := s.newSigner(alg, "JWT")
+		if err != nil {
+			return NewError(CodeMisconfigured, "the client assertion cannot be signed", fmt.Errorf("client assertion: %w", err))
+		}
+		d.assertionSigner = signer
+		d.oauth.ClientSecret = ""
+		next := s.client.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		d.tokenClient = &http.Client{
+			Transport:     newAssertingTransport(next, s, d),
+			Jar:           s.client.Jar,
+			CheckRedirect: s.client.CheckRedirect,
+			Timeout:       s.client.Timeout,
+		}
+	}
+	d.par = o.PushedAuthorization || doc.RequirePAR
+	if d.par && doc.PAREndpoint == "" {
+		setting := settingPAR
+		if !o.PushedAuthorization {
+			setting = "require_pushed_authorization_requests"
+		}
+		return misconfigured(setting, "the provider has no pushed_authorization_request_endpoint")
+	}
+	if o.RequestObject {
+		if !d.par && !doc.RequestParameterSupported {
+			return misconfigured(settingRequestObject, "the provider does not take request objects by value (request_parameter_supported is not true): set pushed_authorization_requests too")
+		}
+		alg, ok := signingAlg(o.RequestObjectSigningAlg, keyAlgs(signingKey), doc.RequestObjectSigningAlgs)
+		if !ok {
+			return misconfigured(settingRequestAlg, "the provider accepts request objects signed with %q only, none of %q",
+				doc.RequestObjectSigningAlgs, pick(o.RequestObjectSigningAlg, keyAlgs(signingKey)))
+		}
+		signer, err := s.newSigner(alg, "oauth-authz-req+jwt")
+		if err != nil {
+			return NewError(CodeMisconfigured, "the request object cannot be signed", fmt.Errorf("request object: %w", err))
+		}
+		d.requestSigner = signer
+	}
+	for _, e := range []struct {
+		enc                  OIDCEncryption
+		algs, encs           []string
+		algSetting, encEntry string
+		algList, encList     string
+	}{
+		{o.IDTokenEncryption, doc.IDTokenEncryptionAlgs, doc.IDTokenEncryptionEncs, settingIDTokenAlg, settingIDTokenEnc,
+			"id_token_encryption_alg_values_supported", "id_token_encryption_enc_values_supported"},
+		{o.UserInfoEncryption, doc.UserInfoEncryptionAlgs, doc.UserInfoEncryptionEncs, settingUserInfoAlg, settingUserInfoEnc,
+			"userinfo_encryption_alg_values_supported", "userinfo_encryption_enc_values_supported"},
+	} {
+		if !e.enc.enabled() {
+			continue
+		}
+		if !slices.Contains(e.algs, e.enc.Alg) {
+			return misconfigured(e.algSetting, "%s is not in the provider's %s %q", e.enc.Alg, e.algList, e.algs)
+		}
+		if !slices.Contains(e.encs, e.enc.Enc) {
+			return misconfigured(e.encEntry, "%s is not in the provider's %s %q", e.enc.Enc, e.encList, e.encs)
+		}
+	}
+	return nil
+}
+
+// pick is want as a list when set, else candidates.
+func pick(want string, candidates []string) []string {
+	if want != "" {
+		return []string{want}
+	}
+	return candidates
 }
 
 // Begin returns the authorization URL with state, nonce and the PKCE S256
-// challenge, all from the transaction.
+// challenge, all from the transaction. With pushed authorization requests
+// the request goes to the provider first and the URL carries its
+// request_uri; with request objects the parameters travel signed.
 func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	d, err := s.provider(ctx)
 	if err != nil {
@@ -672,6 +925,9 @@ func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	}
 	if tx.State == "" || tx.Verifier == "" || tx.Nonce == "" {
 		return "", NewError(CodeMisconfigured, "the sign-in transaction is incomplete", errors.New("transaction without state, verifier or nonce"))
+	}
+	if d.par || d.requestSigner != nil {
+		return s.beginHighAssurance(ctx, d, tx)
 	}
 	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
 	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
@@ -712,7 +968,7 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if code == "" {
 		return nil, NewError(CodeInvalidResponse, "the provider sent no authorization code", errors.New("callback without code"))
 	}
-	tok, err := exchange(ctx, &d.oauth, s.client, code, tx.Verifier)
+	tok, err := exchange(ctx, &d.oauth, d.tokenClient, code, tx.Verifier)
 	if err != nil {
 		return nil, err
 	}
@@ -724,13 +980,16 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkAuthentication(claims.raw); err != nil {
+		return nil, err
+	}
 	var info map[string]any
 	if s.needUserInfo(claims) && d.userInfoURL != "" {
 		if info, err = s.userInfo(ctx, d, tok.AccessToken, claims.Subject); err != nil {
 			return nil, err
 		}
 	}
-	return s.identity(claims, info, tok, rawID), nil
+	return s.identity(claims, info, tok), nil
 }
 
 // needUserInfo reports whether the ID token lacks a claim that a requested
@@ -756,6 +1015,9 @@ type idClaims struct {
 	HostedDomain      string
 
 	raw map[string]any
+	// signed is the signed ID token: the token itself, or what an
+	// encrypted one held.
+	signed string
 }
 
 func newIDClaims(t *tokenClaims) *idClaims {
@@ -806,7 +1068,13 @@ func (s *OIDC) verifyID(ctx context.Context, d *discovered, rawID, accessToken s
 	if err := d.keys.ensure(ctx); err != nil {
 		return nil, AsError(err, s.name, CodeProviderUnavailable)
 	}
-	t, err := s.verifyJWT(ctx, d, rawID)
+	// OIDC Core 3.1.3.7 step 1: an encrypted token is decrypted first,
+	// then verified exactly as a signed one.
+	signed, err := s.openIDToken(rawID)
+	if err != nil {
+		return nil, idError("%w", err)
+	}
+	t, err := s.verifyJWT(ctx, d, signed, false)
 	if err != nil {
 		return nil, idError("%w", err)
 	}
@@ -822,6 +1090,7 @@ func (s *OIDC) verifyID(ctx context.Context, d *discovered, rawID, accessToken s
 		}
 	}
 	c := newIDClaims(t)
+	c.signed = signed
 	if s.check != nil {
 		if err := s.check(c); err != nil {
 			return nil, err
@@ -861,7 +1130,20 @@ func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub str
 	case resp.StatusCode != http.StatusOK:
 		return nil, NewError(CodeInvalidResponse, "userinfo: the provider refused the access token", fmt.Errorf("userinfo: HTTP %d", resp.StatusCode))
 	}
-	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/jwt") {
+	jwt := strings.HasPrefix(resp.Header.Get("Content-Type"), "application/jwt")
+	if enc := s.opts.UserInfoEncryption; enc.enabled() || jwt && isJWE(strings.TrimSpace(string(body))) {
+		// OIDC Core 5.3.2: an encrypted answer may hold a signed one or
+		// the claims themselves.
+		if !jwt || !isJWE(strings.TrimSpace(string(body))) {
+			return nil, NewError(CodeInvalidResponse, "userinfo: the answer is not encrypted as registered", fmt.Errorf("userinfo: %w", errNotEncrypted))
+		}
+		pt, err := s.decrypt(strings.TrimSpace(string(body)), enc)
+		if err != nil {
+			return nil, NewError(CodeInvalidResponse, "userinfo: the encrypted answer does not decrypt", fmt.Errorf("userinfo: %w", err))
+		}
+		body, jwt = pt, strings.Count(string(pt), ".") == 2 && !strings.HasPrefix(strings.TrimSpace(string(pt)), "{")
+	}
+	if jwt {
 		payload, err := d.keys.VerifySignature(ctx, strings.TrimSpace(string(body)))
 		if err != nil {
 			return nil, NewError(CodeInvalidResponse, "userinfo: the signed answer does not verify", fmt.Errorf("userinfo: %w", err))
@@ -883,7 +1165,7 @@ func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub str
 // identity maps the verified claims, completed by UserInfo, to an Identity.
 // The email and its verification come from the same source, so a verified
 // flag is never paired with an address it was not given for.
-func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, rawID string) *Identity {
+func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Identity {
 	raw := make(map[string]any, len(c.raw)+len(info))
 	for k, v := range info {
 		raw[k] = v
@@ -909,7 +1191,8 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token, raw
 			RefreshToken: tok.RefreshToken,
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
-			IDToken:      rawID,
+			IDToken:      c.signed,
+			Issuer:       s.issuer,
 		},
 	}
 	if id.Email == "" {

@@ -50,13 +50,16 @@ func (s *OIDC) EndSessionURL(ctx context.Context, ls LogoutSession, state, postL
 	}
 	q := u.Query()
 	if ls.IDToken != "" {
+		// The hint is the signed ID token, which a provider that encrypts
+		// them expects decrypted (RP-Initiated Logout 1.0, 2).
+		hint := s.signedIDToken(ls.IDToken)
 		// The hint is our own sign-in's token; this only stops it being
 		// sent to another provider.
-		if iss := unverifiedClaim(ls.IDToken, "iss"); iss != d.issuer {
+		if iss := unverifiedClaim(hint, "iss"); iss != d.issuer {
 			return "", NewError(CodeMisconfigured, "the ID token to log out with is not this provider's",
 				fmt.Errorf("id_token_hint issued by %.200q, not %q", iss, d.issuer))
 		}
-		q.Set("id_token_hint", ls.IDToken)
+		q.Set("id_token_hint", hint)
 	}
 	q.Set("client_id", s.clientID)
 	q.Set("post_logout_redirect_uri", postLogoutRedirectURI)
@@ -95,6 +98,9 @@ func logoutTokenError(format string, args ...any) *Error {
 // for ID tokens, iat no older than LogoutTokenMaxAge, a sub or a sid or
 // both, an events claim with the back-channel logout member, no nonce, a
 // typ (when present) of logout+jwt, and a jti used once through the Store.
+// A token encrypted as ID tokens are registered to be is decrypted first.
+// A token without exp, as providers that implement an earlier draft send,
+// is accepted on its iat and jti alone, with a warning in the log.
 func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (LogoutEvent, error) {
 	d, err := s.provider(ctx)
 	if err != nil {
@@ -109,7 +115,15 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 	if err := d.keys.ensure(ctx); err != nil {
 		return LogoutEvent{}, AsError(err, s.name, CodeProviderUnavailable)
 	}
-	t, err := s.verifyJWT(ctx, d, logoutToken)
+	// A provider that encrypts ID tokens may encrypt logout tokens the
+	// same way (Back-Channel Logout 1.0, 2.4); either form is accepted.
+	signed := logoutToken
+	if isJWE(logoutToken) {
+		if signed, err = s.openIDToken(logoutToken); err != nil {
+			return LogoutEvent{}, logoutTokenError("%w", err)
+		}
+	}
+	t, err := s.verifyJWT(ctx, d, signed, true)
 	if err != nil {
 		return LogoutEvent{}, logoutTokenError("%w", err)
 	}
@@ -138,6 +152,13 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 	jti, _ := t.raw["jti"].(string)
 	if jti == "" {
 		return LogoutEvent{}, logoutTokenError("no jti")
+	}
+	if t.expiry.IsZero() {
+		// Drafts of Back-Channel Logout before 1.0 had no exp. Such a
+		// token is held to the same window by its iat, checked above, and
+		// its jti is kept for that window below.
+		s.log.Warn("extauth: accepted a logout token without exp, as an earlier draft of Back-Channel Logout sent them",
+			"provider", s.name, "issuer", d.issuer)
 	}
 	until := t.issuedAt.Add(s.opts.LogoutTokenMaxAge)
 	if t.expiry.After(until) {

@@ -324,6 +324,8 @@ func TestOIDCClientAuthentication(t *testing.T) {
 		{"post from discovery", "client_secret_post", "", false},
 		{"basic forced", "client_secret_basic", providers.AuthMethodBasic, false},
 		{"post forced", "client_secret_post", providers.AuthMethodPost, false},
+		// A method the provider does not list is refused before the
+		// token endpoint is asked, naming the setting.
 		{"basic against a post-only OP", "client_secret_post", providers.AuthMethodBasic, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -333,7 +335,10 @@ func TestOIDCClientAuthentication(t *testing.T) {
 			})
 			_, err := f.signIn()
 			if tc.wantReject {
-				wantCode(t, err, providers.CodeInvalidCredentials)
+				wantCode(t, err, providers.CodeMisconfigured)
+				if !strings.Contains(err.Error(), "client_auth_method") || f.op.Hits(oidcop.Token) != 0 {
+					t.Errorf("err = %v, token endpoint asked %d times", err, f.op.Hits(oidcop.Token))
+				}
 				return
 			}
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -52,8 +53,10 @@ type tokenClaims struct {
 // tokens: iss is the issuer, every aud is trusted and one is us, azp is us
 // when present and required with several audiences, exp is in the future,
 // iat present and not in the future, nbf (when present) past; each with the
-// clock skew. The callers check the rest.
-func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string) (*tokenClaims, error) {
+// clock skew. The callers check the rest. With expOptional, a token without
+// exp is let through for the caller to judge (logout tokens of an earlier
+// draft of Back-Channel Logout); one with exp is checked as ever.
+func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, expOptional bool) (*tokenClaims, error) {
 	jws, err := jose.ParseSignedCompact(raw, d.keys.algs)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the token: %w", err)
@@ -142,10 +145,10 @@ func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string) (*token
 		return nil, fmt.Errorf("authorized party (azp) %.200q is not this client", c.azp)
 	}
 	now, skew := s.now(), s.opts.ClockSkew
-	if c.expiry.IsZero() {
+	if c.expiry.IsZero() && !expOptional {
 		return nil, errors.New("no expiry (exp)")
 	}
-	if !now.Before(c.expiry.Add(skew)) {
+	if !c.expiry.IsZero() && !now.Before(c.expiry.Add(skew)) {
 		return nil, fmt.Errorf("expired at %s", c.expiry.UTC().Format(time.RFC3339))
 	}
 	if c.issuedAt.IsZero() {
@@ -197,6 +200,41 @@ func checkAtHash(alg, atHash, accessToken string) error {
 	want := base64.RawURLEncoding.EncodeToString(sum[:len(sum)/2])
 	if subtle.ConstantTimeCompare([]byte(want), []byte(atHash)) != 1 {
 		return errors.New("the access token does not match at_hash")
+	}
+	return nil
+}
+
+// checkAuthentication checks what the authorization request asked of the
+// user's authentication (OIDC Core 3.1.3.7 steps 12 and 13): with
+// acr_values, the acr claim must be one of them; with max_age, the
+// auth_time claim must be present and no older than max_age (with the
+// clock skew). acr values are opaque, so any other value, or none, is
+// taken for a weaker one.
+func (s *OIDC) checkAuthentication(claims map[string]any) error {
+	if len(s.acrValues) > 0 {
+		acr, _ := claims["acr"].(string)
+		if acr == "" {
+			return NewError(CodeInsufficientAuthentication, "the provider did not say how strongly you were authenticated",
+				fmt.Errorf("id token: no acr claim, acr_values %q were requested", s.acrValues))
+		}
+		if !slices.Contains(s.acrValues, acr) {
+			return NewError(CodeInsufficientAuthentication, "the provider authenticated you less strongly than required",
+				fmt.Errorf("id token: acr %.200q is not one of the requested acr_values %q", acr, s.acrValues))
+		}
+	}
+	if s.maxAge >= 0 {
+		v, ok := claims["auth_time"]
+		if !ok {
+			return idError("no auth_time, although max_age was requested (OIDC Core 3.1.2.1)")
+		}
+		at, err := numericDate(v)
+		if err != nil {
+			return idError("claim auth_time: %w", err)
+		}
+		if s.now().Sub(at) > s.maxAge+s.opts.ClockSkew {
+			return NewError(CodeInsufficientAuthentication, "the provider's authentication of you is older than allowed",
+				fmt.Errorf("id token: auth_time %s is more than max_age %s ago", at.UTC().Format(time.RFC3339), s.maxAge))
+		}
 	}
 	return nil
 }

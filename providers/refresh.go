@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -13,13 +14,28 @@ func oauthToken(t Tokens) *oauth2.Token {
 	return &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry}
 }
 
-// refresher renews tokens at a token endpoint through the bounded client;
-// check, when set, vets each renewed token (an OpenID Connect ID token in
-// it). oauth2.ReuseTokenSource serialises its calls.
+// issuedBy refuses tokens that another issuer issued, or that do not say
+// which, before they are sent anywhere: a refresh token goes to its own
+// provider's token endpoint only.
+func issuedBy(t Tokens, issuer string) error {
+	switch t.Issuer {
+	case issuer:
+		return nil
+	case "":
+		return NewError(CodeInvalidState, "the tokens cannot be renewed: sign in again",
+			errors.New("refresh: the tokens do not say which provider issued them (Tokens.Issuer): keep it with them"))
+	}
+	return NewError(CodeInvalidState, "the tokens cannot be renewed here: sign in again",
+		fmt.Errorf("refresh: the tokens were issued by %.200q, not by this provider (%s)", t.Issuer, issuer))
+}
+
+// refresher renews tokens at a token endpoint through the bounded client
+// conf returns with the endpoint; check, when set, vets each renewed token
+// (an OpenID Connect ID token in it). oauth2.ReuseTokenSource serialises
+// its calls.
 type refresher struct {
 	ctx          context.Context
-	client       *http.Client
-	conf         func(context.Context) (*oauth2.Config, error)
+	conf         func(context.Context) (*oauth2.Config, *http.Client, error)
 	refreshToken string
 	check        func(context.Context, *oauth2.Token) error
 }
@@ -31,11 +47,11 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 		return nil, NewError(CodeInvalidState, "the tokens cannot be renewed: sign in again",
 			fmt.Errorf("access token expired and %w", ErrNoRefresh))
 	}
-	conf, err := r.conf(r.ctx)
+	conf, client, err := r.conf(r.ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.WithValue(r.ctx, oauth2.HTTPClient, r.client)
+	ctx := context.WithValue(r.ctx, oauth2.HTTPClient, client)
 	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refreshToken}).Token()
 	if err != nil {
 		return nil, tokenErrorRefusing(err, "the provider refused the refresh token: sign in again")
@@ -56,10 +72,13 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 // them at WP OAuth Server's /oauth/token (which issues refresh tokens with
 // the authorization code) through the bounded client, for as long as ctx
 // lives.
-func (b *BlogOAuth2) TokenSource(ctx context.Context, t Tokens) (oauth2.TokenSource, error) {
+func (b *BlogOAuth2) TokenSource(ctx context.Context, t Tokens, _ string) (oauth2.TokenSource, error) {
+	if err := issuedBy(t, b.conf.Endpoint.TokenURL); err != nil {
+		return nil, err
+	}
 	conf := b.conf
-	r := &refresher{ctx: ctx, client: b.client, refreshToken: t.RefreshToken,
-		conf: func(context.Context) (*oauth2.Config, error) { return &conf, nil }}
+	r := &refresher{ctx: ctx, refreshToken: t.RefreshToken,
+		conf: func(context.Context) (*oauth2.Config, *http.Client, error) { return &conf, b.client, nil }}
 	return oauth2.ReuseTokenSource(oauthToken(t), r), nil
 }
 

@@ -78,7 +78,10 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ extauth.Store = (*Store)(nil)
+var (
+	_ extauth.Store    = (*Store)(nil)
+	_ extauth.Releaser = (*Store)(nil)
+)
 
 // New returns a Store that runs its commands on c. It does not connect;
 // Ping does, for a start-up check. c stays the caller's: Close does not
@@ -174,6 +177,17 @@ func (s *Store) Consume(ctx context.Context, key string, until time.Time) (bool,
 		return false, fmt.Errorf("redisstore: %d of %d replicas acknowledged the key within %v", acked, s.o.WaitReplicas, s.o.WaitTimeout)
 	}
 	return true, nil
+}
+
+// Release deletes key (DEL), so that a later Consume of it reports it new:
+// extauth gives back the key of a sign-in whose callback failed
+// verification, which then holds nothing in Redis. It does not wait for
+// replicas: a failover that brings the key back only refuses that sign-in.
+func (s *Store) Release(ctx context.Context, key string) error {
+	if err := s.c.Del(ctx, s.o.Prefix+key).Err(); err != nil {
+		return withContext(ctx, "DEL", err)
+	}
+	return nil
 }
 
 func setResult(ctx context.Context, cmd *redis.StatusCmd) (bool, error) {

@@ -28,8 +28,15 @@ type Assertion struct {
 	Issuer       string
 	NameID       string
 	NameIDFormat string
-	SessionIndex string
-	AuthnContext string
+	// NameQualifier, SPNameQualifier and SPProvidedID are the NameID's
+	// attributes as sent, "" when absent.
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	// NameIDEncrypted is true when the Subject had an EncryptedID.
+	NameIDEncrypted bool
+	SessionIndex    string
+	AuthnContext    string
 	// Attributes maps each attribute Name to its values, in document order.
 	Attributes map[string][]string
 	// FriendlyNames maps FriendlyName to Name, for look-ups by either.
@@ -50,10 +57,12 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 			err = invalid("the SAML response could not be processed", fmt.Errorf("recovered from panic: %v", p))
 		}
 	}()
-	md := sp.md.current()
-	if md == nil {
-		sp.md.kick()
-		return nil, unavailable(sp.md.err())
+	// A tenant built again after its eviction has no metadata until its
+	// first fetch: a sign-in it had in flight waits for that fetch rather
+	// than failing.
+	md, perr := sp.metadata(ctx)
+	if perr != nil {
+		return nil, perr
 	}
 	requestID := ""
 	if tx != nil {
@@ -193,13 +202,13 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	if aEl, err = onlyAssertion(resp); err != nil {
 		return nil, invalid("the SAML response has an unexpected structure", err)
 	}
+	// Decryption comes after the Response's signature, when it has one, is
+	// verified: then the ciphertext is the IdP's, and no one can make us
+	// decrypt one of their choosing. Without it, decryption answers every
+	// CBC failure alike (see decrypter.open).
 	if encrypted {
-		dec := &decrypter{key: sp.key, allow15: sp.opts.AllowRSA15KeyTransport, maxBytes: sp.opts.MaxResponseBytes}
-		if aEl, err = dec.decryptAssertion(aEl); err != nil {
+		if aEl, err = sp.decrypter().decryptAssertion(aEl, sp.maxDecrypted(), responseSigned); err != nil {
 			return nil, invalid("the encrypted assertion could not be decrypted", err)
-		}
-		if err := checkDecrypted(aEl); err != nil {
-			return nil, invalid("the decrypted assertion has an unexpected structure", err)
 		}
 	}
 	switch v, err := ver.verify(aEl); {
@@ -441,9 +450,9 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	if err != nil {
 		return nil, err
 	}
-	nameIDEl, err := oneChild(subj, nsAssertion, "NameID")
+	nameIDEl, nameIDEncrypted, err := sp.subjectNameID(subj)
 	if err != nil {
-		return nil, fmt.Errorf("assertion Subject must have one NameID: %w", err)
+		return nil, err
 	}
 	nameID := text(nameIDEl)
 	if nameID == "" {
@@ -513,15 +522,19 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 	}
 
 	out := &Assertion{
-		ID:            attr(el, "ID"),
-		Issuer:        text(iss),
-		NameID:        nameID,
-		NameIDFormat:  attr(nameIDEl, "Format"),
-		SessionIndex:  attr(st, "SessionIndex"),
-		Attributes:    map[string][]string{},
-		FriendlyNames: map[string]string{},
-		NotOnOrAfter:  latest,
-		InResponseTo:  requestID,
+		ID:              attr(el, "ID"),
+		Issuer:          text(iss),
+		NameID:          nameID,
+		NameIDFormat:    attr(nameIDEl, "Format"),
+		NameQualifier:   attr(nameIDEl, "NameQualifier"),
+		SPNameQualifier: attr(nameIDEl, "SPNameQualifier"),
+		SPProvidedID:    attr(nameIDEl, "SPProvidedID"),
+		NameIDEncrypted: nameIDEncrypted,
+		SessionIndex:    attr(st, "SessionIndex"),
+		Attributes:      map[string][]string{},
+		FriendlyNames:   map[string]string{},
+		NotOnOrAfter:    latest,
+		InResponseTo:    requestID,
 	}
 	if ac, _ := onlyChild(st, nsAssertion, "AuthnContext"); ac != nil {
 		if ref, _ := onlyChild(ac, nsAssertion, "AuthnContextClassRef"); ref != nil {
@@ -545,6 +558,53 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		}
 	}
 	return out, nil
+}
+
+// subjectNameID returns the NameID of a verified Subject: its NameID, or
+// the one its EncryptedID holds (SAML Core 2.4.1), decrypted with the same
+// rules as an encrypted assertion, and whether it was encrypted. The
+// assertion's signature, or the Response's, covers the EncryptedID, so its
+// ciphertext is the IdP's.
+func (sp *SP) subjectNameID(subj *etree.Element) (*etree.Element, bool, error) {
+	n, encrypted, err := sp.nameIDOf(subj)
+	if err != nil {
+		return nil, false, fmt.Errorf("assertion Subject: %w", err)
+	}
+	return n, encrypted, nil
+}
+
+// nameIDOf returns the one NameID of parent, a Subject or a LogoutRequest
+// whose signature was verified: its NameID child, or the one its
+// EncryptedID child holds, decrypted.
+func (sp *SP) nameIDOf(parent *etree.Element) (*etree.Element, bool, error) {
+	plain, err := onlyChild(parent, nsAssertion, "NameID")
+	if err != nil {
+		return nil, false, err
+	}
+	enc, err := onlyChild(parent, nsAssertion, "EncryptedID")
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case plain != nil && enc != nil:
+		return nil, false, errors.New("both a NameID and an EncryptedID")
+	case plain != nil:
+		return plain, false, nil
+	case enc == nil:
+		return nil, false, errors.New("no NameID or EncryptedID")
+	case len(sp.decKeys) == 0:
+		return nil, false, errors.New("the IdP sent an EncryptedID but no SP private key is configured to decrypt it")
+	}
+	n, err := sp.decrypter().decryptNameID(enc, true)
+	if err != nil {
+		return nil, false, fmt.Errorf("the EncryptedID could not be decrypted: %w", err)
+	}
+	return n, true, nil
+}
+
+// maxDecrypted is the bound on a decrypted assertion.
+func (sp *SP) maxDecrypted() int {
+	return int(min(sp.opts.MaxDecryptedBytes, sp.opts.MaxResponseBytes))
 }
 
 // consume makes the assertion and the request single-use across every

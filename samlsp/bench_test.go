@@ -7,13 +7,18 @@ import (
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/crewjam/saml"
+
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -118,6 +123,73 @@ func BenchmarkDeflateLevels(b *testing.B) {
 			}
 			b.ReportMetric(float64(x.Len()), "bytes-in")
 			b.ReportMetric(float64(out.Len()), "bytes-out")
+		})
+	}
+}
+
+// BenchmarkCompleteEncrypted measures the encrypted ACS path by cipher and
+// by whether a Response signature covers the ciphertext, and what a
+// CBC ciphertext with a bad padding costs (the attacker's probe: refused at
+// once before the oracle was closed, parsed like any other since), at the
+// fixture's size and at 64 KiB. Run it on two trees to compare them.
+func BenchmarkCompleteEncrypted(b *testing.B) {
+	f := newFixture(b, withKeyPair)
+	sp, err := New(f.cfg, f.env(alwaysFresh{}), f.opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sp.Close() })
+	f.waitReady(sp)
+	_, spCert := testKey(b, 1)
+	for _, tc := range []struct {
+		name       string
+		cipher     string
+		signed     bool
+		size       int
+		badPadding bool
+	}{
+		{"aes128-cbc/signed_response", samlidp.AES128CBC, true, 0, false},
+		{"aes128-cbc/unsigned_response", samlidp.AES128CBC, false, 0, false},
+		{"aes128-gcm/unsigned_response", samlidp.AES128GCM, false, 0, false},
+		{"aes256-cbc/unsigned_response/64KiB", samlidp.AES256CBC, false, 64 << 10, false},
+		{"aes256-cbc/unsigned_response/bad_padding", samlidp.AES256CBC, false, 0, true},
+		{"aes256-cbc/unsigned_response/64KiB/bad_padding", samlidp.AES256CBC, false, 64 << 10, true},
+	} {
+		tx, _ := f.begin(sp)
+		s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
+		s.SignResponse, s.EncryptTo, s.Encryption = tc.signed, spCert, samlidp.Encryption{Cipher: tc.cipher}
+		if tc.size > 0 {
+			var vals []saml.AttributeValue
+			for i := range tc.size / 190 {
+				vals = append(vals, saml.AttributeValue{Type: "xs:string", Value: fmt.Sprintf("cn=group-%05d,ou=groups,dc=example,dc=org", i)})
+			}
+			st := &s.Assertion.AttributeStatements[0]
+			st.Attributes = append(st.Attributes, saml.Attribute{Name: "urn:oid:1.3.6.1.4.1.5923.1.5.1.1", Values: vals})
+		}
+		x, err := f.idp.Forge(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tc.badPadding {
+			// The last byte of the block before the last: the padding
+			// count becomes at least 0xef.
+			m := regexp.MustCompile(`CipherValue>([A-Za-z0-9+/=]+)<`).FindAllSubmatchIndex(x, -1)
+			start, end := m[1][2], m[1][3]
+			ct, _ := base64.StdEncoding.DecodeString(string(x[start:end]))
+			ct[len(ct)-17] ^= 0xff
+			x = append(append(append([]byte(nil), x[:start]...), base64.StdEncoding.EncodeToString(ct)...), x[end:]...)
+		}
+		body := responseForm(x, tx.Binding).Encode()
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				_, err := sp.Complete(context.Background(), r, tx)
+				if (err == nil) == tc.badPadding {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	_ "crypto/sha1" // OAEP digests named by EncryptedKey
 	_ "crypto/sha256"
 	_ "crypto/sha512"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 	"github.com/beevik/etree"
 )
 
-// Algorithms of XML Encryption 1.0 and 1.1 that decryptAssertion accepts.
+// Algorithms of XML Encryption 1.0 and 1.1 that the decrypter accepts.
 const (
 	encTripleDESCBC = "http://www.w3.org/2001/04/xmlenc#tripledes-cbc"
 	encAES128CBC    = "http://www.w3.org/2001/04/xmlenc#aes128-cbc"
@@ -75,20 +76,84 @@ var oaepDigests = map[string]crypto.Hash{
 // maxEncryptedKeys bounds the RSA decryptions one response can cost.
 const maxEncryptedKeys = 4
 
-// decrypter opens EncryptedAssertions with the SP key.
+// Bounds of what decryption yields. A real assertion is a few kilobytes: a
+// signature, a subject, conditions and an attribute statement; a directory
+// that sends every group membership (hundreds of values of a few dozen
+// bytes) stays well below 64 KiB. The bound is what a chosen ciphertext can
+// make the SP decrypt and parse per callback, so it is twice that, and the
+// ciphertext accepted is bounded by it before any RSA operation.
+// A NameID is one element with a short value and a few qualifiers.
+const (
+	DefaultMaxDecryptedBytes = 128 << 10
+	maxDecryptedNameIDBytes  = 4 << 10
+)
+
+// decrypter opens EncryptedAssertion and EncryptedID elements with the SP
+// private keys.
 type decrypter struct {
-	key      *rsa.PrivateKey
-	allow15  bool
-	maxBytes int64
+	// keys are the SP private keys to try, the current one first (and,
+	// while a key rotation is under way, the next one).
+	keys    []*rsa.PrivateKey
+	allow15 bool
+	// refuseCBC refuses the CBC block ciphers (saml_additional_settings.
+	// security.refuse_cbc_encryption).
+	refuseCBC bool
 }
 
+// decrypter returns the decrypter of the SP's keys: the current one first,
+// then, while certificate_new is set, the next one (sp.decKeys).
+func (sp *SP) decrypter() *decrypter {
+	return &decrypter{keys: sp.decKeys, allow15: sp.opts.AllowRSA15KeyTransport, refuseCBC: sp.cfg.RefuseCBCEncryption}
+}
+
+// errCBC is the one answer to every CBC plaintext that is not a well-formed
+// element of the expected kind, whatever went wrong: the padding, the XML,
+// or the structure. CBC has no integrity of its own, so when no verified
+// signature covers the ciphertext, anyone may send chosen ciphertexts and
+// learn from any difference in the answer (Jager and Somorovsky, "How to
+// Break XML Encryption", CCS 2011).
+var errCBC = errors.New("the CBC plaintext is not a well-formed element of the expected kind, or its padding is wrong")
+
+// ErrCBCRefused is the cause of the refusal of a CBC-encrypted element when
+// saml_additional_settings.security.refuse_cbc_encryption is set.
+var ErrCBCRefused = errors.New("the IdP encrypted with a CBC block cipher, which saml_additional_settings.security.refuse_cbc_encryption refuses; " +
+	"have the IdP encrypt with AES-GCM")
+
 // decryptAssertion opens enc, a saml:EncryptedAssertion, and returns the
-// assertion element, parsed by parseXML in the namespace context of enc
-// (XML Encryption 4.5: the plaintext replaces EncryptedData where it
-// stands). The key is found as IdPs put it: an EncryptedKey inside
+// assertion element (see open). authenticated tells whether a signature we
+// verified covers enc.
+func (d *decrypter) decryptAssertion(enc *etree.Element, maxPlain int, authenticated bool) (*etree.Element, error) {
+	return d.open(enc, maxPlain, authenticated, checkDecrypted)
+}
+
+// decryptNameID opens enc, a saml:EncryptedID, which must hold a
+// saml:NameID (SAML Core 2.2.4).
+func (d *decrypter) decryptNameID(enc *etree.Element, authenticated bool) (*etree.Element, error) {
+	return d.open(enc, maxDecryptedNameIDBytes, authenticated, func(el *etree.Element) error {
+		if !is(el, nsAssertion, "NameID") {
+			return errors.New("the decrypted identifier is not a NameID")
+		}
+		if len(el.ChildElements()) != 0 {
+			return errors.New("the decrypted NameID has child elements")
+		}
+		return nil
+	})
+}
+
+// open opens enc, an element of the EncryptedElementType (SAML Core 2.2.4:
+// one EncryptedData and any EncryptedKeys), and returns the element it
+// holds, parsed by parseXML in the namespace context of enc (XML Encryption
+// 4.5: the plaintext replaces EncryptedData where it stands) and accepted by
+// check. The key is found as IdPs put it: an EncryptedKey inside
 // EncryptedData's KeyInfo, or a sibling EncryptedKey that KeyInfo names by
 // RetrievalMethod or by KeyName (its CarriedKeyName), or the only sibling.
-func (d *decrypter) decryptAssertion(enc *etree.Element) (*etree.Element, error) {
+// The ciphertext is bounded by maxPlain before any RSA operation.
+//
+// A CBC plaintext is not authenticated: unless a verified signature covers
+// enc (authenticated), every way in which it can fail, padding, parse or
+// check, does the same work and gives the same error, errCBC. See
+// openCBC.
+func (d *decrypter) open(enc *etree.Element, maxPlain int, authenticated bool, check func(*etree.Element) error) (*etree.Element, error) {
 	var data *etree.Element
 	var siblingKeys []*etree.Element
 	for _, c := range enc.ChildElements() {
@@ -98,11 +163,11 @@ func (d *decrypter) decryptAssertion(enc *etree.Element) (*etree.Element, error)
 		case is(c, nsXMLEnc, "EncryptedKey"):
 			siblingKeys = append(siblingKeys, c)
 		default:
-			return nil, fmt.Errorf("unexpected %s in EncryptedAssertion", c.Tag)
+			return nil, fmt.Errorf("unexpected %s in %s", c.Tag, enc.Tag)
 		}
 	}
 	if data == nil {
-		return nil, errors.New("EncryptedAssertion without EncryptedData")
+		return nil, fmt.Errorf("%s without EncryptedData", enc.Tag)
 	}
 	if t := attr(data, "Type"); t != "" && t != nsXMLEnc+"Element" {
 		return nil, fmt.Errorf("EncryptedData of type %.100q, not an element", t)
@@ -115,32 +180,111 @@ func (d *decrypter) decryptAssertion(enc *etree.Element) (*etree.Element, error)
 	if !ok {
 		return nil, fmt.Errorf("block cipher %.100q is not supported", alg)
 	}
+	if !bc.gcm && d.refuseCBC {
+		return nil, ErrCBCRefused
+	}
 	ct, err := cipherValue(data)
 	if err != nil {
 		return nil, err
+	}
+	if max := maxCiphertext(bc.gcm, bc.des, maxPlain); len(ct) > max {
+		return nil, fmt.Errorf("%w: a ciphertext of %d bytes; at most %d are accepted (%d bytes of plaintext)", errTooLarge, len(ct), max, maxPlain)
 	}
 	keys, err := keyCandidates(data, siblingKeys)
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
+	failedCBC := false
 	for _, ek := range keys {
-		cek, err := d.unwrap(ek, bc.keyLen)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		for _, key := range d.keysFor(ek) {
+			cek, err := d.unwrap(ek, key, bc.keyLen)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !bc.gcm {
+				el, err := openCBC(alg, cek, ct, enc, check)
+				if err == nil {
+					return el, nil
+				}
+				if !authenticated {
+					failedCBC = true
+					continue
+				}
+				errs = append(errs, err)
+				continue
+			}
+			plain, err := decryptGCM(cek, ct)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			// GCM authenticated the plaintext: whatever is wrong with it
+			// now was sent so by whoever holds the content key.
+			el, err := parseInContext(plain, enc)
+			if err != nil {
+				return nil, err
+			}
+			if err := check(el); err != nil {
+				return nil, err
+			}
+			return el, nil
 		}
-		plain, err := decryptBlock(alg, cek, ct)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if int64(len(plain)) > d.maxBytes {
-			return nil, errors.New("the decrypted assertion is too large")
-		}
-		return parseInContext(plain, enc)
 	}
-	return nil, fmt.Errorf("cannot decrypt the assertion: %w", errors.Join(errs...))
+	if failedCBC {
+		return nil, errCBC
+	}
+	return nil, fmt.Errorf("cannot decrypt the %s: %w", enc.Tag, errors.Join(errs...))
+}
+
+// errTooLarge is the cause of the refusal of a ciphertext over the bound.
+var errTooLarge = errors.New("the encrypted element is too large")
+
+// maxCiphertext is the longest ciphertext of a plaintext of at most
+// maxPlain bytes: the IV or nonce, and the padding to a whole block (CBC)
+// or the tag (GCM).
+func maxCiphertext(gcm, des bool, maxPlain int) int {
+	if gcm {
+		return 12 + maxPlain + 16
+	}
+	bs := aes.BlockSize
+	if des {
+		bs = 8
+	}
+	return bs + (maxPlain/bs+1)*bs
+}
+
+// keysFor returns the SP keys to try on ek: the one its KeyInfo names by
+// certificate or public key, when it names one of ours, else all of them.
+// A wrong key costs an RSA operation and, with rsa-1_5, whose failures give
+// a random content key, a decryption.
+func (d *decrypter) keysFor(ek *etree.Element) []*rsa.PrivateKey {
+	if len(d.keys) < 2 {
+		return d.keys
+	}
+	ki, _ := onlyChild(ek, nsDSig, "KeyInfo")
+	if ki == nil {
+		return d.keys
+	}
+	xd, _ := onlyChild(ki, nsDSig, "X509Data")
+	if xd == nil {
+		return d.keys
+	}
+	xc, _ := onlyChild(xd, nsDSig, "X509Certificate")
+	if xc == nil {
+		return d.keys
+	}
+	cert, err := parseBase64Cert(text(xc))
+	if err != nil {
+		return d.keys
+	}
+	for _, k := range d.keys {
+		if k.PublicKey.Equal(cert.PublicKey) {
+			return []*rsa.PrivateKey{k}
+		}
+	}
+	return d.keys
 }
 
 // algorithmOf returns the Algorithm of el's one EncryptionMethod.
@@ -220,8 +364,8 @@ func keyCandidates(data *etree.Element, siblings []*etree.Element) ([]*etree.Ele
 	return out, nil
 }
 
-// unwrap decrypts the content key that ek transports to our key.
-func (d *decrypter) unwrap(ek *etree.Element, keyLen int) ([]byte, error) {
+// unwrap decrypts the content key that ek transports to key.
+func (d *decrypter) unwrap(ek *etree.Element, key *rsa.PrivateKey, keyLen int) ([]byte, error) {
 	em, err := oneChild(ek, nsXMLEnc, "EncryptionMethod")
 	if err != nil {
 		return nil, err
@@ -258,61 +402,76 @@ func (d *decrypter) unwrap(ek *etree.Element, keyLen int) ([]byte, error) {
 				return nil, errors.New("OAEPparams is not base64")
 			}
 		}
-		key, err := d.key.Decrypt(nil, wrapped, opts)
+		cek, err := key.Decrypt(nil, wrapped, opts)
 		if err != nil {
 			return nil, fmt.Errorf("cannot unwrap the content key: %w", err)
 		}
-		if len(key) != keyLen {
-			return nil, fmt.Errorf("the content key has %d bytes, the cipher takes %d", len(key), keyLen)
+		if len(cek) != keyLen {
+			return nil, fmt.Errorf("the content key has %d bytes, the cipher takes %d", len(cek), keyLen)
 		}
-		return key, nil
+		return cek, nil
 	case ktRSA15:
 		if !d.allow15 {
 			return nil, errors.New("rsa-1_5 key transport is refused: it is open to Bleichenbacher's padding oracle attack; " +
-				"have the IdP use RSA-OAEP, or set Options.AllowRSA15KeyTransport")
+				"have the IdP use RSA-OAEP, or set extauth.Options.SAML.AllowRSA15KeyTransport")
 		}
 		// A wrong padding yields a random key rather than an error, so that
 		// no timing or message tells the two apart (RFC 3218 section 2.3.2).
-		key := make([]byte, keyLen)
-		if _, err := rand.Read(key); err != nil {
+		cek := make([]byte, keyLen)
+		if _, err := rand.Read(cek); err != nil {
 			return nil, err
 		}
-		if err := rsa.DecryptPKCS1v15SessionKey(nil, d.key, wrapped, key); err != nil {
+		if err := rsa.DecryptPKCS1v15SessionKey(nil, key, wrapped, cek); err != nil {
 			return nil, fmt.Errorf("cannot unwrap the content key: %w", err)
 		}
-		return key, nil
+		return cek, nil
 	default:
 		return nil, fmt.Errorf("key transport %.100q is not supported", alg)
 	}
 }
 
-// decryptBlock decrypts ct, an IV or nonce followed by the ciphertext (and
-// for GCM the tag), with the block cipher alg.
-func decryptBlock(alg string, key, ct []byte) ([]byte, error) {
-	bc := blockCiphers[alg]
-	var block cipher.Block
-	var err error
-	if bc.des {
-		block, err = des.NewTripleDESCipher(key)
-	} else {
-		block, err = aes.NewCipher(key)
+func newBlock(alg string, key []byte) (cipher.Block, error) {
+	if blockCiphers[alg].des {
+		return des.NewTripleDESCipher(key)
 	}
+	return aes.NewCipher(key)
+}
+
+// decryptGCM decrypts and authenticates ct, the nonce followed by the
+// ciphertext and the tag, with AES-GCM.
+func decryptGCM(key, ct []byte) ([]byte, error) {
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
-	if bc.gcm {
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, err
-		}
-		if len(ct) < aead.NonceSize()+aead.Overhead() {
-			return nil, errors.New("the ciphertext is too short")
-		}
-		plain, err := aead.Open(nil, ct[:aead.NonceSize()], ct[aead.NonceSize():], nil)
-		if err != nil {
-			return nil, errors.New("the ciphertext does not authenticate")
-		}
-		return plain, nil
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	if len(ct) < aead.NonceSize()+aead.Overhead() {
+		return nil, errors.New("the ciphertext is too short")
+	}
+	plain, err := aead.Open(nil, ct[:aead.NonceSize()], ct[aead.NonceSize():], nil)
+	if err != nil {
+		return nil, errors.New("the ciphertext does not authenticate")
+	}
+	return plain, nil
+}
+
+// openCBC decrypts ct, the IV followed by the ciphertext, with the CBC
+// cipher alg, then parses the plaintext in the namespace context of enc and
+// checks it. It does the same work whatever the padding says: the padding
+// byte is checked in constant time, and the plaintext is parsed and checked
+// in every case, without its padding when the padding is good and whole
+// when it is not (a difference of at most one block), so that a bad padding
+// costs what a good padding with bad content costs. What is left is the
+// parser's own time, which depends on where the plaintext stops being
+// well-formed; docs/security.md says what that tells an attacker. The
+// error says what went wrong; callers that must not tell replace it.
+func openCBC(alg string, key, ct []byte, enc *etree.Element, check func(*etree.Element) error) (*etree.Element, error) {
+	block, err := newBlock(alg, key)
+	if err != nil {
+		return nil, err
 	}
 	bs := block.BlockSize()
 	if len(ct) < 2*bs || len(ct)%bs != 0 {
@@ -323,10 +482,19 @@ func decryptBlock(alg string, key, ct []byte) ([]byte, error) {
 	// XML Encryption 5.2: the last byte is the number of padding bytes,
 	// whose other values are arbitrary.
 	n := int(plain[len(plain)-1])
-	if n == 0 || n > bs {
+	good := subtle.ConstantTimeLessOrEq(1, n) & subtle.ConstantTimeLessOrEq(n, bs)
+	plain = plain[:len(plain)-subtle.ConstantTimeSelect(good, n, 0)]
+	el, err := parseInContext(plain, enc)
+	if err == nil {
+		err = check(el)
+	}
+	if good != 1 {
 		return nil, errors.New("bad padding")
 	}
-	return plain[:len(plain)-n], nil
+	if err != nil {
+		return nil, err
+	}
+	return el, nil
 }
 
 // parseInContext parses plain, the serialization of one element, with

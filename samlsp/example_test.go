@@ -1,10 +1,20 @@
 package samlsp_test
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
 	"log"
+	"math/big"
 	"net/http"
+	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -34,3 +44,49 @@ func ExampleOptions() {
 	}
 	defer auth.Close()
 }
+
+// ExampleSP_CertificateExpiries reads the not-after times of the
+// certificates an SP depends on, as a monitoring job or an expiry gauge
+// does. Before its first copy of the IdP metadata the SP knows only its
+// own.
+func ExampleSP_CertificateExpiries() {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		log.Fatal(err)
+	}
+	notAfter := time.Date(2036, 1, 31, 0, 0, 0, 0, time.UTC)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "My App"},
+		NotBefore: notAfter.AddDate(-10, 0, 0), NotAfter: notAfter}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sp, err := samlsp.New(samlsp.Config{
+		SPEntityID:     "https://app.example.org/saml",
+		IdPMetadataURL: "https://idp.example.org/metadata",
+		CertificatePEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		PrivateKeyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
+	}, providers.Env{
+		CallbackURL: "https://app.example.org/users/auth/saml/callback",
+		// No network here: the IdP metadata never comes.
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("offline") })},
+		Store:      extauth.NewMemoryStore(extauth.MemoryStoreOptions{}),
+	}, samlsp.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sp.Close()
+	for _, c := range sp.CertificateExpiries() {
+		fmt.Println(c.Kind, c.Use, c.Subject, c.NotAfter.Format(time.DateOnly))
+	}
+	// Output:
+	// sp sign+decrypt CN=My App 2036-01-31
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -85,10 +85,14 @@ func (sp *SP) identity(a *Assertion) *providers.Identity {
 		EmailVerified: false,
 		SessionID:     a.SessionIndex,
 		SAML: &providers.SAMLInfo{
-			NameID:       a.NameID,
-			NameIDFormat: a.NameIDFormat,
-			SessionIndex: a.SessionIndex,
-			Attributes:   a.Attributes,
+			NameID:          a.NameID,
+			NameIDFormat:    a.NameIDFormat,
+			NameQualifier:   a.NameQualifier,
+			SPNameQualifier: a.SPNameQualifier,
+			SPProvidedID:    a.SPProvidedID,
+			NameIDEncrypted: a.NameIDEncrypted,
+			SessionIndex:    a.SessionIndex,
+			Attributes:      a.Attributes,
 		},
 	}
 	if id.Email == "" && a.NameIDFormat == NameIDEmail {

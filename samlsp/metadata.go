@@ -150,10 +150,13 @@ func (c *metadataCache) run(ctx context.Context) {
 			c.sp.log.Info("saml: IdP metadata loaded", "entity_id", md.entity.EntityID,
 				"signing_certs", len(md.certs), "signed", md.signed, "next_refresh", wait.Round(time.Second).String())
 			for _, f := range md.sha1 {
-				c.sp.log.Warn("saml: the IdP uses SHA-1", "finding", f, "accepted", c.sp.opts.AllowSHA1)
+				c.sp.log.Warn("saml: the IdP uses SHA-1", "finding", f, "accepted", c.sp.policy.allowSHA1)
 			}
 		}
 		c.attemptDone()
+		// At start-up and after every refresh, failed or not: the IdP's
+		// certificates are those of the copy we hold.
+		c.sp.checkExpiry()
 		timer := time.NewTimer(wait)
 	waiting:
 		for {
@@ -214,7 +217,7 @@ func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
 func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 	now := sp.env.Now()
 	pm, err := ParseIdPMetadata(body, MetadataRules{EntityID: sp.opts.IdPEntityID, Now: now,
-		Certificate: sp.mdCert, AllowSHA1: sp.opts.AllowSHA1})
+		Certificate: sp.mdCert, AllowSHA1: sp.policy.allowSHA1})
 	if err != nil {
 		return nil, fmt.Errorf("saml metadata: %w", err)
 	}

@@ -5,12 +5,12 @@
 // (never its samlsp middleware, which follows RelayState as an open redirect
 // and signs with SHA-1), and verifies what it receives itself, in one pass:
 // one bounded parse, each signature verified once by goxmldsig under one
-// algorithm policy (SHA-256 and stronger unless Options.AllowSHA1), an
-// encrypted assertion decrypted once by its own XML Encryption code, and
-// every check read from the verified tree: an audience that must be present,
-// a bearer SubjectConfirmation that must be present and checked, one
-// assertion only, signatures only where they belong, a replay store, bounded
-// inputs, and panics turned into errors.
+// algorithm policy (SHA-256 and stronger unless Options.AllowSHA1 or
+// security.allow_sha1), an encrypted assertion decrypted once by its own XML
+// Encryption code, and every check read from the verified tree: an audience
+// that must be present, a bearer SubjectConfirmation that must be present
+// and checked, one assertion only, signatures only where they belong, a
+// replay store, bounded inputs, and panics turned into errors.
 //
 // Every time check runs against Env.Now with Options.ClockSkew; nothing is
 // read from or written to crewjam's package-level clock and tolerances.
@@ -54,6 +54,16 @@ const (
 	maxClockSkew = 180 * time.Second
 )
 
+// Bounds of Config.MetadataValidFor and Config.MetadataCacheDuration (the
+// error messages spell them out). A validity under an hour expires before
+// most IdPs fetch the metadata again; one over ten years outlives any
+// certificate in it.
+const (
+	MinMetadataValidFor      = time.Hour
+	MaxMetadataValidFor      = 3650 * 24 * time.Hour
+	MinMetadataCacheDuration = time.Minute
+)
+
 // Common NameID formats for Options.NameIDFormat.
 const (
 	NameIDUnspecified = "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified"
@@ -81,6 +91,27 @@ type Config struct {
 	// CertificatePEM and PrivateKeyPEM are the optional SP key pair.
 	CertificatePEM string
 	PrivateKeyPEM  string
+	// CertificateNewPEM and PrivateKeyNewPEM are the next SP key pair
+	// during a rotation (saml_additional_settings.certificate_new and
+	// private_key_new, as ruby-saml names them). While they are set, the SP
+	// metadata publishes both certificates, for signing and for
+	// encryption, and an assertion encrypted to either key is decrypted;
+	// requests are still signed with the current key. Promoting the new
+	// pair is a configuration change: it becomes CertificatePEM and
+	// PrivateKeyPEM, and these are emptied.
+	CertificateNewPEM string
+	PrivateKeyNewPEM  string
+	// MetadataValidFor, when positive, puts a validUntil of the time the
+	// SP metadata is built plus MetadataValidFor on it
+	// (saml_additional_settings.metadata_valid_for). By default the
+	// metadata carries none, as Shibboleth SP, SimpleSAMLphp and ruby-saml
+	// publish theirs: an IdP that enforces validUntil would stop trusting
+	// a copy uploaded once when it passed.
+	MetadataValidFor time.Duration
+	// MetadataCacheDuration, when positive, is the SP metadata's
+	// cacheDuration: how long an IdP that fetches it from the metadata URL
+	// may keep a copy (saml_additional_settings.metadata_cache_duration).
+	MetadataCacheDuration time.Duration
 	// LogoutRequestsSigned signs our LogoutRequests.
 	LogoutRequestsSigned bool
 	// IdPMetadataCertificatePEM, when set, is the certificate that must
@@ -89,6 +120,20 @@ type Config struct {
 	// refused, so that whoever can alter it on its way cannot choose the
 	// keys we trust.
 	IdPMetadataCertificatePEM string
+	// RefuseCBCEncryption (saml_additional_settings.security.
+	// refuse_cbc_encryption) refuses encrypted assertions and NameIDs whose
+	// block cipher is CBC (AES-CBC, 3DES), and leaves CBC out of the SP
+	// metadata: for an IdP that encrypts with AES-GCM, it removes what is
+	// left of the CBC decryption oracle (docs/security.md).
+	RefuseCBCEncryption bool
+	// AllowSHA1 (saml_additional_settings.security.allow_sha1) is
+	// Options.AllowSHA1 set from the secrets file: either one accepts SHA-1.
+	AllowSHA1 bool
+	// NameIDEncrypted (saml_additional_settings.security.name_id_encrypted)
+	// sends the NameID of every LogoutRequest as an EncryptedID, to the
+	// IdP's encryption certificate; without it, only the NameIDs the IdP
+	// itself sent encrypted go back encrypted (LogoutSession.NameIDEncrypted).
+	NameIDEncrypted bool
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
@@ -122,6 +167,12 @@ type Options struct {
 	AllowIDPInitiated bool
 	// MaxResponseBytes bounds the decoded SAMLResponse (default 512 KiB).
 	MaxResponseBytes int64
+	// MaxDecryptedBytes bounds the plaintext of an encrypted assertion, and
+	// with it the ciphertext accepted, checked before any decryption
+	// (default 128 KiB, and never more than MaxResponseBytes). It is what a
+	// forged ciphertext can make the SP decrypt and parse: raise it only for
+	// an IdP whose assertions are larger.
+	MaxDecryptedBytes int64
 	// MetadataRefresh is the refresh period when the metadata names no
 	// cacheDuration or validUntil (default 24 h).
 	MetadataRefresh time.Duration
@@ -175,6 +226,13 @@ type SP struct {
 
 	key  *rsa.PrivateKey
 	cert *x509.Certificate
+	// keyNew and certNew are the next key pair during a rotation: published
+	// and decrypted with, never signed with.
+	keyNew  *rsa.PrivateKey
+	certNew *x509.Certificate
+	// decKeys are the keys an encrypted assertion may be for, the
+	// current one first.
+	decKeys []*rsa.PrivateKey
 	// mdCert must have signed the IdP metadata, when set.
 	mdCert *x509.Certificate
 
@@ -184,7 +242,9 @@ type SP struct {
 	// customQuery is Config.Custom, encoded once.
 	customQuery string
 
-	md       *metadataCache
+	md *metadataCache
+	// expiry rate-limits the log lines about certificates that expire.
+	expiry   expiryWatch
 	stop     context.CancelFunc
 	done     chan struct{}
 	closeOne sync.Once
@@ -236,6 +296,9 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if opts.MaxDecryptedBytes <= 0 {
+		opts.MaxDecryptedBytes = DefaultMaxDecryptedBytes
+	}
 	if opts.MetadataRefresh <= 0 {
 		opts.MetadataRefresh = DefaultMetadataRefresh
 	}
@@ -243,7 +306,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		opts.MetadataRetry = 5 * time.Second
 	}
 
-	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1}}
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
 	if sp.log == nil {
 		sp.log = slog.New(slog.DiscardHandler)
 	}
@@ -278,6 +341,26 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		}
 		sp.key, sp.cert = key, cert
 	}
+	if cfg.CertificateNewPEM != "" || cfg.PrivateKeyNewPEM != "" {
+		key, cert, err := parseKeyPair(cfg.CertificateNewPEM, cfg.PrivateKeyNewPEM, "certificate_new", "private_key_new")
+		switch {
+		case err != nil:
+			problems = append(problems, err)
+		case cfg.CertificatePEM == "" || cfg.PrivateKeyPEM == "":
+			problems = append(problems, errors.New("saml_additional_settings.certificate_new: the next key pair needs the current one (certificate and private_key): "+
+				"without a current pair, configure the new one as certificate and private_key"))
+		default:
+			sp.keyNew, sp.certNew = key, cert
+		}
+	}
+	if v := cfg.MetadataValidFor; v != 0 && (v < MinMetadataValidFor || v > MaxMetadataValidFor) {
+		problems = append(problems, errors.New("saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days"))
+	}
+	if v := cfg.MetadataCacheDuration; v != 0 && (v < MinMetadataCacheDuration || v > MaxMetadataValidFor) {
+		problems = append(problems, errors.New("saml_additional_settings.metadata_cache_duration: must be between 1 minute and 3650 days"))
+	} else if v > 0 && cfg.MetadataValidFor > 0 && v > cfg.MetadataValidFor {
+		problems = append(problems, errors.New("saml_additional_settings.metadata_cache_duration: must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)"))
+	}
 	if cfg.IdPMetadataCertificatePEM != "" {
 		c, err := ParseCertificatePEM(cfg.IdPMetadataCertificatePEM)
 		if err != nil {
@@ -303,15 +386,35 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		return nil, providers.NewError(providers.CodeMisconfigured, "SAML configuration is invalid", errors.Join(problems...))
 	}
 
-	if opts.AllowSHA1 {
-		sp.log.Warn("saml: SHA-1 signatures and digests are accepted (Options.AllowSHA1): " +
-			"a SHA-1 signature no longer proves what the IdP signed; move the IdP to RSA-SHA256")
+	if sp.keyNew != nil && sp.key.PublicKey.Equal(&sp.keyNew.PublicKey) {
+		// Harmless, and what a promotion that forgot to empty the new
+		// pair leaves behind: nothing to publish twice.
+		sp.log.Warn("saml: saml_additional_settings.certificate_new holds the current key pair; " +
+			"remove certificate_new and private_key_new, there is nothing to rotate")
+		sp.keyNew, sp.certNew = nil, nil
+	}
+	for _, k := range []*rsa.PrivateKey{sp.key, sp.keyNew} {
+		if k != nil {
+			sp.decKeys = append(sp.decKeys, k)
+		}
+	}
+	if sp.policy.allowSHA1 {
+		var by []string
+		if opts.AllowSHA1 {
+			by = append(by, "extauth.Options.SAML.AllowSHA1")
+		}
+		if cfg.AllowSHA1 {
+			by = append(by, "saml_additional_settings.security.allow_sha1")
+		}
+		sp.log.Warn("saml: SHA-1 signatures and digests are accepted ("+strings.Join(by, " and ")+"): "+
+			"a SHA-1 signature no longer proves what the IdP signed; move the IdP to RSA-SHA256", "setting", strings.Join(by, ", "))
 	}
 	if opts.AllowRSA15KeyTransport {
-		sp.log.Warn("saml: rsa-1_5 key transport is accepted (Options.AllowRSA15KeyTransport): " +
+		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
 	sp.md = newMetadataCache(sp)
+	sp.checkExpiry()
 	ctx, cancel := context.WithCancel(context.Background())
 	sp.stop = cancel
 	sp.done = make(chan struct{})
@@ -367,8 +470,8 @@ func (sp *SP) SLOURL() string { return sp.slo.String() }
 // MetadataURL returns the URL at which our metadata is to be served.
 func (sp *SP) MetadataURL() string { return sp.metaURL.String() }
 
-// Ready reports whether a copy of the IdP metadata is available.
-func (sp *SP) Ready() bool { return sp.md.current() != nil }
+// Ready reports whether the SP can sign users in: ReadyError is nil.
+func (sp *SP) Ready() bool { return sp.ReadyError() == nil }
 
 func derivedURL(override, def, what string, problems []error) (*url.URL, []error) {
 	s := def
@@ -437,32 +540,42 @@ func ParseCertificatePEM(s string) (*x509.Certificate, error) {
 // they belong together and that the key is RSA of at least 2048 bits. Errors
 // name the setting, never its value.
 func ParseKeyPair(certPEM, keyPEM string) (*rsa.PrivateKey, *x509.Certificate, error) {
+	return parseKeyPair(certPEM, keyPEM, "certificate", "private_key")
+}
+
+// parseKeyPair is ParseKeyPair for the pair whose settings are named
+// certName and keyName under saml_additional_settings.
+func parseKeyPair(certPEM, keyPEM, certName, keyName string) (*rsa.PrivateKey, *x509.Certificate, error) {
+	const pre = "saml_additional_settings."
 	if certPEM == "" || keyPEM == "" {
-		return nil, nil, errors.New("saml_additional_settings: certificate and private_key must be set together")
+		return nil, nil, fmt.Errorf("saml_additional_settings: %s and %s must be set together", certName, keyName)
 	}
 	cb, _ := pem.Decode([]byte(certPEM))
 	if cb == nil || cb.Type != "CERTIFICATE" {
-		return nil, nil, errors.New("saml_additional_settings.certificate: not a PEM certificate")
+		return nil, nil, errors.New(pre + certName + ": not a PEM certificate")
 	}
 	cert, err := x509.ParseCertificate(cb.Bytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("saml_additional_settings.certificate: %w", err)
+		return nil, nil, fmt.Errorf("%s%s: %w", pre, certName, err)
 	}
 	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
 	if err != nil {
 		// The tls error can quote neither value, but it does not say which
 		// half is wrong either: tell the two cases apart ourselves.
 		if kb, _ := pem.Decode([]byte(keyPEM)); kb == nil || !strings.HasSuffix(kb.Type, "PRIVATE KEY") {
-			return nil, nil, errors.New("saml_additional_settings.private_key: not a PEM private key")
+			return nil, nil, errors.New(pre + keyName + ": not a PEM private key")
 		}
-		return nil, nil, errors.New("saml_additional_settings.private_key: does not match the certificate")
+		if certName == "certificate" {
+			return nil, nil, errors.New(pre + keyName + ": does not match the certificate")
+		}
+		return nil, nil, errors.New(pre + keyName + ": does not match " + certName)
 	}
 	key, ok := pair.PrivateKey.(*rsa.PrivateKey)
 	if !ok {
-		return nil, nil, errors.New("saml_additional_settings.private_key: must be an RSA key")
+		return nil, nil, errors.New(pre + keyName + ": must be an RSA key")
 	}
 	if key.N.BitLen() < 2048 {
-		return nil, nil, errors.New("saml_additional_settings.private_key: RSA key must have at least 2048 bits")
+		return nil, nil, errors.New(pre + keyName + ": RSA key must have at least 2048 bits")
 	}
 	return key, cert, nil
 }
@@ -511,7 +624,7 @@ func invalid(message string, cause error) *providers.Error {
 // extauth.SafeReturnTo.
 func SafeReturnPath(s, origin string) (path string, ok bool) { return safepath.OnSite(s, origin) }
 
-// redactedConfig is Config as it may be printed, the private key reduced
+// redactedConfig is Config as it may be printed, the private keys reduced
 // to whether it is set: Config's fields without its methods, so that
 // printing it does not come back to Format. A secret field added to Config
 // must be blanked in redacted too.
@@ -521,6 +634,9 @@ func (c Config) redacted() redactedConfig {
 	r := redactedConfig(c)
 	if r.PrivateKeyPEM != "" {
 		r.PrivateKeyPEM = "[REDACTED]"
+	}
+	if r.PrivateKeyNewPEM != "" {
+		r.PrivateKeyNewPEM = "[REDACTED]"
 	}
 	return r
 }

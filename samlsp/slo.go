@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
@@ -21,10 +22,22 @@ import (
 )
 
 // LogoutSession names the IdP session to end: what Identity.SAML kept.
+// The NameID is whole: its value and its Format, NameQualifier,
+// SPNameQualifier and SPProvidedID as the IdP sent them, "" when it sent
+// none. LogoutURL sends it back exactly so (SAML Core 3.7.1), each
+// attribute present where it is not empty: an IdP that matches NameIDs
+// exactly finds no session for one with a qualifier added or dropped.
 type LogoutSession struct {
-	NameID       string
-	NameIDFormat string
-	SessionIndex string
+	NameID          string
+	NameIDFormat    string
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
+	// NameIDEncrypted is true when the IdP sent the NameID as an
+	// EncryptedID: LogoutURL then encrypts it to the IdP (see
+	// Config.NameIDEncrypted).
+	NameIDEncrypted bool
+	SessionIndex    string
 }
 
 // LogoutHooks connect single logout to the host's sessions.
@@ -37,6 +50,11 @@ type LogoutHooks struct {
 	// verified LogoutRequest. An error is reported to the IdP as a failed
 	// logout.
 	OnIdPLogout func(ctx context.Context, s LogoutSession) error
+	// Start, when set, answers a request to the logout URL that carries
+	// no SAML message: a sign-out the host's page starts. The root
+	// package sets it, to apply its start rules and hooks; without it the
+	// SP starts the logout itself, for a same-origin request only.
+	Start func(w http.ResponseWriter, r *http.Request)
 	// Done answers the browser after the IdP confirmed an SP-initiated
 	// logout (err nil) or after a LogoutResponse failed validation. Without
 	// it the browser is sent to "/" on success and gets a 400 on failure.
@@ -76,7 +94,6 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	if err != nil {
 		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the LogoutRequest", Err: err}
 	}
-	req.NameID.Format = s.NameIDFormat
 	if s.SessionIndex != "" {
 		req.SessionIndex = &saml.SessionIndex{Value: s.SessionIndex}
 	}
@@ -86,7 +103,33 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	if _, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(req.ID), exp); err != nil {
 		return "", &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
-	return sp.redirectURL(md.sloRedirect, "SAMLRequest", req.Element(), "", sp.cfg.LogoutRequestsSigned)
+	el := req.Element()
+	// crewjam's NameID has the IdP's and our entity IDs as qualifiers,
+	// whatever the IdP sent: put the one the assertion had in its place.
+	old := el.SelectElement("saml:NameID")
+	if old == nil {
+		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the LogoutRequest"}
+	}
+	el.InsertChildAt(old.Index(), s.nameIDElement())
+	el.RemoveChild(old)
+	if err := sp.encryptLogoutNameID(el, md, s); err != nil {
+		return "", err
+	}
+	return sp.redirectURL(md.sloRedirect, "SAMLRequest", el, "", sp.cfg.LogoutRequestsSigned)
+}
+
+// nameIDElement is the saml:NameID of s, each attribute present when
+// the IdP sent it, and only then.
+func (s LogoutSession) nameIDElement() *etree.Element {
+	el := etree.NewElement("saml:NameID")
+	for _, a := range [...][2]string{{"NameQualifier", s.NameQualifier}, {"SPNameQualifier", s.SPNameQualifier},
+		{"Format", s.NameIDFormat}, {"SPProvidedID", s.SPProvidedID}} {
+		if a[1] != "" {
+			el.CreateAttr(a[0], a[1])
+		}
+	}
+	el.SetText(s.NameID)
+	return el
 }
 
 // LogoutHandler serves the single logout URL (/users/auth/saml/logout), GET
@@ -115,6 +158,10 @@ func (sp *SP) serveLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg == nil {
+		if sp.opts.Logout.Start != nil {
+			sp.opts.Logout.Start(w, r)
+			return
+		}
 		sp.startLogout(w, r)
 		return
 	}
@@ -126,10 +173,14 @@ func (sp *SP) serveLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (sp *SP) startLogout(w http.ResponseWriter, r *http.Request) {
-	// Logging someone out from another site is a nuisance attack; only
-	// same-origin or direct navigation may start it.
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		http.Error(w, "cross-site logout refused", http.StatusForbidden)
+	// Logging someone out from another site is a nuisance attack: only a
+	// request the browser marks as this site's (or as typed) may start it.
+	// A request without fetch metadata says nothing of who sent it, so it
+	// is refused too (the root package's route asks for a click instead).
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if !(site == "same-origin" || site == "none" || (site == "" && origin != "" && origin == sp.origin)) ||
+		(origin != "" && origin != sp.origin) {
+		http.Error(w, "sign-out must start from this site", http.StatusForbidden)
 		return
 	}
 	if sp.opts.Logout.Session == nil {
@@ -466,11 +517,14 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 		if err := sp.checkCommon(msg.root, md); err != nil {
 			return invalid("the logout request was rejected", err)
 		}
-		nameID, err := oneChild(msg.root, nsAssertion, "NameID")
+		// The message's signature is verified: an EncryptedID in it is
+		// the IdP's, and is decrypted as in an assertion.
+		nameID, encrypted, err := sp.nameIDOf(msg.root)
 		if err != nil || text(nameID) == "" {
 			return invalid("the logout request names no subject", err)
 		}
-		sess = LogoutSession{NameID: text(nameID), NameIDFormat: attr(nameID, "Format")}
+		sess = LogoutSession{NameID: text(nameID), NameIDFormat: attr(nameID, "Format"), NameQualifier: attr(nameID, "NameQualifier"),
+			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID"), NameIDEncrypted: encrypted}
 		// Several SessionIndex elements name several sessions of one
 		// subject; the hook ends the subject's sessions, so the first will do.
 		if si := children(msg.root, nsProtocol, "SessionIndex"); len(si) > 0 {
@@ -543,11 +597,17 @@ func (sp *SP) MetadataHandler() http.Handler {
 	})
 }
 
-// Metadata returns our SP metadata document.
+// Metadata returns our SP metadata document. It carries no validUntil
+// unless Config.MetadataValidFor asks for one, and no cacheDuration unless
+// Config.MetadataCacheDuration does. During a key rotation it publishes the
+// current certificate and the next one, each for signing and for
+// encryption, the current one first.
 func (sp *SP) Metadata() ([]byte, error) {
 	ed := sp.crewjamSP(nil).Metadata()
 	for i := range ed.SPSSODescriptors {
 		d := &ed.SPSSODescriptors[i]
+		// crewjam puts its two-day validity on the role as well.
+		d.ValidUntil = nil
 		// We accept the HTTP-POST binding only: crewjam also advertises
 		// HTTP-Artifact, which would make us call out to the IdP.
 		var acs []saml.IndexedEndpoint
@@ -563,24 +623,63 @@ func (sp *SP) Metadata() ([]byte, error) {
 		for j := range d.SingleLogoutServices {
 			d.SingleLogoutServices[j].ResponseLocation = ""
 		}
-		for j := range d.KeyDescriptors {
-			if d.KeyDescriptors[j].Use == "encryption" {
-				d.KeyDescriptors[j].EncryptionMethods = sp.encryptionMethods()
-			}
-		}
+		d.KeyDescriptors = sp.keyDescriptors()
 	}
 	out, err := xml.MarshalIndent(ed, "", "  ")
 	if err != nil {
 		return nil, err
 	}
+	// crewjam writes the EntityDescriptor's validUntil whatever its value
+	// (a zero one as the year 1): set both attributes here.
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(out); err != nil {
+		return nil, err
+	}
+	root := doc.Root()
+	root.RemoveAttr("validUntil")
+	root.RemoveAttr("cacheDuration")
+	if v := sp.cfg.MetadataValidFor; v > 0 {
+		root.CreateAttr("validUntil", sp.env.Now().Add(v).UTC().Truncate(time.Second).Format(time.RFC3339))
+	}
+	if cd := sp.cfg.MetadataCacheDuration; cd > 0 {
+		b, err := saml.Duration(cd).MarshalText()
+		if err != nil {
+			return nil, err
+		}
+		root.CreateAttr("cacheDuration", string(b))
+	}
+	if out, err = doc.WriteToBytes(); err != nil {
+		return nil, err
+	}
 	return append([]byte(xml.Header), out...), nil
+}
+
+// keyDescriptors publishes each SP certificate, the current one first, for
+// encryption (with the algorithms we decrypt) and for signing.
+func (sp *SP) keyDescriptors() []saml.KeyDescriptor {
+	var out []saml.KeyDescriptor
+	for _, c := range []*x509.Certificate{sp.cert, sp.certNew} {
+		if c == nil {
+			continue
+		}
+		ki := saml.KeyInfo{X509Data: saml.X509Data{X509Certificates: []saml.X509Certificate{
+			{Data: base64.StdEncoding.EncodeToString(c.Raw)},
+		}}}
+		out = append(out,
+			saml.KeyDescriptor{Use: "encryption", KeyInfo: ki, EncryptionMethods: sp.encryptionMethods()},
+			saml.KeyDescriptor{Use: "signing", KeyInfo: ki})
+	}
+	return out
 }
 
 // encryptionMethods are the algorithms we decrypt, as the SP metadata
 // advertises them (SAML Metadata 2.4.1.1), authenticated encryption first.
 func (sp *SP) encryptionMethods() []saml.EncryptionMethod {
-	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM, encAES256CBC, encAES192CBC, encAES128CBC,
-		encTripleDESCBC, ktRSAOAEP, ktRSAOAEPMGF1P}
+	algs := []string{encAES256GCM, encAES128GCM, encAES192GCM}
+	if !sp.cfg.RefuseCBCEncryption {
+		algs = append(algs, encAES256CBC, encAES192CBC, encAES128CBC, encTripleDESCBC)
+	}
+	algs = append(algs, ktRSAOAEP, ktRSAOAEPMGF1P)
 	if sp.opts.AllowRSA15KeyTransport {
 		algs = append(algs, ktRSA15)
 	}

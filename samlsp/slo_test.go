@@ -266,13 +266,23 @@ func TestLogoutHandlerBounds(t *testing.T) {
 	if res := serve(f.sp, http.MethodGet, testSLO+"?SAMLResponse="+big, nil); res.Code != http.StatusBadRequest {
 		t.Fatalf("oversized: %d", res.Code)
 	}
-	// Browser-started logout: same-origin goes to the IdP, cross-site is refused.
-	res = serve(f.sp, http.MethodGet, testSLO, nil)
+	// Browser-started logout: same-origin goes to the IdP; cross-site,
+	// same-site, a foreign Origin and a request that says nothing of
+	// where it comes from are refused.
+	res = serve(f.sp, http.MethodGet, testSLO, http.Header{"Sec-Fetch-Site": {"same-origin"}})
 	if res.Code != http.StatusSeeOther || !strings.HasPrefix(res.Header().Get("Location"), f.idp.SLOURL()+"?SAMLRequest=") {
 		t.Fatalf("start: %d %s", res.Code, res.Header().Get("Location"))
 	}
-	if res := serve(f.sp, http.MethodPost, testSLO, http.Header{"Sec-Fetch-Site": {"cross-site"}}); res.Code != http.StatusForbidden {
-		t.Fatalf("cross-site start: %d", res.Code)
+	for _, h := range []http.Header{
+		{"Sec-Fetch-Site": {"cross-site"}},
+		{"Sec-Fetch-Site": {"same-site"}},
+		{"Sec-Fetch-Site": {"same-origin"}, "Origin": {"https://evil.example"}},
+		{"Origin": {"https://evil.example"}},
+		{},
+	} {
+		if res := serve(f.sp, http.MethodPost, testSLO, h); res.Code != http.StatusForbidden {
+			t.Fatalf("start with %v: %d", h, res.Code)
+		}
 	}
 	if res := serve(f.sp, http.MethodPut, testSLO, nil); res.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("PUT: %d", res.Code)

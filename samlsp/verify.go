@@ -50,8 +50,11 @@ var digestAlgorithms = map[string]bool{ // value: is SHA-1
 	digestSHA1:   true,
 }
 
-// errSHA1 explains a refusal that the host can lift.
-var errSHA1 = errors.New("SHA-1 is refused; an IdP that still signs with it needs Options.AllowSHA1")
+// errSHA1 explains a refusal that the host or the operator can lift: the
+// host with extauth.Options.SAML.AllowSHA1, the operator with
+// saml_additional_settings.security.allow_sha1 (short, for extauth check
+// prints it after a long chain of causes).
+var errSHA1 = errors.New("SHA-1 is refused unless Options.SAML.AllowSHA1 or security.allow_sha1")
 
 // signatureMethod returns the x509 algorithm of an accepted signature
 // method.

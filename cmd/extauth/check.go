@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -42,10 +43,11 @@ the application's rules (its signature checked with idp_metadata_certificate
 when that is set) and reports the IdP's entity ID, single sign-on URLs and
 signing certificates, and warns when the IdP shows that it uses SHA-1 (the
 metadata's own signature, or alg:SigningMethod/DigestMethod lists), which
-the application refuses unless Options.SAML.AllowSHA1; for OpenID
-Connect it fetches <oidc_issuer>/.well-known/openid-configuration, checks that
-it names the configured issuer exactly, and reports the endpoints and the ID
-token signing algorithms. Certificates (the IdP's and the service provider's
+the application refuses unless Options.SAML.AllowSHA1 or
+saml_additional_settings.security.allow_sha1; for OpenID Connect it fetches
+<oidc_issuer>/.well-known/openid-configuration, checks that it names the
+configured issuer exactly, and reports the endpoints and the ID token signing
+algorithms. Certificates (the IdP's and the service provider's
 own) that expire within 30 days are warned about.
 
 It builds each provider, the environment's and every tenant's, with
@@ -258,8 +260,14 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 			ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
 		}
 		if slices.Contains(usable, extauth.OIDC) {
-			issuer := t.cfg.OIDC.Issuer
-			ck.probe(r, "oidc "+issuer, func(pr *prober) { pr.oidc(ctx, issuer) })
+			c := t.cfg.OIDC
+			// Tenants that share an issuer and a registration share one
+			// probe; the key tells registrations apart by the key too.
+			a := c.Additional
+			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value()))
+			a.PrivateKey, a.PrivateKeyNew = extauth.Secret{}, extauth.Secret{}
+			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
+			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
 		}
 	}
 	return r
@@ -437,11 +445,16 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// spCertificate reports the service provider's own key pair. Problems with
-// it are already among the configuration's; this only adds what a valid
-// pair tells: whom it names and when it expires.
+// spCertificate reports the service provider's own key pairs. Problems
+// with them are already among the configuration's; this only adds what a
+// valid pair tells: whom it names, when it expires, and, during a key
+// rotation, which pair does what.
 func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 	cert, _, err := cfg.Additional.KeyPair()
+	if err != nil {
+		return
+	}
+	next, _, err := cfg.Additional.NextKeyPair()
 	if err != nil {
 		return
 	}
@@ -453,10 +466,24 @@ func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 		s.add("SP key pair", "none: requests are not signed, encrypted assertions are refused")
 		return
 	}
-	s.add("SP key pair", "requests are signed (RSA-SHA256), encrypted assertions are decrypted")
-	s.add("SP certificate", describeCert(cert, r.now))
+	if next == nil || next.Equal(cert) {
+		s.add("SP key pair", "requests are signed (RSA-SHA256), encrypted assertions are decrypted")
+		s.add("SP certificate", describeCert(cert, r.now))
+	} else {
+		s.add("SP key pair", "rotation under way: requests are signed with certificate (RSA-SHA256), "+
+			"assertions encrypted to either certificate are decrypted, the metadata publishes both")
+		s.add("SP certificate", describeCert(cert, r.now)+"; signs requests, decrypts assertions")
+		s.add("SP certificate_new", describeCert(next, r.now)+"; decrypts assertions, signs nothing until it becomes certificate")
+		if msg := expiryProblem(next, r.now); msg != "" {
+			r.warn("saml: the next SP certificate (saml_additional_settings.certificate_new) %s", msg)
+		}
+	}
 	if msg := expiryProblem(cert, r.now); msg != "" {
-		r.warn("saml: the SP certificate (saml_additional_settings.certificate) %s; make a new pair with extauth keygen and give the IdP the new metadata", msg)
+		advice := "make the next pair with extauth keygen -next and rotate to it (docs/saml.md, \"Rotating the SP key pair\")"
+		if next != nil && !next.Equal(cert) {
+			advice = "finish the rotation to certificate_new once the IdP uses it"
+		}
+		r.warn("saml: the SP certificate (saml_additional_settings.certificate) %s; %s", msg, advice)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
@@ -50,6 +51,7 @@ const (
 	byProviders = "Config.Providers lists a provider only with its required settings, so New never builds one without them"
 	byOptions   = "set by the application's Options, not by the secrets file"
 	wrapper     = "wraps the messages of other rows, whose files cover it"
+	byValidate  = "Config.Validate's problem, which LoadConfig refuses and so does a tenant's first build; check lists every problem InspectConfig returns, from the same code"
 )
 
 // refusals lists every message TestEveryRefusalOfNewIsListed finds in the
@@ -72,6 +74,17 @@ func refusals(t *testing.T) []refusal {
 	}
 	const notACertificate = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
 	cert, key := string(spPair().certPEM), string(spPair().keyPEM)
+	// oidcWith is a client with the entries of oidc_additional_settings.
+	oidcWith := func(entries string) string {
+		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n" + entries
+	}
+	keyed := func(pemKey, entries string) string {
+		return oidcWith("  client_auth_method: private_key_jwt\n  private_key: |\n" + block(pemKey) + entries)
+	}
+	junk := func(typ string) string {
+		return "-----BEGIN " + typ + "-----\nbm90IGEga2V5\n-----END " + typ + "-----\n"
+	}
+	p384, ed := otherKeys(t)
 	return []refusal{
 		// New itself, and the site and tenant builders.
 		{msg: "extauth: %s: %w", none: wrapper},
@@ -130,7 +143,6 @@ func refusals(t *testing.T) []refusal {
 			file: "search_oauth2_key: k\nsearch_oauth2_secret: SECRET-search-77d0\nsearch_oauth2_site: http://accounts.example.invalid\n"},
 		{msg: "must be an absolute URL without query, fragment or user", key: "oidc_issuer", file: oidcIssuer("https://id.example.invalid/?tenant=1")},
 		{msg: "the environment needs a callback URL and an HTTP client", none: byNew},
-		{msg: "client authentication method %q is not supported (use %s or %s)", none: byOptions + " (Options.OIDC.AuthMethod)"},
 		{msg: "signing algorithm %q is not allowed: ID tokens must be signed with an asymmetric algorithm", none: byOptions + " (Options.OIDC.SigningAlgs)"},
 		{msg: "authorization parameter %q is set by extauth", none: byOptions + " (Options.OIDC.AuthParams)"},
 		{msg: "access type %q is not online or offline", none: byOptions + " (Options.SearchOAuth2.AccessType)"},
@@ -170,16 +182,82 @@ func refusals(t *testing.T) []refusal {
 			file: samlWith("saml_additional_settings:\n  idp_metadata_certificate: |\n" + block(cert+cert))},
 		{msg: "the certificate does not parse", key: "idp_metadata_certificate",
 			file: samlWith("saml_additional_settings:\n  idp_metadata_certificate: |\n" + block(notACertificate))},
-		{msg: "saml_additional_settings: certificate and private_key must be set together", key: "private_key",
+		{msg: "saml_additional_settings: %s and %s must be set together", key: "private_key",
 			file: samlWith("saml_additional_settings:\n  certificate: |\n" + block(cert))},
-		{msg: "saml_additional_settings.certificate: not a PEM certificate", key: "certificate", file: pair("not a certificate", key)},
-		{msg: "saml_additional_settings.certificate: %w", key: "certificate", file: pair(notACertificate, key)},
-		{msg: "saml_additional_settings.private_key: not a PEM private key", key: "private_key", file: pair(cert, "not a key")},
-		{msg: "saml_additional_settings.private_key: does not match the certificate", key: "private_key",
-			file: pair(cert, string(spPairSoon().keyPEM))},
-		{msg: "saml_additional_settings.private_key: must be an RSA key", key: "private_key", file: pair(ecCert, ecKey)},
-		{msg: "saml_additional_settings.private_key: RSA key must have at least 2048 bits", key: "private_key",
-			file: pair(string(small.certPEM), string(small.keyPEM))},
+		{msg: "%s: not a PEM certificate", key: "certificate", file: pair("not a certificate", key)},
+		{msg: "%s%s: %w", key: "certificate", file: pair(notACertificate, key)},
+		{msg: "%s: not a PEM private key", key: "private_key", file: pair(cert, "not a key")},
+		{msg: "%s: does not match the certificate", key: "private_key", file: pair(cert, string(spPairSoon().keyPEM))},
+		{msg: "%s: does not match %s", key: "private_key_new",
+			file: pair(cert, key) + "  certificate_new: |\n" + block(string(spPairSoon().certPEM)) + "  private_key_new: |\n" + block(key)},
+		{msg: "%s: must be an RSA key", key: "private_key", file: pair(ecCert, ecKey)},
+		{msg: "%s: RSA key must have at least 2048 bits", key: "private_key", file: pair(string(small.certPEM), string(small.keyPEM))},
+		{msg: "saml_additional_settings.certificate_new: the next key pair needs the current one (certificate and private_key): without a current pair, configure the new one as certificate and private_key",
+			key: "certificate_new", file: samlWith("saml_additional_settings:\n  certificate_new: |\n" + block(cert) + "  private_key_new: |\n" + block(key))},
+		{msg: "saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days", key: "metadata_valid_for",
+			file: samlWith("saml_additional_settings:\n  metadata_valid_for: 30m\n")},
+		{msg: "saml_additional_settings.metadata_cache_duration: must be between 1 minute and 3650 days", key: "metadata_cache_duration",
+			file: samlWith("saml_additional_settings:\n  metadata_cache_duration: 10s\n")},
+		{msg: "saml_additional_settings.metadata_cache_duration: must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)",
+			key: "metadata_cache_duration", file: samlWith("saml_additional_settings:\n  metadata_valid_for: 2h\n  metadata_cache_duration: 3h\n")},
+
+		// oidc_additional_settings (providers/oidc_settings.go and
+		// oidc_client.go), which Validate checks with the same code.
+		{msg: "%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only",
+			none: byOptions + " (Options.SearchOAuth2): oidc_additional_settings is the oidc provider's"},
+		{msg: "must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY", key: "private_key", file: keyed("not a key", "")},
+		{msg: "is encrypted; give the key unencrypted", key: "private_key", file: keyed(junk("ENCRYPTED PRIVATE KEY"), "")},
+		{msg: "holds a %s, not a private key", key: "private_key", file: keyed(cert, "")},
+		{msg: "does not parse as a PKCS #8 private key", key: "private_key", file: keyed(junk("PRIVATE KEY"), "")},
+		{msg: "does not parse as a PKCS #1 RSA private key", key: "private_key", file: keyed(junk("RSA PRIVATE KEY"), "")},
+		{msg: "does not parse as an EC private key", key: "private_key", file: keyed(junk("EC PRIVATE KEY"), "")},
+		{msg: "is a %d-bit RSA key; at least %d bits are required", key: "private_key", file: keyed(string(small.keyPEM), "")},
+		{msg: "is an EC key on %s; only P-256 is accepted", key: "private_key", file: keyed(p384, "")},
+		{msg: "must be an RSA or EC P-256 key", key: "private_key", file: keyed(ed, "")},
+		{msg: "has no JWK thumbprint", none: "every key that parses has one"},
+		{msg: "is missing (private_key_new is set: it is the key rotated in after private_key)", key: "private_key",
+			file: oidcWith("  private_key_new: |\n" + block(ecKey))},
+		{msg: "is missing (%s needs it)", key: "private_key", file: oidcWith("  client_auth_method: private_key_jwt\n")},
+		{msg: "client_auth_method %s", key: "private_key", file: oidcWith("  client_auth_method: private_key_jwt\n")},
+		{msg: "applies only to %s and %s", key: "token_endpoint_auth_signing_alg", file: oidcWith("  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "must be one of %s with %s", key: "token_endpoint_auth_signing_alg",
+			file: oidcWith("  client_auth_method: client_secret_jwt\n  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "is too short for %s: %s needs a secret of at least %d bytes", key: "oidc_client_secret",
+			file: oidcWith("  client_auth_method: client_secret_jwt\n")},
+		{msg: "must be one of %s for the %s private_key", key: "token_endpoint_auth_signing_alg",
+			file: keyed(ecKey, "  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "must be one of %s, %s, %s, %s", key: "client_auth_method", file: oidcWith("  client_auth_method: magic\n")},
+		{msg: "must be %s or %s", key: "client_assertion_audience",
+			file: keyed(ecKey, "  client_assertion_audience: everyone\n")},
+		{msg: "applies only with request_object: true", key: "request_object_signing_alg", file: oidcWith("  request_object_signing_alg: PS256\n")},
+		{msg: "needs %s", key: "id_token_encrypted_response_enc", file: oidcWith("  id_token_encrypted_response_enc: A256GCM\n")},
+		{msg: "must be one of %s", key: "id_token_encrypted_response_enc",
+			file: keyed(key, "  id_token_encrypted_response_alg: RSA-OAEP-256\n  id_token_encrypted_response_enc: A1GCM\n")},
+		{msg: "RSA1_5 is refused (its padding is a decryption oracle); use RSA-OAEP-256", key: "id_token_encrypted_response_alg",
+			file: keyed(key, "  id_token_encrypted_response_alg: RSA1_5\n")},
+		{msg: "must be one of %s (RSA key) or %s (EC key)", key: "userinfo_encrypted_response_alg",
+			file: keyed(key, "  userinfo_encrypted_response_alg: magic\n")},
+		{msg: "does not suit the %s %s: use %s", key: "id_token_encrypted_response_alg",
+			file: keyed(ecKey, "  id_token_encrypted_response_alg: RSA-OAEP-256\n")},
+		{msg: "has an authorization parameter with an empty name", key: "oidc_additional_settings", file: oidcWith("  \"\": x\n")},
+		{msg: "is a parameter extauth sets itself", key: "state", file: oidcWith("  state: fixed\n")},
+		{msg: "holds a PEM block, but other entries are sent to the provider as authorization request parameters; the key belongs in private_key",
+			key: "privte_key", file: oidcWith("  privte_key: |\n" + block(ecKey))},
+		{msg: "must be a whole number of seconds", key: "max_age", file: oidcWith("  max_age: soon\n")},
+		{msg: "must be none, login, consent or select_account, or several of the last three", key: "prompt", file: oidcWith("  prompt: sometimes\n")},
+		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
+
+		// Config.Validate, which the tenant builder runs.
+		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},
+		{msg: "must be a URN or an absolute URI", none: byValidate},
+		{msg: "is a parameter of the SAML binding and cannot be a custom entry", none: byValidate},
+		{msg: "holds a PEM block, but custom entries are sent to the IdP; keys belong in certificate and private_key", none: byValidate},
+		{msg: "must be between 1 hour and 3650 days", none: byValidate},
+		{msg: "must be between 1 minute and 3650 days", none: byValidate},
+		{msg: "must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)", none: byValidate},
+		{msg: "must hold an RSA public key", none: byValidate},
+		{msg: "is missing (%s is set; the key pair needs both)", none: byValidate},
+		{msg: "does not match the public key of %s", none: byValidate},
 	}
 }
 
@@ -330,6 +408,28 @@ func block(s string) string {
 	return indent(strings.TrimSuffix(s, "\n")+"\n", "    ")
 }
 
+// otherKeys are PKCS #8 keys no client may have: EC on P-384, Ed25519.
+func otherKeys(t *testing.T) (p384, ed string) {
+	t.Helper()
+	ec, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [2]string
+	for i, k := range []any{ec, edKey} {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	}
+	return out[0], out[1]
+}
+
 // ecPair is a matching ECDSA certificate and PKCS #8 key: a pair that
 // parses, with a key that is not RSA.
 func ecPair(t *testing.T) (string, string) {
@@ -418,13 +518,41 @@ func refusalsInCode(t *testing.T) map[string]string {
 		return "", false
 	}
 	found := map[string]string{}
-	record := func(arg ast.Expr) {
-		if lit, ok := arg.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				t.Fatal(err)
+	// text is the message an expression spells: a literal, or a
+	// concatenation whose other operands stand as %s.
+	var text func(e ast.Expr) (string, bool)
+	text = func(e ast.Expr) (string, bool) {
+		switch e := e.(type) {
+		case *ast.BasicLit:
+			if e.Kind != token.STRING {
+				return "", false
 			}
-			pos := fset.Position(lit.Pos())
+			s, err := strconv.Unquote(e.Value)
+			return s, err == nil
+		case *ast.BinaryExpr:
+			if e.Op != token.ADD {
+				return "", false
+			}
+			x, okx := text(e.X)
+			y, oky := text(e.Y)
+			if !okx && !oky {
+				return "", false
+			}
+			if !okx {
+				x = "%s"
+			}
+			if !oky {
+				y = "%s"
+			}
+			return x + y, true
+		case *ast.ParenExpr:
+			return text(e.X)
+		}
+		return "", false
+	}
+	record := func(arg ast.Expr) {
+		if s, ok := text(arg); ok {
+			pos := fset.Position(arg.Pos())
 			rel, _ := filepath.Rel(root, pos.Filename)
 			found[s] = filepath.ToSlash(rel) + ":" + strconv.Itoa(pos.Line)
 		}
@@ -442,6 +570,7 @@ func refusalsInCode(t *testing.T) map[string]string {
 			t.Fatalf("no %s in the root package", name[1:])
 		}
 		for _, f := range funcs[name] {
+			helpers := map[string]bool{}
 			var visit func(n ast.Node) bool
 			visit = func(n ast.Node) bool {
 				switch n := n.(type) {
@@ -452,7 +581,8 @@ func refusalsInCode(t *testing.T) map[string]string {
 					// function, called while it runs.
 					for i, rhs := range n.Rhs {
 						if lit, ok := rhs.(*ast.FuncLit); ok && i < len(n.Lhs) {
-							if _, local := n.Lhs[i].(*ast.Ident); local {
+							if id, local := n.Lhs[i].(*ast.Ident); local {
+								helpers[id.Name] = true
 								ast.Inspect(lit.Body, visit)
 							}
 						}
@@ -463,6 +593,17 @@ func refusalsInCode(t *testing.T) map[string]string {
 					switch fun := n.Fun.(type) {
 					case *ast.Ident:
 						callee = f.pkg + "." + fun.Name
+						if helpers[fun.Name] {
+							// bad(setting, "is missing (...)"): a
+							// helper that makes the problem from
+							// its arguments; the sentences among
+							// them are messages.
+							for _, arg := range n.Args {
+								if s, ok := text(arg); ok && strings.Contains(s, " ") {
+									record(arg)
+								}
+							}
+						}
 					case *ast.SelectorExpr:
 						x, ok := fun.X.(*ast.Ident)
 						if !ok {

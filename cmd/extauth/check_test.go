@@ -532,7 +532,7 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 		{"SHA-1 signing methods only", "saml_only.yml", nil, func(f *providersFixture) []byte {
 			return algSupport(valid(f).xml(t), "http://www.w3.org/2000/09/xmldsig#rsa-sha1", "http://www.w3.org/2000/09/xmldsig#sha1")
 		}, "enabled", []string{
-			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 signing methods (alg:SigningMethod): http://www.w3.org/2000/09/xmldsig#rsa-sha1); extauth refuses SHA-1 signatures and digests unless the application sets Options.SAML.AllowSHA1\n",
+			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 signing methods (alg:SigningMethod): http://www.w3.org/2000/09/xmldsig#rsa-sha1); extauth refuses SHA-1 signatures and digests unless the application sets extauth.Options.SAML.AllowSHA1 or saml_additional_settings.security.allow_sha1\n",
 			"  - saml: the IdP uses SHA-1 (the IdP lists only SHA-1 digest methods (alg:DigestMethod): http://www.w3.org/2000/09/xmldsig#sha1)",
 		}},
 		{"SHA-256 among the signing methods", "saml_only.yml", nil, func(f *providersFixture) []byte {
@@ -551,7 +551,7 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 			"broken: IdP metadata: the metadata is not signed, and idp_metadata_certificate requires a signature", nil},
 		{"signed with SHA-1 and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
 			return sign(t, valid(f).xml(t), sha1)
-		}, "broken: IdP metadata: the metadata signature is invalid: signature on EntityDescriptor: signature method http://www.w3.org/2000/09/xmldsig#rsa-sha1: SHA-1 is refused; an IdP that still signs with it needs Options.AllowSHA1", nil},
+		}, "broken: IdP metadata: the metadata signature is invalid: signature on EntityDescriptor: signature method http://www.w3.org/2000/09/xmldsig#rsa-sha1: SHA-1 is refused unless Options.SAML.AllowSHA1 or security.allow_sha1", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newProvidersFixture(t)
@@ -601,5 +601,48 @@ func TestCheckReportsMovedDocuments(t *testing.T) {
 	if !strings.Contains(r.stdout, "SAML IdP metadata moved:") || !strings.Contains(r.stdout, "/metadata redirects to ") ||
 		!strings.Contains(r.stdout, "/moved; configure that URL directly") {
 		t.Errorf("report does not name the final URL:\n%s", r.stdout)
+	}
+}
+
+// TestCheckOIDCHighAssurance: check holds oidc_additional_settings to the
+// provider's discovery document as the strategy will, naming the entry.
+func TestCheckOIDCHighAssurance(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(doc map[string]any)
+		want string
+	}{
+		{"valid", func(map[string]any) {}, "enabled"},
+		{"method not advertised", func(doc map[string]any) {
+			doc["token_endpoint_auth_methods_supported"] = []string{"client_secret_basic"}
+		},
+			`broken: discovery: oidc_additional_settings.client_auth_method: private_key_jwt is not a method the provider lists in token_endpoint_auth_methods_supported ["client_secret_basic"]`},
+		{"encryption not advertised", func(doc map[string]any) { delete(doc, "id_token_encryption_alg_values_supported") },
+			`broken: discovery: oidc_additional_settings.id_token_encrypted_response_alg: RSA-OAEP-256 is not in the provider's id_token_encryption_alg_values_supported []`},
+		{"no request objects by value", func(doc map[string]any) { doc["request_parameter_supported"] = false },
+			"broken: discovery: oidc_additional_settings.request_object: the provider does not take request objects by value (request_parameter_supported is not true): set pushed_authorization_requests too"},
+		{"PAR required without an endpoint", func(doc map[string]any) { doc["require_pushed_authorization_requests"] = true },
+			"broken: discovery: require_pushed_authorization_requests: the provider has no pushed_authorization_request_endpoint"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newProvidersFixture(t)
+			doc := discoveryDoc(f.op.URL)
+			doc["token_endpoint_auth_methods_supported"] = []string{"private_key_jwt"}
+			doc["request_parameter_supported"] = true
+			doc["id_token_encryption_alg_values_supported"] = []string{"RSA-OAEP", "RSA-OAEP-256"}
+			doc["id_token_encryption_enc_values_supported"] = []string{"A128CBC-HS256", "A256GCM"}
+			c.edit(doc)
+			f.op.serveJSON(t, "/.well-known/openid-configuration", doc)
+			path, repl := f.config(t, "oidc_ha.yml", nil)
+			r := runAt(t, testNow, "check", "-config", path)
+			out := repl.apply(r.stdout)
+			if got := providerLine(out, "oidc"); got != c.want {
+				t.Errorf("oidc: %q\nwant  %q\n%s", got, c.want, out)
+			}
+			if (r.code == exitOK) != (c.want == "enabled") {
+				t.Errorf("exit %d", r.code)
+			}
+			assertNoSecret(t, "check", r.stdout+r.stderr)
+		})
 	}
 }

@@ -120,9 +120,11 @@ func TestRoutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	// Two routes per provider, SAML's metadata and logout, four logout routes each for oidc and search_oauth2.
-	if len(doc.Routes) != 22 || len(doc.Register) != 6 {
-		t.Errorf("%d routes, %d registrations; want 22 and 6", len(doc.Routes), len(doc.Register))
+	// Two routes per provider, SAML's metadata and logout, four logout
+	// routes each for oidc and search_oauth2, a (local) sign-out route each
+	// for the other three, and oidc's JWKS.
+	if len(doc.Routes) != 26 || len(doc.Register) != 6 {
+		t.Errorf("%d routes, %d registrations; want 26 and 6", len(doc.Routes), len(doc.Register))
 	}
 	for _, reg := range doc.Register {
 		if want := "https://app.example.org/users/auth/" + reg.Provider + "/callback"; reg.CallbackURL != want {

@@ -32,10 +32,13 @@ const (
 	maxCommonName = 64 // ub-common-name, RFC 5280 appendix A
 	keyFileName   = "sp.key"
 	certFileName  = "sp.crt"
+	// The files of -next: the pair that replaces sp.key and sp.crt.
+	nextKeyFileName  = "sp-new.key"
+	nextCertFileName = "sp-new.crt"
 )
 
 func (c *cli) keygen(_ context.Context, args []string) int {
-	f := c.newFlags("keygen", "-name APP [-bits 2048] [-days 3650] [-out DIR [-force]]",
+	f := c.newFlags("keygen", "-name APP [-next] [-bits 2048] [-days 3650] [-out DIR [-force]] | -oidc [-ec | -bits 2048] [-out DIR [-force]]",
 		`Generates the SAML service-provider key pair as the specification guides:
 an RSA private key and a self-signed X.509 certificate made from it, with the
 subject common name APP, for signing authentication requests and decrypting
@@ -45,14 +48,35 @@ Without -out it prints a YAML snippet to paste under saml_additional_settings
 in the secrets file. With -out it writes DIR/sp.key (the private key, PKCS #8,
 mode 0600) and DIR/sp.crt (the certificate, mode 0644), refusing to replace
 existing files unless -force is given.
+
+With -next it makes the next pair of a key rotation: the YAML entries are
+certificate_new and private_key_new, and -out writes DIR/sp-new.key and
+DIR/sp-new.crt beside the current pair. While both pairs are configured the
+SP metadata publishes both certificates and assertions encrypted to either
+key are decrypted; once the IdP uses the new certificate, make it
+certificate and private_key and remove the _new entries (docs/saml.md,
+"Rotating the SP key pair").
+
+-oidc generates an OpenID Connect client key instead, for
+oidc_additional_settings.private_key (private_key_jwt, request objects,
+encrypted ID tokens): RSA of -bits bits, or with -ec an EC P-256 key. No
+certificate: its public half is served at /users/auth/oidc/jwks. With -out
+it writes DIR/oidc.key (mode 0600).
 `)
 	name := f.String("name", "", "the application's name, the certificate's subject common name (required)")
 	bits := f.Int("bits", defaultBits, fmt.Sprintf("RSA key size in bits, %d to %d", minKeyBits, maxKeyBits))
 	days := f.Int("days", defaultDays, "days the certificate is valid")
 	out := f.String("out", "", "write sp.key and sp.crt into this directory instead of printing YAML")
 	force := f.Bool("force", false, "with -out, replace existing files")
+	next := f.Bool("next", false, "make the next pair of a key rotation: certificate_new and private_key_new, sp-new.key and sp-new.crt")
+	oidcKey := f.Bool("oidc", false, "generate an OpenID Connect client key (oidc_additional_settings.private_key) instead")
+	ec := f.Bool("ec", false, "with -oidc, an EC P-256 key instead of RSA")
 	if done, code := f.parse(args); done {
 		return code
+	}
+	if *oidcKey || *ec {
+		return c.keygenOIDC(f, oidcKeyOptions{oidc: *oidcKey, ec: *ec, bits: *bits, out: *out, force: *force,
+			name: *name, given: given(f)})
 	}
 	switch {
 	case strings.TrimSpace(*name) == "":
@@ -77,6 +101,7 @@ existing files unless -force is given.
 	if err != nil {
 		return c.errorf("keygen", "%v", err)
 	}
+	kp.next = *next
 	if *out == "" {
 		fmt.Fprint(c.stdout, kp.yamlSnippet())
 		return exitOK
@@ -84,10 +109,12 @@ existing files unless -force is given.
 	if err := kp.writeFiles(*out, *force); err != nil {
 		return c.errorf("keygen", "%v", err)
 	}
-	fmt.Fprintf(c.stdout, "wrote %s (private key, mode 0600: keep it secret)\n", filepath.Join(*out, keyFileName))
-	fmt.Fprintf(c.stdout, "wrote %s (certificate: %s)\n", filepath.Join(*out, certFileName), kp.describe())
+	certEntry, keyEntry := kp.entries()
+	keyFile, certFile := kp.fileNames()
+	fmt.Fprintf(c.stdout, "wrote %s (private key, mode 0600: keep it secret)\n", filepath.Join(*out, keyFile))
+	fmt.Fprintf(c.stdout, "wrote %s (certificate: %s)\n", filepath.Join(*out, certFile), kp.describe())
 	fmt.Fprintf(c.stdout, "SHA-256 fingerprint: %s\n", fingerprint(kp.cert))
-	fmt.Fprintf(c.stdout, "Put their contents under saml_additional_settings as certificate: | and private_key: |.\n")
+	fmt.Fprintf(c.stdout, "Put their contents under saml_additional_settings as %s: | and %s: |.\n", certEntry, keyEntry)
 	return exitOK
 }
 
@@ -96,6 +123,24 @@ type keyPair struct {
 	cert    *x509.Certificate
 	certPEM []byte
 	keyPEM  []byte
+	// next makes it the next pair of a rotation.
+	next bool
+}
+
+// entries are the saml_additional_settings entries of the pair.
+func (kp *keyPair) entries() (cert, key string) {
+	if kp.next {
+		return "certificate_new", "private_key_new"
+	}
+	return "certificate", "private_key"
+}
+
+// fileNames are the files -out writes the pair to.
+func (kp *keyPair) fileNames() (key, cert string) {
+	if kp.next {
+		return nextKeyFileName, nextCertFileName
+	}
+	return keyFileName, certFileName
 }
 
 // generateKeyPair makes an RSA key of bits bits and a self-signed
@@ -186,11 +231,17 @@ func (kp *keyPair) yamlSnippet() string {
 	fmt.Fprintf(&b, "# SAML service-provider key pair for %s: RSA %d bits, self-signed,\n", kp.cert.Subject, kp.bits())
 	fmt.Fprintf(&b, "# valid %d days, until %s.\n", kp.days(), kp.cert.NotAfter.Format(time.RFC3339))
 	fmt.Fprintf(&b, "# SHA-256 fingerprint: %s\n", fingerprint(kp.cert))
-	b.WriteString("# Paste these two entries under saml_additional_settings, indented to match.\n")
-	b.WriteString("# private_key is a secret: keep it out of version control.\n")
-	b.WriteString("certificate: |\n")
+	certEntry, keyEntry := kp.entries()
+	if kp.next {
+		b.WriteString("# The next pair of a key rotation: add these two entries beside certificate\n")
+		b.WriteString("# and private_key under saml_additional_settings, indented to match.\n")
+	} else {
+		b.WriteString("# Paste these two entries under saml_additional_settings, indented to match.\n")
+	}
+	b.WriteString("# " + keyEntry + " is a secret: keep it out of version control.\n")
+	b.WriteString(certEntry + ": |\n")
 	b.WriteString(indent(string(kp.certPEM), "  "))
-	b.WriteString("private_key: |\n")
+	b.WriteString(keyEntry + ": |\n")
 	b.WriteString(indent(string(kp.keyPEM), "  "))
 	return b.String()
 }
@@ -206,7 +257,8 @@ func indent(s, prefix string) string {
 	return b.String()
 }
 
-// writeFiles writes sp.key and sp.crt into dir. Without force, neither is
+// writeFiles writes sp.key and sp.crt (sp-new.key and sp-new.crt for the
+// next pair) into dir. Without force, neither is
 // written if either exists. With force, each file is written under a
 // temporary name and renamed over the old one, so its mode is exactly ours
 // even if the old file's was looser, and a symbolic link in its place is
@@ -215,13 +267,14 @@ func (kp *keyPair) writeFiles(dir string, force bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	keyFile, certFile := kp.fileNames()
 	files := []struct {
 		name string
 		data []byte
 		mode fs.FileMode
 	}{
-		{keyFileName, kp.keyPEM, 0o600},
-		{certFileName, kp.certPEM, 0o644},
+		{keyFile, kp.keyPEM, 0o600},
+		{certFile, kp.certPEM, 0o644},
 	}
 	if !force {
 		for _, f := range files {

@@ -101,7 +101,7 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	// the application will. The host's IdPEntityID option is not in the
 	// configuration file; like the default, check wants a single IdP.
 	now := pr.r.now
-	rules := samlsp.MetadataRules{Now: now}
+	rules := samlsp.MetadataRules{Now: now, AllowSHA1: cfg.Additional.Security.AllowSHA1}
 	if c := cfg.Additional.IdPMetadataCertificate; c != "" {
 		// Validate has said what is wrong with one that does not parse.
 		rules.Certificate, _ = samlsp.ParseCertificatePEM(c)
@@ -119,7 +119,12 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 		s.add("metadata signature", shortAlg(md.SignatureMethod)+", not verified (no idp_metadata_certificate)")
 	}
 	for _, use := range md.SHA1Use() {
-		pr.r.warn("saml: the IdP uses SHA-1 (%s); extauth refuses SHA-1 signatures and digests unless the application sets Options.SAML.AllowSHA1", clean(use))
+		if rules.AllowSHA1 {
+			pr.r.warn("saml: the IdP uses SHA-1 (%s); accepted, as saml_additional_settings.security.allow_sha1 is set", clean(use))
+			continue
+		}
+		pr.r.warn("saml: the IdP uses SHA-1 (%s); extauth refuses SHA-1 signatures and digests unless the application sets "+
+			"extauth.Options.SAML.AllowSHA1 or saml_additional_settings.security.allow_sha1", clean(use))
 	}
 	if !md.ValidUntil.IsZero() {
 		s.add("metadata valid until", md.ValidUntil.UTC().Format(time.RFC3339))
@@ -191,8 +196,9 @@ type discovery struct {
 }
 
 // oidc fetches the discovery document and checks what the OIDC strategy
-// will check when it reads it.
-func (pr *prober) oidc(ctx context.Context, issuer string) {
+// will check when it reads it, the client registration c included.
+func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
+	issuer := c.Issuer
 	s := pr.r.section("OIDC")
 	wellKnown := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
 	s.add("discovery", redactURL(wellKnown))
@@ -253,11 +259,28 @@ func (pr *prober) oidc(ctx context.Context, issuer string) {
 		s.add("accepted by extauth", strings.Join(usable, ", "))
 	}
 
+	authOK := true
 	if len(doc.TokenAuthMethods) > 0 {
 		s.add("token_endpoint_auth_methods_supported", clean(strings.Join(doc.TokenAuthMethods, ", ")))
-		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok {
+		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok && c.Additional.ClientAuthMethod == "" {
 			fail("the token endpoint supports neither %s nor %s", providers.AuthMethodBasic, providers.AuthMethodPost)
+			authOK = false
 		}
+	}
+	// What oidc_additional_settings asks of the provider: the method, the
+	// algorithms, the encryption, pushed and signed requests.
+	if c.Additional.ClientAuthMethod != "" {
+		s.add("client authentication", clean(c.Additional.ClientAuthMethod))
+	}
+	if doc.RequirePAR {
+		s.add("pushed authorization requests", "required by the provider (sent)")
+	}
+	if err := c.CheckDiscovery(&doc.OIDCDiscovery); err != nil && authOK {
+		var e *providers.Error
+		if errors.As(err, &e) && e.Err != nil {
+			err = e.Err
+		}
+		fail("%s", clean(strings.TrimPrefix(err.Error(), "discovery: ")))
 	}
 	if len(doc.CodeChallengeMethods) > 0 {
 		s.add("code_challenge_methods_supported", clean(strings.Join(doc.CodeChallengeMethods, ", ")))

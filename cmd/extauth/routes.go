@@ -52,6 +52,10 @@ func registerWhere(p extauth.Provider, spEntityID string, routes []extauth.Route
 			lines = append(lines, "and in the client's logout settings:")
 			lines = append(lines, logout...)
 		}
+		if u := jwksURI(p, routes); u != "" {
+			lines = append(lines, "with private_key_jwt, request objects or encrypted ID tokens, as the client's jwks_uri:",
+				"  jwks_uri                              "+u)
+		}
 		return strings.Join(lines, "\n")
 	}
 	return "as the provider's redirect URI"
@@ -90,6 +94,17 @@ func oidcLogout(p extauth.Provider, routes []extauth.Route) *logoutRegistration 
 	return &reg
 }
 
+// jwksURI is the URL of p's JWKS route, where the client's public keys
+// are, or "" when p has none.
+func jwksURI(p extauth.Provider, routes []extauth.Route) string {
+	for _, rt := range routes {
+		if rt.Provider == p && rt.Purpose == "jwks" {
+			return rt.URL
+		}
+	}
+	return ""
+}
+
 // oidcLogoutLines prints oidcLogout's values, one a line.
 func oidcLogoutLines(p extauth.Provider, routes []extauth.Route) []string {
 	reg := oidcLogout(p, routes)
@@ -118,7 +133,9 @@ and secret the file will hold.
 
 For OpenID Connect it also prints the client's logout settings:
 post_logout_redirect_uri, backchannel_logout_uri and frontchannel_logout_uri,
-each with session_required true.
+each with session_required true; and for oidc the jwks_uri that publishes
+the client's public keys (private_key_jwt, request objects, encrypted ID
+tokens: see oidc_additional_settings).
 
 -tenant lists a tenant's routes (the providers of the environment's
 configuration with the tenant's settings over it), -all-tenants every
@@ -294,6 +311,7 @@ type registration struct {
 	CallbackURL string              `json:"callback_url"`
 	Where       string              `json:"where"`
 	Logout      *logoutRegistration `json:"logout,omitempty"`
+	JWKSURI     string              `json:"jwks_uri,omitempty"`
 }
 
 // routesDoc is the -json document of one configuration.
@@ -310,7 +328,7 @@ func newRoutesDoc(t target, routes []extauth.Route, entityID string) routesDoc {
 		doc.Routes = append(doc.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
 		if rt.Purpose == "callback" {
 			where := strings.ReplaceAll(registerWhere(rt.Provider, entityID, routes), "\n", "; ")
-			doc.Register = append(doc.Register, registration{string(rt.Provider), rt.URL, where, oidcLogout(rt.Provider, routes)})
+			doc.Register = append(doc.Register, registration{string(rt.Provider), rt.URL, where, oidcLogout(rt.Provider, routes), jwksURI(rt.Provider, routes)})
 		}
 	}
 	return doc

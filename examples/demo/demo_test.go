@@ -438,6 +438,31 @@ func TestDemoOIDCSignOut(t *testing.T) {
 	}
 }
 
+// With -oidc-high-assurance the development OP takes private_key_jwt only,
+// requires pushed and signed requests and encrypts its ID tokens: a person
+// signs in and out through its pages as ever.
+func TestDemoOIDCHighAssurance(t *testing.T) {
+	if err := run([]string{"-oidc-high-assurance", "-config", "x.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
+		t.Error("-oidc-high-assurance with a secrets file accepted")
+	}
+	base, demo := startDemoWith(t, serverOptions{oidcHighAssurance: true})
+	b := harness.NewBrowser(t)
+	oidcSignIn(t, b, base)
+	op := demo.dev.fakes[""].OIDC
+	if q := op.LastAuthorizeQuery(); q.Get("request_uri") == "" || q.Has("nonce") {
+		t.Errorf("the authorization request was not pushed: %v", q)
+	}
+	if as := op.Assertions(); len(as) != 2 {
+		t.Errorf("%d client assertions, want 2 (PAR, token)", len(as))
+	}
+	confirm := b.PostForm(base+"/logout", nil)
+	page := b.PostForm(base+formAction(t, confirm.Body), url.Values{
+		"interaction": {hiddenValue(confirm.Body, "interaction")}, "decision": {"logout"}})
+	if !strings.Contains(page.Body, `id="signed-out"`) || b.Cookie(base+"/", "demo_session") != nil {
+		t.Errorf("not signed out: %d %s", page.StatusCode, page.Body)
+	}
+}
+
 // The development OP's "sign out of every application" sends the demo a
 // back-channel logout, which ends the demo session of that OP session.
 func TestDemoBackchannelLogout(t *testing.T) {

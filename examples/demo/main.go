@@ -51,6 +51,7 @@ func run(args []string, stderr io.Writer) error {
 	configPath := fs.String("config", "", "secrets file with real providers (default: built-in development providers);\nneeds EXTAUTH_COOKIE_KEY, 32 bytes in base64 or hex")
 	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, $RAILS_ENV, $APP_ENV, else development)")
 	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
+	highAssurance := fs.Bool("oidc-high-assurance", false, "run the development OpenID provider as a high-assurance one: private_key_jwt only,\npushed and signed authorization requests, encrypted ID tokens")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./examples/demo [flags]\n\nThe extauth demo: sign in with six providers. Without -config it runs offline\non built-in development providers.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -67,7 +68,11 @@ func run(args []string, stderr io.Writer) error {
 		base = "http://" + ln.Addr().String()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger})
+	if *highAssurance && *configPath != "" {
+		ln.Close()
+		return errors.New("-oidc-high-assurance is for the development providers; a secrets file says itself how to sign in")
+	}
+	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger, oidcHighAssurance: *highAssurance})
 	if err != nil {
 		ln.Close()
 		return err
@@ -105,6 +110,9 @@ type serverOptions struct {
 	// puts it on another site, so that its POST to the callback is
 	// cross-site, as a real IdP's is.
 	samlIdPMetadataURL string
+	// oidcHighAssurance runs the development OpenID providers as
+	// high-assurance ones (extauthtest.ProvidersOptions.OIDCHighAssurance).
+	oidcHighAssurance bool
 }
 
 // server is the demo: its handler, and the development providers it serves

@@ -346,6 +346,9 @@ var explanations = map[extauth.Code]explanation{
 	extauth.CodeTimeout: {
 		"The provider took too long to answer.",
 		"Try again in a moment."},
+	extauth.CodeInsufficientAuthentication: {
+		"The provider signed you in less strongly than this application requires, or too long ago.",
+		"Sign in again, with the stronger method the provider offers (a card reader, an app, a second factor)."},
 }
 
 // sentence makes extauth's message, a lowercase phrase meant to follow a

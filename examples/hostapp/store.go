@@ -49,6 +49,11 @@ CREATE TABLE IF NOT EXISTS sessions (
 	id_token         TEXT    NOT NULL DEFAULT '',
 	name_id          TEXT    NOT NULL DEFAULT '',
 	name_id_format   TEXT    NOT NULL DEFAULT '',
+	-- The NameID's other attributes: the LogoutRequest must carry the
+	-- NameID exactly as the IdP sent it.
+	name_qualifier    TEXT NOT NULL DEFAULT '',
+	sp_name_qualifier TEXT NOT NULL DEFAULT '',
+	sp_provided_id    TEXT NOT NULL DEFAULT '',
 	session_index    TEXT    NOT NULL DEFAULT '',
 	expires_at       INTEGER NOT NULL,
 	FOREIGN KEY (provider, uid) REFERENCES users (provider, uid) ON DELETE CASCADE
@@ -139,19 +144,22 @@ func (s *store) newSession(ctx context.Context, id *extauth.Identity, now time.T
 	}
 	lo := id.LogoutSession()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions
-(token_hash, provider, uid, subject, provider_session, id_token, name_id, name_id_format, session_index, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		hashToken(token), id.Provider, id.UID, subject, id.SessionID, lo.IDToken, lo.NameID, lo.NameIDFormat, lo.SessionIndex,
-		now.Add(sessionTTL).Unix())
+(token_hash, provider, uid, subject, provider_session, id_token, name_id, name_id_format,
+ name_qualifier, sp_name_qualifier, sp_provided_id, session_index, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		hashToken(token), id.Provider, id.UID, subject, id.SessionID, lo.IDToken, lo.NameID, lo.NameIDFormat,
+		lo.NameQualifier, lo.SPNameQualifier, lo.SPProvidedID, lo.SessionIndex, now.Add(sessionTTL).Unix())
 	return token, err
 }
 
 // session returns the live session of token, or sql.ErrNoRows.
 func (s *store) session(ctx context.Context, token string, now time.Time) (*session, error) {
 	var ss session
-	err := s.db.QueryRowContext(ctx, `SELECT provider, uid, id_token, name_id, name_id_format, session_index
+	err := s.db.QueryRowContext(ctx, `SELECT provider, uid, id_token, name_id, name_id_format,
+name_qualifier, sp_name_qualifier, sp_provided_id, session_index
 FROM sessions WHERE token_hash = ? AND expires_at > ?`, hashToken(token), now.Unix()).
-		Scan(&ss.Provider, &ss.UID, &ss.Logout.IDToken, &ss.Logout.NameID, &ss.Logout.NameIDFormat, &ss.Logout.SessionIndex)
+		Scan(&ss.Provider, &ss.UID, &ss.Logout.IDToken, &ss.Logout.NameID, &ss.Logout.NameIDFormat,
+			&ss.Logout.NameQualifier, &ss.Logout.SPNameQualifier, &ss.Logout.SPProvidedID, &ss.Logout.SessionIndex)
 	if err != nil {
 		return nil, err
 	}

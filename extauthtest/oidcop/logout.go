@@ -50,8 +50,8 @@ const (
 const backchannelEvent = "http://schemas.openid.net/event/backchannel-logout"
 
 // LogoutToken returns a logout token for the user sub and the session sid
-// (either may be empty), signed like the provider's ID tokens, broken by
-// faults.
+// (either may be empty), signed like the provider's ID tokens (and
+// encrypted like them under IDTokenEncryption), broken by faults.
 func (op *OP) LogoutToken(sub, sid string, faults ...LogoutFault) (string, error) {
 	now := op.now()
 	claims := map[string]any{
@@ -70,6 +70,9 @@ func (op *OP) LogoutToken(sub, sid string, faults ...LogoutFault) (string, error
 	}
 	header := map[string]any{"typ": "logout+jwt"}
 	has := func(f LogoutFault) bool { return slices.Contains(faults, f) }
+	if has(LogoutNoExp) {
+		delete(claims, "exp")
+	}
 	switch {
 	case has(LogoutWrongAudience):
 		claims["aud"] = "someone-else"
@@ -112,7 +115,13 @@ func (op *OP) LogoutToken(sub, sid string, faults ...LogoutFault) (string, error
 		}
 		return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 	}
-	return op.SignJWT(header, claims)
+	signed, err := op.SignJWT(header, claims)
+	if err != nil {
+		return "", err
+	}
+	// Like oidc-provider, a provider that encrypts ID tokens encrypts its
+	// logout tokens the same way.
+	return op.encryptIDToken(signed)
 }
 
 // SendBackchannelLogout posts a logout token to the client's

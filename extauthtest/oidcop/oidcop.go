@@ -2,9 +2,11 @@
 // GoogleClaims its search_oauth2), for the tests and the development of
 // applications that sign in with extauth, and for extauth's own. It speaks
 // the real protocol (discovery, JWKS with rotation, authorization code with
-// PKCE S256, client_secret_basic or client_secret_post, UserInfo, RFC 9207's
-// iss parameter, RP-initiated, back-channel and front-channel logout) and
-// checks what a real provider checks. Faults make it misbehave in each way
+// PKCE S256, client_secret_basic, client_secret_post, client_secret_jwt or
+// private_key_jwt, pushed authorization requests, request objects, ID
+// tokens and UserInfo encrypted to the client, acr and auth_time, UserInfo,
+// RFC 9207's iss parameter, revocation, RP-initiated, back-channel and
+// front-channel logout) and checks what a real provider checks. Faults make it misbehave in each way
 // an ID token can be wrong (the checks extauth's security model lists), in
 // a few ways a network can, and as a user who refuses.
 // extauthtest.StartProviders starts one registered for an application's
@@ -30,6 +32,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"html/template"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -147,9 +150,30 @@ type Config struct {
 	// RedirectURIs are the registered callback URLs, matched exactly.
 	RedirectURIs []string
 	// AuthMethod is the one client authentication method the token
-	// endpoint accepts, and the only one discovery lists:
-	// "client_secret_basic" (default) or "client_secret_post".
+	// endpoint (and the PAR and revocation endpoints) accept, and the only
+	// one discovery lists: "client_secret_basic" (default),
+	// "client_secret_post", "client_secret_jwt" or "private_key_jwt".
+	// ClientSecret is not needed with private_key_jwt.
 	AuthMethod string
+	// ClientJWKSURI is the client's jwks_uri (extauth's JWKS route): the
+	// provider reads the client's public keys there, on each use, to
+	// verify its assertions and request objects and to encrypt to it.
+	ClientJWKSURI string
+	// ClientJWKS, when set, is the client's key set registered by value;
+	// it wins over ClientJWKSURI.
+	ClientJWKS *jose.JSONWebKeySet
+	// RequirePAR makes discovery say require_pushed_authorization_requests
+	// and the authorization endpoint take pushed requests only.
+	RequirePAR bool
+	// RequireRequestObject makes every authorization request have to be a
+	// request object signed with the client's key
+	// (require_signed_request_object).
+	RequireRequestObject bool
+	// IDTokenEncryption, when its Alg is set, encrypts ID tokens and
+	// logout tokens to the client's key (nested: signed, then encrypted);
+	// UserInfoEncryption encrypts UserInfo's claims.
+	IDTokenEncryption  Encryption
+	UserInfoEncryption Encryption
 	// Alg is the signing algorithm: RS256 (default), PS256 or ES256.
 	Alg string
 	// Keys are signing keys to start with (generated when empty), the last
@@ -201,6 +225,10 @@ const (
 	Token      Endpoint = "token"
 	UserInfo   Endpoint = "userinfo"
 	EndSession Endpoint = "end_session"
+	// PAR is the pushed authorization request endpoint.
+	PAR Endpoint = "par"
+	// Revocation is the token revocation endpoint.
+	Revocation Endpoint = "revocation"
 )
 
 // OP is the fake provider.
@@ -230,6 +258,13 @@ type OP struct {
 	// served (under the issuer's path); RotateEndpoints moves them.
 	tokenPath, jwksPath string
 	rotations           int
+	// pushed are the pushed authorization requests, by request_uri.
+	pushed map[string]*pushedRequest
+	// seenJTIs are the client assertions' jti, until they expire.
+	seenJTIs   map[string]time.Time
+	assertions []Assertion
+	lastParams url.Values
+	revoked    int
 }
 
 type signingKey struct {
@@ -246,6 +281,8 @@ type authRequest struct {
 	challenge   string
 	scope       string
 	accessType  string
+	acrValues   []string
+	maxAge      int64 // -1: none asked
 	expires     time.Time
 }
 
@@ -256,6 +293,8 @@ type grant struct {
 	sid     string
 	used    bool
 	expires time.Time
+	// authTime is when the user authenticated (the session's start).
+	authTime time.Time
 }
 
 // session is a user's session at the provider, shared by the sign-ins of
@@ -264,6 +303,8 @@ type session struct {
 	sid     string
 	user    User
 	expires time.Time
+	// authTime is when the user authenticated.
+	authTime time.Time
 }
 
 const (
@@ -282,13 +323,15 @@ func New(cfg Config) (*OP, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("oidcop: issuer %q is not an absolute URL", cfg.Issuer)
 	}
-	if cfg.ClientID == "" || cfg.ClientSecret == "" || len(cfg.RedirectURIs) == 0 {
-		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
-	}
 	if cfg.AuthMethod == "" {
 		cfg.AuthMethod = "client_secret_basic"
 	}
-	if cfg.AuthMethod != "client_secret_basic" && cfg.AuthMethod != "client_secret_post" {
+	if cfg.ClientID == "" || (cfg.ClientSecret == "" && cfg.AuthMethod != "private_key_jwt") || len(cfg.RedirectURIs) == 0 {
+		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
+	}
+	switch cfg.AuthMethod {
+	case "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt":
+	default:
 		return nil, fmt.Errorf("oidcop: auth method %q", cfg.AuthMethod)
 	}
 	if cfg.Alg == "" {
@@ -315,6 +358,8 @@ func New(cfg Config) (*OP, error) {
 		refresh:  map[string]*grant{},
 		sessions: map[string]*session{},
 		logouts:  map[string]*endSession{},
+		pushed:   map[string]*pushedRequest{},
+		seenJTIs: map[string]time.Time{},
 
 		tokenPath: "/token",
 		jwksPath:  "/jwks",
@@ -322,7 +367,7 @@ func New(cfg Config) (*OP, error) {
 	if op.now == nil {
 		op.now = time.Now
 	}
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession} {
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -485,6 +530,12 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		op.endSession(w, r)
 	case "/end_session/decision":
 		op.endSessionDecision(w, r)
+	case "/par":
+		op.hits[PAR].Add(1)
+		op.par(w, r)
+	case "/revoke":
+		op.hits[Revocation].Add(1)
+		op.revoke(w, r)
 	case "/account":
 		op.account(w, r)
 	default:
@@ -530,6 +581,26 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	if !op.cfg.NoEndSession {
 		doc["end_session_endpoint"] = base + "/end_session"
 	}
+	algs := []string{"RS256", "PS256", "ES256"}
+	doc["pushed_authorization_request_endpoint"] = base + "/par"
+	doc["require_pushed_authorization_requests"] = op.cfg.RequirePAR
+	doc["request_parameter_supported"] = true
+	doc["request_uri_parameter_supported"] = false
+	doc["request_object_signing_alg_values_supported"] = algs
+	doc["require_signed_request_object"] = op.cfg.RequireRequestObject
+	if op.cfg.AuthMethod == "client_secret_jwt" {
+		doc["token_endpoint_auth_signing_alg_values_supported"] = []string{"HS256", "HS384", "HS512"}
+	} else {
+		doc["token_endpoint_auth_signing_alg_values_supported"] = algs
+	}
+	keyAlgs := []string{"RSA-OAEP", "RSA-OAEP-256", "ECDH-ES", "ECDH-ES+A128KW", "ECDH-ES+A256KW"}
+	encs := []string{"A128GCM", "A256GCM", "A128CBC-HS256", "A256CBC-HS512"}
+	doc["id_token_encryption_alg_values_supported"] = keyAlgs
+	doc["id_token_encryption_enc_values_supported"] = encs
+	doc["userinfo_encryption_alg_values_supported"] = keyAlgs
+	doc["userinfo_encryption_enc_values_supported"] = encs
+	doc["revocation_endpoint"] = base + "/revoke"
+	doc["claims_supported"] = append(doc["claims_supported"].([]string), "acr", "auth_time")
 	doc["backchannel_logout_supported"] = true
 	doc["backchannel_logout_session_supported"] = true
 	doc["frontchannel_logout_supported"] = true
@@ -573,47 +644,89 @@ func (op *OP) addIss(q url.Values) {
 	}
 }
 
-func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "malformed request", http.StatusBadRequest)
+// requestError is why an authorization request is refused: with a
+// redirect URI the client registered, sent back there as code; without,
+// answered to the browser as plain.
+type requestError struct {
+	redirectURI, state, code string
+	plain                    string
+}
+
+func (e *requestError) answer(op *OP, w http.ResponseWriter, r *http.Request) {
+	if e.redirectURI == "" {
+		http.Error(w, e.plain, http.StatusBadRequest)
 		return
 	}
-	q := r.Form
-	op.mu.Lock()
-	op.lastAuth = q
-	op.mu.Unlock()
+	op.authorizeError(w, r, e.redirectURI, e.state, e.code)
+}
+
+// checkRequest validates an authorization request's parameters, as the
+// authorization and the pushed authorization request endpoints both do.
+func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 	// Without a known client and its registered redirect URI there is
 	// nowhere safe to send an error (RFC 6749 4.1.2.1).
 	if q.Get("client_id") != op.cfg.ClientID {
-		http.Error(w, "unknown client", http.StatusBadRequest)
-		return
+		return nil, &requestError{code: "invalid_client", plain: "unknown client"}
 	}
 	redirectURI := q.Get("redirect_uri")
 	if !slices.Contains(op.cfg.RedirectURIs, redirectURI) {
-		http.Error(w, "redirect_uri is not registered for this client", http.StatusBadRequest)
-		return
+		return nil, &requestError{code: "invalid_request", plain: "redirect_uri is not registered for this client"}
 	}
 	state := q.Get("state")
+	fail := func(code string) (*authRequest, *requestError) {
+		return nil, &requestError{redirectURI: redirectURI, state: state, code: code}
+	}
 	switch {
 	case q.Get("response_type") != "code":
-		op.authorizeError(w, r, redirectURI, state, "unsupported_response_type")
-		return
+		return fail("unsupported_response_type")
 	case !slices.Contains(strings.Fields(q.Get("scope")), "openid"):
-		op.authorizeError(w, r, redirectURI, state, "invalid_scope")
-		return
+		return fail("invalid_scope")
 	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
-		op.authorizeError(w, r, redirectURI, state, "invalid_request")
-		return
+		return fail("invalid_request")
 	}
-	req := &authRequest{
+	return &authRequest{
 		redirectURI: redirectURI,
 		state:       state,
 		nonce:       q.Get("nonce"),
 		challenge:   q.Get("code_challenge"),
 		scope:       q.Get("scope"),
 		accessType:  q.Get("access_type"),
+		acrValues:   strings.Fields(q.Get("acr_values")),
+		maxAge:      maxAge(q),
 		expires:     op.now().Add(10 * time.Minute),
+	}, nil
+}
+
+func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "malformed request", http.StatusBadRequest)
+		return
 	}
+	op.mu.Lock()
+	op.lastAuth = r.Form
+	op.mu.Unlock()
+	if r.Form.Get("client_id") != op.cfg.ClientID {
+		http.Error(w, "unknown client", http.StatusBadRequest)
+		return
+	}
+	q, pushed, err := op.resolveRequest(r.Form)
+	switch {
+	case err != nil:
+		http.Error(w, "invalid request: "+err.Error(), http.StatusBadRequest)
+		return
+	case op.cfg.RequirePAR && !pushed:
+		http.Error(w, "pushed authorization requests are required", http.StatusBadRequest)
+		return
+	}
+	req, rerr := op.checkRequest(q)
+	if rerr != nil {
+		rerr.answer(op, w, r)
+		return
+	}
+	op.mu.Lock()
+	op.lastParams = q
+	op.mu.Unlock()
+	redirectURI, state := req.redirectURI, req.state
 	if op.fault(Deny) {
 		op.authorizeError(w, r, redirectURI, state, "access_denied")
 		return
@@ -734,17 +847,20 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	op.mu.Lock()
 	var sess *session
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) {
+		// A session older than max_age means authenticating again: a
+		// new session (OIDC Core 3.1.2.1).
+		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) &&
+			(req.maxAge < 0 || now.Sub(s.authTime) <= time.Duration(req.maxAge)*time.Second) {
 			sess = s
 		}
 	}
 	if sess == nil {
 		sweep(op.sessions, now, func(s *session) time.Time { return s.expires })
-		sess = &session{sid: endpoint.Random(16), user: u, expires: now.Add(sessionTTL)}
+		sess = &session{sid: endpoint.Random(16), user: u, expires: now.Add(sessionTTL), authTime: now}
 		op.sessions[sess.sid] = sess
 	}
 	sweep(op.codes, now, func(g *grant) time.Time { return g.expires })
-	op.codes[code] = &grant{req: req, user: u, sid: sess.sid, expires: now.Add(codeTTL)}
+	op.codes[code] = &grant{req: req, user: u, sid: sess.sid, expires: now.Add(codeTTL), authTime: sess.authTime}
 	op.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sess.sid, Path: op.prefix + "/", HttpOnly: true,
 		Secure: strings.HasPrefix(op.cfg.Issuer, "https:"), SameSite: http.SameSiteLaxMode})
@@ -782,8 +898,16 @@ func tokenError(w http.ResponseWriter, status int, code string) {
 }
 
 // clientAuthenticated checks the client with the one method registered,
-// refusing the other and refusing both at once (RFC 6749 2.3).
-func (op *OP) clientAuthenticated(r *http.Request) bool {
+// refusing the others and refusing two at once (RFC 6749 2.3), on a
+// request to endpoint e.
+func (op *OP) clientAuthenticated(r *http.Request, e Endpoint) bool {
+	if op.jwtMethod() {
+		path := map[Endpoint]string{PAR: "/par", Revocation: "/revoke"}[e]
+		if e == Token {
+			path, _ = op.paths()
+		}
+		return op.assertionAuthenticated(r, e, strings.TrimSuffix(op.cfg.Issuer, "/")+path) == nil
+	}
 	user, pass, hasBasic := r.BasicAuth()
 	_, idInBody := r.PostForm["client_id"]
 	_, secretInBody := r.PostForm["client_secret"]
@@ -834,7 +958,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
 		return
 	}
-	if !op.clientAuthenticated(r) {
+	if !op.clientAuthenticated(r, Token) {
 		tokenError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}
@@ -889,7 +1013,7 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 		tokenError(w, http.StatusInternalServerError, "server_error")
 		return
 	}
-	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL)}
+	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime}
 	resp := map[string]any{
 		"access_token": access,
 		"token_type":   "Bearer",
@@ -903,7 +1027,7 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
 		rt := endpoint.Random(32)
 		sweep(op.refresh, now, func(g *grant) time.Time { return g.expires })
-		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL)}
+		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL), authTime: g.authTime}
 		resp["refresh_token"] = rt
 	}
 	op.mu.Unlock()
@@ -985,6 +1109,21 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 	if op.cfg.GoogleClaims {
 		claims["azp"] = op.cfg.ClientID
 	}
+	// auth_time is sent when max_age asks for it (OIDC Core 3.1.2.1).
+	if g.req.maxAge >= 0 && !g.authTime.IsZero() {
+		claims["auth_time"] = g.authTime.Unix()
+		if op.fault(OldAuthTime) {
+			claims["auth_time"] = g.authTime.Add(-2 * time.Hour).Unix()
+		}
+	}
+	if len(g.req.acrValues) > 0 {
+		// The provider can authenticate at any level asked for: it
+		// asserts the one preferred.
+		claims["acr"] = g.req.acrValues[0]
+		if op.fault(WeakACR) {
+			claims["acr"] = WeakACRValue
+		}
+	}
 	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
 		for k, v := range profileClaims(g.user, g.req.scope) {
 			claims[k] = v
@@ -1051,7 +1190,16 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 	if faults[BadSignature] {
 		sig[len(sig)/2] ^= 0x5a
 	}
-	return signingInput + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return op.encryptIDToken(signingInput + "." + base64.RawURLEncoding.EncodeToString(sig))
+}
+
+// encryptIDToken encrypts a signed ID token (or logout token) to the
+// client when IDTokenEncryption says so.
+func (op *OP) encryptIDToken(signed string) (string, error) {
+	if op.cfg.IDTokenEncryption.Alg == "" {
+		return signed, nil
+	}
+	return op.encryptToClient([]byte(signed), op.cfg.IDTokenEncryption, "JWT")
 }
 
 // SignJWT signs claims with the active key as the provider signs its
@@ -1134,6 +1282,18 @@ func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
 	claims["sub"] = g.user.Sub
 	if op.fault(UserInfoSubMismatch) {
 		claims["sub"] = "someone-else-" + g.user.Sub
+	}
+	if op.cfg.UserInfoEncryption.Alg != "" {
+		body, _ := json.Marshal(claims)
+		jwe, err := op.encryptToClient(body, op.cfg.UserInfoEncryption, "")
+		if err != nil {
+			http.Error(w, "cannot encrypt to the client", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/jwt")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, jwe)
+		return
 	}
 	writeJSON(w, http.StatusOK, claims)
 }

@@ -100,8 +100,22 @@ type Encryption struct {
 }
 
 // encryptAssertion returns the EncryptedAssertion of a, which stands in
-// its response, for cert, styled as the response is.
-func encryptAssertion(a *etree.Element, cert *x509.Certificate, e Encryption, style NamespaceStyle) (*etree.Element, error) {
+// its response, for cert.
+func encryptAssertion(a *etree.Element, cert *x509.Certificate, e Encryption) (*etree.Element, error) {
+	return encryptElement(a, "saml:EncryptedAssertion", "", cert, e)
+}
+
+// encryptNameID returns the EncryptedID (SAML Core 2.2.4) of n, a NameID
+// that stands in its assertion or request, for cert.
+func encryptNameID(n *etree.Element, cert *x509.Certificate, e Encryption) (*etree.Element, error) {
+	return encryptElement(n, "saml:EncryptedID", "nameid-", cert, e)
+}
+
+// encryptElement returns el encrypted for cert as e says, in an element of
+// the EncryptedElementType named wrapper. idPrefix keeps the Ids of its
+// EncryptedData and EncryptedKey apart from those of another encrypted
+// element of the same message.
+func encryptElement(a *etree.Element, wrapper, idPrefix string, cert *x509.Certificate, e Encryption) (*etree.Element, error) {
 	if e.Cipher == "" {
 		e.Cipher = AES128CBC
 	}
@@ -146,17 +160,17 @@ func encryptAssertion(a *etree.Element, cert *x509.Certificate, e Encryption, st
 		return nil, err
 	}
 
-	enc := etree.NewElement("saml:EncryptedAssertion")
+	enc := etree.NewElement(wrapper)
 	enc.CreateAttr("xmlns:saml", nsSAML)
 	enc.CreateAttr("xmlns:xenc", nsXenc)
 	enc.CreateAttr("xmlns:ds", nsDS)
 	data := enc.CreateElement("xenc:EncryptedData")
-	data.CreateAttr("Id", "_data-1")
+	data.CreateAttr("Id", "_"+idPrefix+"data-1")
 	data.CreateAttr("Type", nsXenc+"Element")
 	data.CreateElement("xenc:EncryptionMethod").CreateAttr("Algorithm", e.Cipher)
 
 	ek := etree.NewElement("xenc:EncryptedKey")
-	ek.CreateAttr("Id", "_key-1")
+	ek.CreateAttr("Id", "_"+idPrefix+"key-1")
 	em := ek.CreateElement("xenc:EncryptionMethod")
 	em.CreateAttr("Algorithm", e.KeyTransport)
 	if e.OAEPDigest != "" {
@@ -177,16 +191,16 @@ func encryptAssertion(a *etree.Element, cert *x509.Certificate, e Encryption, st
 	case KeyRetrievalMethod:
 		rm := data.CreateElement("ds:KeyInfo").CreateElement("ds:RetrievalMethod")
 		rm.CreateAttr("Type", nsXenc+"EncryptedKey")
-		rm.CreateAttr("URI", "#_key-1")
+		rm.CreateAttr("URI", "#_"+idPrefix+"key-1")
 	case KeyCarriedName:
-		data.CreateElement("ds:KeyInfo").CreateElement("ds:KeyName").SetText("sp-key-1")
+		data.CreateElement("ds:KeyInfo").CreateElement("ds:KeyName").SetText("sp-" + idPrefix + "key-1")
 	case KeySibling:
 	}
 	data.CreateElement("xenc:CipherData").CreateElement("xenc:CipherValue").SetText(base64.StdEncoding.EncodeToString(ct))
 	if e.Key != KeyInline {
-		ek.CreateElement("xenc:ReferenceList").CreateElement("xenc:DataReference").CreateAttr("URI", "#_data-1")
+		ek.CreateElement("xenc:ReferenceList").CreateElement("xenc:DataReference").CreateAttr("URI", "#_"+idPrefix+"data-1")
 		if e.Key == KeyCarriedName {
-			ek.CreateElement("xenc:CarriedKeyName").SetText("sp-key-1")
+			ek.CreateElement("xenc:CarriedKeyName").SetText("sp-" + idPrefix + "key-1")
 		}
 		enc.AddChild(ek)
 	}

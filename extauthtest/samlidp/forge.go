@@ -37,6 +37,10 @@ type Spec struct {
 	// Encryption says.
 	EncryptTo  *x509.Certificate
 	Encryption Encryption
+	// EncryptNameIDTo sends the Subject's NameID as an EncryptedID (SAML
+	// Core 2.2.4) encrypted to this certificate, as Encryption says, inside
+	// the assertion before it is signed (and, with EncryptTo, encrypted).
+	EncryptNameIDTo *x509.Certificate
 	// Sign chooses the algorithms of both signatures (default RSA-SHA256,
 	// SHA-256).
 	Sign SignOptions
@@ -75,7 +79,8 @@ func (p *IdP) DefaultSpecAt(spEntityID, acs, requestID string, now time.Time) Sp
 			Version:      "2.0",
 			Issuer:       saml.Issuer{Format: "urn:oasis:names:tc:SAML:2.0:nameid-format:entity", Value: p.EntityID()},
 			Subject: &saml.Subject{
-				NameID: &saml.NameID{Format: u.NameIDFormat, Value: u.NameID},
+				NameID: &saml.NameID{Format: u.NameIDFormat, Value: u.NameID, NameQualifier: u.NameQualifier,
+					SPNameQualifier: u.SPNameQualifier, SPProvidedID: u.SPProvidedID},
 				SubjectConfirmations: []saml.SubjectConfirmation{{
 					Method: "urn:oasis:names:tc:SAML:2.0:cm:bearer",
 					SubjectConfirmationData: &saml.SubjectConfirmationData{
@@ -138,8 +143,14 @@ func (p *IdP) ForgeElement(s Spec) (*etree.Element, error) {
 	if !s.NoAssertion && s.Assertion != nil {
 		aEl = s.Assertion.Element()
 		el.AddChild(aEl)
+		p.recordIssued(s.Assertion)
 	}
 	restyle(el, s.Namespaces, 0, map[string]string{})
+	if aEl != nil && s.EncryptNameIDTo != nil {
+		if err := encryptSubjectNameID(aEl, s.EncryptNameIDTo, s.Encryption); err != nil {
+			return nil, err
+		}
+	}
 	// Signatures are made where their element stands, innermost first.
 	if aEl != nil && s.SignAssertion {
 		sig, err := signEnveloped(aEl, key, cert, s.Namespaces.signOptions(2, s.Sign))
@@ -149,7 +160,7 @@ func (p *IdP) ForgeElement(s Spec) (*etree.Element, error) {
 		insertAfterIssuer(aEl, sig)
 	}
 	if aEl != nil && s.EncryptTo != nil {
-		enc, err := encryptAssertion(aEl, s.EncryptTo, s.Encryption, s.Namespaces)
+		enc, err := encryptAssertion(aEl, s.EncryptTo, s.Encryption)
 		if err != nil {
 			return nil, err
 		}

@@ -7,8 +7,15 @@
 // with a demo user stands in for a real sign-in; AutoApprove skips it.
 //
 // Knobs make it misbehave for the bad-case tests (a user who refuses, a
-// signature no SP can verify, an assertion an SP must refuse), and Forge
-// (forge.go) builds hand-made responses for the tamper tests.
+// signature no SP can verify, an assertion an SP must refuse) and encrypt
+// as a test chooses (Encryption: the block cipher and key transport;
+// EncryptTo: the SP certificate; EncryptNameID: an EncryptedID Subject;
+// UnsignedResponse), and Forge (forge.go) builds hand-made responses for
+// the tamper tests. Its single logout endpoint reads an EncryptedID with
+// crewjam's xmlenc, and EncryptNameID encrypts the NameID of a message a
+// test sends as the IdP. The encryptor (encrypt.go) is its own, written
+// from the specifications, so that an SP's decryption is tested against
+// code that shares nothing with it.
 // extauthtest.StartProviders starts one that reads an application's SP
 // metadata from its metadata route.
 package samlidp
@@ -48,13 +55,21 @@ import (
 
 // User is the demo account the IdP signs in.
 type User struct {
-	NameID       string
+	NameID string
+	// NameIDFormat is the Format of the NameID, left out when empty.
 	NameIDFormat string
 	Email        string
 	GivenName    string
 	Surname      string
 	DisplayName  string
 	UserName     string
+	// NameQualifier, SPNameQualifier and SPProvidedID are the attributes
+	// of the NameID the IdP issues, left out when empty: most IdPs send
+	// none with an emailAddress NameID, some qualify a persistent one with
+	// their own and the SP's entity IDs.
+	NameQualifier   string
+	SPNameQualifier string
+	SPProvidedID    string
 	// Extra attributes, sent with the basic name format.
 	Extra map[string][]string
 }
@@ -86,6 +101,32 @@ type Knobs struct {
 	ExtraCerts []*x509.Certificate
 	// NoEncrypt sends plain assertions even when the SP has a certificate.
 	NoEncrypt bool
+	// Encryption, when set, encrypts assertions with the IdP's own
+	// encryptor (encrypt.go) as it says, block cipher and key transport,
+	// instead of crewjam's AES-128-CBC, to the SP's encryption certificate.
+	Encryption *Encryption
+	// EncryptNameID sends the Subject's NameID as an EncryptedID,
+	// encrypted to the SP's encryption certificate (as Encryption says,
+	// AES-128-CBC by default), as eID and federation profiles require.
+	// With NoEncrypt, the assertion goes in clear around it.
+	EncryptNameID bool
+	// UnsignedResponse signs the assertion only, not the Response around
+	// it: the set-up of many IdPs, in which the ciphertext of an encrypted
+	// assertion is covered by no signature the SP can check first.
+	UnsignedResponse bool
+	// EncryptTo, when set, is the certificate assertions are encrypted
+	// to, whatever the SP's metadata publishes: an IdP that still holds the
+	// SP's old certificate, or was given its new one by hand. Without it
+	// the IdP encrypts to the first encryption certificate of the SP's
+	// metadata, as crewjam's does.
+	EncryptTo *x509.Certificate
+	// StrictLogout makes the single logout endpoint match the
+	// LogoutRequest's NameID exactly against those the IdP issued (value,
+	// Format, NameQualifier, SPNameQualifier and SPProvidedID, each present
+	// or absent alike), and the SessionIndex, when there is one, against
+	// the session it named, as Lasso-based IdPs do. A request that matches
+	// nothing is answered with a Requester/UnknownPrincipal status.
+	StrictLogout bool
 	// Mutate, when set, edits each assertion before it is signed.
 	Mutate func(*saml.Assertion)
 	// SSOBindings, when set, are the only single sign-on bindings the
@@ -164,6 +205,11 @@ type IdP struct {
 	mdHits  atomic.Int64
 	lastLog atomic.Pointer[LogoutRecord]
 	lastReq atomic.Pointer[AuthnRecord]
+	// issued holds the NameID of every assertion the IdP issued, by the
+	// SessionIndex of its AuthnStatement, under mu.
+	issued map[string]nameID
+	// refusedLogouts counts LogoutRequests StrictLogout refused.
+	refusedLogouts atomic.Int64
 	// other signs with a key pair the metadata never publishes, made on
 	// first use (Knobs.UnpublishedKey).
 	other     *saml.IdentityProvider
@@ -192,7 +238,7 @@ func New(opts Options) (*IdP, error) {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, spMDURL: opts.SPMetadataURL,
-		client: client, sps: map[string]*saml.EntityDescriptor{}}
+		client: client, sps: map[string]*saml.EntityDescriptor{}, issued: map[string]nameID{}}
 	sub := func(path string) url.URL { c := *base; c.Path += path; return c }
 	p.idp = &saml.IdentityProvider{
 		Key:                     key,
@@ -259,12 +305,19 @@ func (p *IdP) MetadataHits() int64 { return p.mdHits.Load() }
 
 // LogoutRecord is a LogoutRequest the IdP accepted.
 type LogoutRecord struct {
+	// Request is the request as the IdP read it: an EncryptedID already
+	// replaced by the NameID it held.
 	Request *saml.LogoutRequest
 	Signed  bool
+	// EncryptedID is true when the NameID came encrypted.
+	EncryptedID bool
 }
 
 // LastLogout returns the last LogoutRequest the IdP accepted, or nil.
 func (p *IdP) LastLogout() *LogoutRecord { return p.lastLog.Load() }
+
+// RefusedLogouts counts the LogoutRequests that StrictLogout refused.
+func (p *IdP) RefusedLogouts() int64 { return p.refusedLogouts.Load() }
 
 // Set changes the knobs under the IdP's lock.
 func (p *IdP) Set(f func(*Knobs)) {
@@ -379,14 +432,14 @@ func (p *IdP) LastAuthnRequest() *AuthnRecord { return p.lastReq.Load() }
 func (p *IdP) checkAuthnRequest(r *http.Request) error {
 	rec := &AuthnRecord{Binding: saml.HTTPRedirectBinding}
 	var sigErr error
-	var cert *x509.Certificate
+	var certs []*x509.Certificate
 	lookup := func(x []byte) {
 		var req saml.AuthnRequest
 		if xml.Unmarshal(x, &req) == nil && req.Issuer != nil {
 			// An SP that Options.SPMetadataURL names is registered on its
 			// first request, before its signature can be checked.
 			if sp, err := (spProvider{p}).GetServiceProvider(r, req.Issuer.Value); err == nil {
-				cert = spSigningCert(sp)
+				certs = spSigningCerts(sp)
 			}
 		}
 	}
@@ -404,7 +457,7 @@ func (p *IdP) checkAuthnRequest(r *http.Request) error {
 		}
 		if root.FindElement("./Signature") != nil {
 			rec.Signed = true
-			sigErr = verifyEnveloped(root, cert)
+			sigErr = verifyEnveloped(root, certs)
 		}
 	} else {
 		q := r.URL.Query()
@@ -420,11 +473,7 @@ func (p *IdP) checkAuthnRequest(r *http.Request) error {
 		lookup(x)
 		if q.Get("Signature") != "" {
 			rec.Signed = true
-			if cert == nil {
-				sigErr = errors.New("signed by an SP without a signing certificate")
-			} else {
-				sigErr = VerifyRedirectSignature(r.URL.RawQuery, "SAMLRequest", cert)
-			}
+			sigErr = verifyRedirect(r.URL.RawQuery, "SAMLRequest", certs)
 		}
 	}
 	switch {
@@ -437,15 +486,40 @@ func (p *IdP) checkAuthnRequest(r *http.Request) error {
 	return nil
 }
 
-// verifyEnveloped checks the XML signature of el with cert alone.
-func verifyEnveloped(el *etree.Element, cert *x509.Certificate) error {
-	if cert == nil {
+// verifyEnveloped checks the XML signature of el with one of certs, the
+// SP's signing certificates (two during its key rotation).
+func verifyEnveloped(el *etree.Element, certs []*x509.Certificate) error {
+	if len(certs) == 0 {
 		return errors.New("signed by an SP without a signing certificate")
 	}
-	vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
-	vc.IdAttribute = "ID"
-	_, err := vc.Validate(el)
-	return err
+	var errs []error
+	for _, cert := range certs {
+		vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
+		vc.IdAttribute = "ID"
+		_, err := vc.Validate(el.Copy())
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// verifyRedirect checks an HTTP-Redirect query signature with one of
+// certs, the SP's signing certificates.
+func verifyRedirect(rawQuery, param string, certs []*x509.Certificate) error {
+	if len(certs) == 0 {
+		return errors.New("signed by an SP without a signing certificate")
+	}
+	var errs []error
+	for _, cert := range certs {
+		err := VerifyRedirectSignature(rawQuery, param, cert)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // ServeHTTP routes the IdP's endpoints below its base path.
@@ -479,7 +553,7 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		idp.ServeSSO(w, r)
+		p.serveSSO(idp, w, r)
 	case "/unsolicited":
 		// The login page is built for a solicited request; crewjam's
 		// IdP-initiated flow has none to show it with.
@@ -529,6 +603,20 @@ func (s spProvider) GetServiceProvider(r *http.Request, id string) (*saml.Entity
 		return nil, os.ErrNotExist
 	}
 	c := *ed
+	if to := s.p.knobs.EncryptTo; to != nil && !s.p.knobs.NoEncrypt {
+		// The one encryption certificate this IdP holds for the SP.
+		c.SPSSODescriptors = append([]saml.SPSSODescriptor(nil), ed.SPSSODescriptors...)
+		for i := range c.SPSSODescriptors {
+			kds := []saml.KeyDescriptor{{Use: "encryption", KeyInfo: saml.KeyInfo{X509Data: saml.X509Data{
+				X509Certificates: []saml.X509Certificate{{Data: base64.StdEncoding.EncodeToString(to.Raw)}}}}}}
+			for _, kd := range c.SPSSODescriptors[i].KeyDescriptors {
+				if kd.Use != "encryption" {
+					kds = append(kds, kd)
+				}
+			}
+			c.SPSSODescriptors[i].KeyDescriptors = kds
+		}
+	}
 	if s.p.knobs.NoEncrypt {
 		c.SPSSODescriptors = append([]saml.SPSSODescriptor(nil), ed.SPSSODescriptors...)
 		for i := range c.SPSSODescriptors {
@@ -632,9 +720,14 @@ func (m assertionMaker) MakeAssertion(req *saml.IdpAuthnRequest, session *saml.S
 	for k, v := range m.p.user.Extra {
 		add(k, "", v...)
 	}
+	if n := a.Subject.NameID; n != nil {
+		u := m.p.user
+		n.Format, n.NameQualifier, n.SPNameQualifier, n.SPProvidedID = u.NameIDFormat, u.NameQualifier, u.SPNameQualifier, u.SPProvidedID
+	}
 	if f := m.p.knobsCopy().Mutate; f != nil {
 		f(a)
 	}
+	m.p.recordIssued(a)
 	return nil
 }
 
@@ -697,6 +790,13 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad SAMLRequest", http.StatusBadRequest)
 		return
 	}
+	// An SP that encrypts the NameID (SAML Core 3.7.1) sends an
+	// EncryptedID, which the IdP reads as the NameID it holds.
+	xmlBuf, encryptedID, err := decryptLogoutNameID(xmlBuf, p.key)
+	if err != nil {
+		http.Error(w, "bad EncryptedID: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	var lr saml.LogoutRequest
 	if err := xml.Unmarshal(xmlBuf, &lr); err != nil || lr.Issuer == nil {
 		http.Error(w, "bad LogoutRequest", http.StatusBadRequest)
@@ -712,17 +812,20 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 	// A signature, when present, must verify with the SP's published
 	// signing certificate; whether one is required is the SP's setting.
 	if q.Get("Signature") != "" {
-		cert := spSigningCert(sp)
-		if cert == nil {
-			http.Error(w, "signed by an SP without a signing certificate", http.StatusBadRequest)
-			return
-		}
-		if err := VerifyRedirectSignature(r.URL.RawQuery, "SAMLRequest", cert); err != nil {
+		if err := verifyRedirect(r.URL.RawQuery, "SAMLRequest", spSigningCerts(sp)); err != nil {
 			http.Error(w, "bad signature", http.StatusBadRequest)
 			return
 		}
 	}
-	p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != ""})
+	status := saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}}
+	if p.knobsCopy().StrictLogout && !p.endSession(xmlBuf) {
+		// What Lasso answers when no session matches the NameID.
+		p.refusedLogouts.Add(1)
+		status = saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusRequester,
+			StatusCode: &saml.StatusCode{Value: "urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal"}}}
+	} else {
+		p.lastLog.Store(&LogoutRecord{Request: &lr, Signed: q.Get("Signature") != "", EncryptedID: encryptedID})
+	}
 	var slo string
 	for _, d := range sp.SPSSODescriptors {
 		for _, e := range d.SingleLogoutServices {
@@ -738,7 +841,7 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		IssueInstant: saml.TimeNow(),
 		Destination:  slo,
 		Issuer:       &saml.Issuer{Value: p.EntityID()},
-		Status:       saml.Status{StatusCode: saml.StatusCode{Value: saml.StatusSuccess}},
+		Status:       status,
 	}
 	u, err := p.RedirectMessage(slo, "SAMLResponse", resp.Element(), q.Get("RelayState"))
 	if err != nil {
@@ -748,23 +851,25 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u, http.StatusFound)
 }
 
-func spSigningCert(sp *saml.EntityDescriptor) *x509.Certificate {
+// spSigningCerts returns every signing certificate the SP publishes: two
+// during its key rotation, either of which may sign.
+func spSigningCerts(sp *saml.EntityDescriptor) []*x509.Certificate {
+	var out []*x509.Certificate
 	for _, d := range sp.SPSSODescriptors {
 		for _, kd := range d.KeyDescriptors {
-			if kd.Use == "signing" && len(kd.KeyInfo.X509Data.X509Certificates) > 0 {
-				der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(kd.KeyInfo.X509Data.X509Certificates[0].Data), ""))
-				if err != nil {
-					return nil
-				}
-				c, err := x509.ParseCertificate(der)
-				if err != nil {
-					return nil
-				}
-				return c
+			if kd.Use != "signing" || len(kd.KeyInfo.X509Data.X509Certificates) == 0 {
+				continue
+			}
+			der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(kd.KeyInfo.X509Data.X509Certificates[0].Data), ""))
+			if err != nil {
+				continue
+			}
+			if c, err := x509.ParseCertificate(der); err == nil {
+				out = append(out, c)
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // VerifyRedirectSignature checks an HTTP-Redirect binding RSA-SHA256 query

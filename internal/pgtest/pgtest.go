@@ -10,7 +10,9 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -250,6 +252,68 @@ func (s *Server) Stop() {
 		cmd.Process.Kill()
 		done <- <-done
 	}
+}
+
+// Freeze stops postgres and every process it forked (SIGSTOP), as a hung
+// machine or a stuck disk would: connections stay open, new ones are
+// accepted by the kernel, and nothing answers. Thaw resumes them; the
+// test's clean-up does too, before the server is stopped.
+func (s *Server) Freeze() {
+	s.t.Helper()
+	s.signalAll(syscall.SIGSTOP)
+	s.t.Cleanup(s.Thaw)
+}
+
+// Thaw resumes a frozen server.
+func (s *Server) Thaw() { s.signalAll(syscall.SIGCONT) }
+
+// signalAll signals postgres and its descendants. Each backend is a
+// process group of its own (postgres calls setsid in its children), so
+// they are found by their parent, in /proc.
+func (s *Server) signalAll(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd := s.proc
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	for _, pid := range descendants(cmd.Process.Pid) {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			s.t.Errorf("pgtest: signal %v to %d: %v", sig, pid, err)
+		}
+	}
+}
+
+// descendants is root and every process below it, parents first.
+func descendants(root int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		if f := strings.Fields(string(rest)); len(f) > 1 {
+			if ppid, err := strconv.Atoi(f[1]); err == nil {
+				parent[pid] = ppid
+			}
+		}
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		for pid, ppid := range parent {
+			if ppid == out[i] {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // Restart starts a stopped server again on the same port.

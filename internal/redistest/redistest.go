@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -164,6 +165,30 @@ func (s *Server) Stop() {
 	p.cmd.Process.Kill()
 	err := <-p.exited
 	p.exited <- err
+}
+
+// Freeze stops the server (SIGSTOP), as a hung machine would: connections
+// stay open, new ones are accepted by the kernel, and nothing answers.
+// Thaw resumes it; the test's clean-up does too.
+func (s *Server) Freeze() {
+	s.t.Helper()
+	s.signal(syscall.SIGSTOP)
+	s.t.Cleanup(s.Thaw)
+}
+
+// Thaw resumes a frozen server.
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		s.t.Errorf("redistest: signal %v: %v", sig, err)
+	}
 }
 
 // Restart starts a stopped server again, on the same port with the same

@@ -41,13 +41,20 @@ type Memory struct {
 const shardCount = 32
 
 type shard struct {
-	mu   sync.Mutex
-	keys map[string]struct{}
-	// byExpiry holds each key of keys exactly once, soonest expiry first:
+	mu sync.Mutex
+	// keys maps each held key to its expiry in Unix milliseconds.
+	keys map[string]int64
+	// byExpiry holds an entry for each key of keys, soonest expiry first:
 	// every Consume reclaims the shard's expired ones before it looks a key
-	// up, so a key is never in keys after its expiry and never pushed twice.
+	// up, so a key is never in keys after its expiry. A released key leaves
+	// its entry behind, stale: an entry counts only while keys holds its
+	// key with its expiry.
 	byExpiry expiryHeap
-	_        [64]byte // keeps shards' locks off each other's cache lines
+	// stale counts byExpiry's entries whose key was released; past
+	// len(keys) they are swept, so the heap stays within twice the live
+	// keys, however many are released.
+	stale int
+	_     [64]byte // keeps shards' locks off each other's cache lines
 }
 
 // NewMemory returns an empty store using now as its clock (time.Now if nil)
@@ -61,7 +68,7 @@ func NewMemory(now func() time.Time, maxEntries int) *Memory {
 	}
 	m := &Memory{now: now, max: int64(maxEntries), seed: maphash.MakeSeed()}
 	for i := range m.shards {
-		m.shards[i].keys = make(map[string]struct{})
+		m.shards[i].keys = make(map[string]int64)
 	}
 	return m
 }
@@ -75,11 +82,7 @@ func (m *Memory) Consume(_ context.Context, key string, until time.Time) (bool, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := floorMilli(m.now())
-	for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
-		e := heap.Pop(&s.byExpiry).(entry)
-		delete(s.keys, e.key)
-		m.held.Add(-1)
-	}
+	m.reclaimShard(s, now)
 	if _, held := s.keys[key]; held {
 		return false, nil
 	}
@@ -97,9 +100,50 @@ func (m *Memory) Consume(_ context.Context, key string, until time.Time) (bool, 
 		m.held.Add(-1)
 		return false, fmt.Errorf("%w: %d single-use values held, none expired yet (MaxEntries %d)", ErrFull, m.held.Load(), m.max)
 	}
-	s.keys[key] = struct{}{}
+	s.keys[key] = expires
 	heap.Push(&s.byExpiry, entry{expires: expires, key: key})
 	return true, nil
+}
+
+// Release forgets key before its expiry, so that a later Consume of it
+// reports it new: how a sign-in whose callback failed verification gives
+// back what it held. Releasing a key not held does nothing.
+func (m *Memory) Release(_ context.Context, key string) error {
+	s := &m.shards[maphash.String(m.seed, key)%shardCount]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, held := s.keys[key]; !held {
+		return nil
+	}
+	delete(s.keys, key)
+	m.held.Add(-1)
+	s.stale++
+	if s.stale > len(s.keys) {
+		live := s.byExpiry[:0]
+		for _, e := range s.byExpiry {
+			if exp, ok := s.keys[e.key]; ok && exp == e.expires {
+				live = append(live, e)
+			}
+		}
+		clear(s.byExpiry[len(live):])
+		s.byExpiry = live
+		heap.Init(&s.byExpiry)
+		s.stale = 0
+	}
+	return nil
+}
+
+// reclaimShard drops s's expired keys; the caller holds s's lock.
+func (m *Memory) reclaimShard(s *shard, now int64) {
+	for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
+		e := heap.Pop(&s.byExpiry).(entry)
+		if exp, ok := s.keys[e.key]; ok && exp == e.expires {
+			delete(s.keys, e.key)
+			m.held.Add(-1)
+		} else if s.stale > 0 {
+			s.stale--
+		}
+	}
 }
 
 // reclaim drops the expired keys of every shard but mine, whose lock the
@@ -111,11 +155,7 @@ func (m *Memory) reclaim(mine *shard, now int64) {
 			continue
 		}
 		s.mu.Lock()
-		for len(s.byExpiry) > 0 && s.byExpiry[0].expires <= now {
-			e := heap.Pop(&s.byExpiry).(entry)
-			delete(s.keys, e.key)
-			m.held.Add(-1)
-		}
+		m.reclaimShard(s, now)
 		s.mu.Unlock()
 	}
 }

@@ -208,3 +208,49 @@ func TestBoundAcrossShards(t *testing.T) {
 		t.Errorf("Len %d, want 100", m.Len())
 	}
 }
+
+// A released key is new again at once, and frees its room; an entry it
+// leaves in the heap never drops a key consumed again later, and released
+// keys' entries are swept so the heap stays within twice the live keys.
+func TestRelease(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	m := NewMemory(c.Now, 2)
+	ctx := context.Background()
+	mustConsume(t, m, "a", c.t.Add(time.Minute))
+	mustConsume(t, m, "b", c.t.Add(time.Minute))
+	if err := m.Release(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if m.Len() != 1 {
+		t.Errorf("%d held after a release, want 1", m.Len())
+	}
+	if !mustConsume(t, m, "c", c.t.Add(time.Minute)) {
+		t.Fatal("the released key's room was not given back")
+	}
+	m.Release(ctx, "c")
+	// a again, held longer than its first, released, entry.
+	if !mustConsume(t, m, "a", c.t.Add(3*time.Minute)) {
+		t.Fatal("a released key is refused")
+	}
+	c.t = c.t.Add(2 * time.Minute) // past a's first expiry, b's and c's
+	if mustConsume(t, m, "a", c.t.Add(time.Minute)) {
+		t.Fatal("the released entry's expiry dropped the key consumed again")
+	}
+	if err := m.Release(ctx, "never-held"); err != nil || m.Len() != 1 {
+		t.Errorf("releasing a key not held: %v, %d held", err, m.Len())
+	}
+
+	big := NewMemory(c.Now, 1_000_000)
+	for i := range 100_000 {
+		k := fmt.Sprint("junk", i)
+		mustConsume(t, big, k, c.t.Add(10*time.Minute))
+		big.Release(ctx, k)
+	}
+	entries := 0
+	for i := range big.shards {
+		entries += len(big.shards[i].byExpiry)
+	}
+	if big.Len() != 0 || entries > 2*shardCount {
+		t.Errorf("after 100 000 consumed and released keys: %d held, %d heap entries", big.Len(), entries)
+	}
+}

@@ -7,6 +7,11 @@
 //                 backchannel_logout_session_required
 //   AUTH_METHODS  comma-separated token endpoint auth methods to support
 //                 (default: oidc-provider's own list)
+//   HIGH_ASSURANCE when set, a high-assurance provider: private_key_jwt
+//                 the only client authentication, pushed authorization
+//                 requests (RFC 9126) and signed request objects (RFC
+//                 9101) required, encryption of ID tokens and UserInfo
+//                 enabled (the client metadata chooses its algorithms)
 //
 // When it listens, it prints one JSON line {"issuer": "..."} to stdout. It
 // exits when stdin closes, so it never outlives the test that started it.
@@ -52,6 +57,7 @@ const configuration = {
     devInteractions: { enabled: true },
     rpInitiatedLogout: { enabled: true },
     backchannelLogout: { enabled: true },
+    revocation: { enabled: true },
   },
   // The provider refuses outbound requests to special-use addresses such
   // as loopback, where the tests serve the client's back-channel logout
@@ -71,6 +77,18 @@ const configuration = {
 };
 if (process.env.AUTH_METHODS) {
   configuration.clientAuthMethods = process.env.AUTH_METHODS.split(',');
+}
+if (process.env.HIGH_ASSURANCE) {
+  configuration.clientAuthMethods = ['private_key_jwt'];
+  configuration.features.pushedAuthorizationRequests = {
+    enabled: true,
+    requirePushedAuthorizationRequests: true,
+  };
+  configuration.features.requestObjects = {
+    enabled: true,
+    requireSignedRequestObject: true,
+  };
+  configuration.features.encryption = { enabled: true };
 }
 
 const server = createServer();

@@ -1,0 +1,251 @@
+package extauth_test
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/extauth/extauth"
+)
+
+func pkcs8PEM(t *testing.T, k crypto.Signer) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// oidcFile is a secrets file with the oidc client registered by key, and
+// extra entries (indented as oidc_additional_settings' own) below it.
+func oidcFile(key, extra string) string {
+	return `
+oidc_client_id: app
+oidc_issuer: https://id.example.org
+oidc_additional_settings:
+  client_auth_method: private_key_jwt
+  private_key: |
+` + indent(key) + extra
+}
+
+func TestOIDCAdditionalSettingsLoad(t *testing.T) {
+	key := clientKeys()["RSA"][0].pem
+	cfg, err := extauth.ParseConfig([]byte(oidcFile(key, `  private_key_new: |
+`+indent(clientKeys()["RSA"][1].pem)+`  pushed_authorization_requests: true
+  request_object: "true"
+  client_assertion_audience: issuer
+  id_token_encrypted_response_alg: RSA-OAEP-256
+  id_token_encrypted_response_enc: A256GCM
+  userinfo_encrypted_response_alg: RSA-OAEP
+  scope: openid profile
+  prompt: login consent
+  acr_values: urn:example:loa:high
+  max_age: 3600
+  login_hint: alice@example.org
+  ui_locales: fr
+`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.OIDC.Additional
+	if !cfg.OIDC.Configured() || len(cfg.Providers()) != 1 || cfg.Providers()[0] != extauth.OIDC || !cfg.OIDC.ClientSecret.IsZero() {
+		t.Fatalf("oidc not configured by key alone: %v", cfg.Providers())
+	}
+	if a.ClientAuthMethod != "private_key_jwt" || a.PrivateKey.Value() != key || a.PrivateKeyNew.IsZero() ||
+		!a.PushedAuthorizationRequests || !a.RequestObject || a.ClientAssertionAudience != "issuer" ||
+		a.IDTokenEncryptedResponseAlg != "RSA-OAEP-256" || a.IDTokenEncryptedResponseEnc != "A256GCM" ||
+		a.UserInfoEncryptedResponseAlg != "RSA-OAEP" || a.Scope != "openid profile" || a.Prompt != "login consent" ||
+		a.ACRValues != "urn:example:loa:high" || a.MaxAge != "3600" {
+		t.Errorf("settings %+v", a)
+	}
+	want := []extauth.Param{{Name: "login_hint", Value: "alice@example.org"}, {Name: "ui_locales", Value: "fr"}}
+	if len(a.Custom) != 2 || a.Custom[0] != want[0] || a.Custom[1] != want[1] {
+		t.Errorf("custom entries %v", a.Custom)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings %q", cfg.Warnings)
+	}
+	// New builds the strategy from it, with no request.
+	auth, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.org", CookieKey: testKey,
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.Close()
+
+	// An empty mapping, as older files may carry, changes nothing.
+	cfg, err = extauth.ParseConfig([]byte("oidc_client_id: a\noidc_client_secret: s\noidc_issuer: https://id.example.org\noidc_additional_settings: {}\n"))
+	if err != nil || !cfg.OIDC.Configured() || len(cfg.OIDC.Additional.Custom) != 0 || cfg.OIDC.Additional.ClientAuthMethod != "" {
+		t.Fatalf("%v %+v", err, cfg)
+	}
+}
+
+// TestOIDCAdditionalSettingsProblems: each bad entry is named, with its
+// class, and never its value.
+func TestOIDCAdditionalSettingsProblems(t *testing.T) {
+	rsaKey := clientKeys()["RSA"][0].pem
+	ecKey := clientKeys()["EC"][0].pem
+	weak, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, src string
+		key       string // the problem's key
+		reason    string
+		class     error
+	}{
+		{"a 1024-bit RSA key", oidcFile(pkcs8PEM(t, weak), ""),
+			"oidc_additional_settings.private_key", "is a 1024-bit RSA key; at least 2048 bits are required", extauth.ErrInvalidSetting},
+		{"an EC key on P-384", oidcFile(pkcs8PEM(t, p384), ""),
+			"oidc_additional_settings.private_key", "is an EC key on P-384; only P-256 is accepted", extauth.ErrInvalidSetting},
+		{"a certificate for a key", oidcFile(fullConfigCert(t), ""),
+			"oidc_additional_settings.private_key", "holds a certificate, not a private key", extauth.ErrInvalidSetting},
+		{"a weak private_key_new", oidcFile(rsaKey, "  private_key_new: |\n"+indent(pkcs8PEM(t, weak))),
+			"oidc_additional_settings.private_key_new", "is a 1024-bit RSA key", extauth.ErrInvalidSetting},
+		{"an unknown method", strings.Replace(oidcFile(rsaKey, ""), "private_key_jwt", "tls_client_auth", 1),
+			"oidc_additional_settings.client_auth_method", "must be one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt", extauth.ErrInvalidSetting},
+		{"private_key_jwt without a key", "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  client_auth_method: private_key_jwt\n",
+			"oidc_additional_settings.private_key", "is missing (client_auth_method private_key_jwt needs it)", extauth.ErrMissingSetting},
+		{"client_secret_basic without a secret", "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  prompt: login\n",
+			"oidc_client_secret", "is missing", extauth.ErrMissingSetting},
+		{"a short secret for client_secret_jwt", "oidc_client_id: a\noidc_client_secret: short\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  client_auth_method: client_secret_jwt\n",
+			"oidc_client_secret", "is too short for client_secret_jwt: HS256 needs a secret of at least 32 bytes", extauth.ErrInvalidSetting},
+		{"RSA1_5", oidcFile(rsaKey, "  id_token_encrypted_response_alg: RSA1_5\n"),
+			"oidc_additional_settings.id_token_encrypted_response_alg", "RSA1_5 is refused", extauth.ErrInvalidSetting},
+		{"an RSA algorithm for an EC key", oidcFile(ecKey, "  id_token_encrypted_response_alg: RSA-OAEP-256\n"),
+			"oidc_additional_settings.id_token_encrypted_response_alg", "does not suit the EC private_key: use ECDH-ES", extauth.ErrInvalidSetting},
+		{"an unknown content encryption", oidcFile(rsaKey, "  userinfo_encrypted_response_alg: RSA-OAEP\n  userinfo_encrypted_response_enc: A128CTR\n"),
+			"oidc_additional_settings.userinfo_encrypted_response_enc", "must be one of A128GCM", extauth.ErrInvalidSetting},
+		{"an enc without its alg", oidcFile(rsaKey, "  id_token_encrypted_response_enc: A256GCM\n"),
+			"oidc_additional_settings.id_token_encrypted_response_enc", "needs id_token_encrypted_response_alg", extauth.ErrInvalidSetting},
+		{"an assertion algorithm that does not suit the key", oidcFile(ecKey, "  token_endpoint_auth_signing_alg: PS256\n"),
+			"oidc_additional_settings.token_endpoint_auth_signing_alg", "must be one of ES256 for the EC private_key", extauth.ErrInvalidSetting},
+		{"a request object without a key", "oidc_client_id: a\noidc_client_secret: s\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  request_object: true\n",
+			"oidc_additional_settings.private_key", "is missing (request_object needs it)", extauth.ErrMissingSetting},
+		{"max_age not a number", oidcFile(rsaKey, "  max_age: an hour\n"),
+			"oidc_additional_settings.max_age", "must be a whole number of seconds", extauth.ErrInvalidSetting},
+		{"an unknown prompt", oidcFile(rsaKey, "  prompt: always\n"),
+			"oidc_additional_settings.prompt", "must be none, login, consent or select_account", extauth.ErrInvalidSetting},
+		{"a boolean that is not", oidcFile(rsaKey, "  pushed_authorization_requests: sometimes\n"),
+			"oidc_additional_settings.pushed_authorization_requests", "must be true or false", extauth.ErrInvalidSetting},
+		{"a protocol parameter as an entry", oidcFile(rsaKey, "  state: fixed\n"),
+			"oidc_additional_settings.state", "is a parameter extauth sets itself", extauth.ErrInvalidSetting},
+		{"a misspelt private_key", oidcFile(rsaKey, "  privte_key: |\n"+indent(ecKey)),
+			"oidc_additional_settings.privte_key", "holds a PEM block", extauth.ErrInvalidSetting},
+		{"not a mapping", "oidc_client_id: a\noidc_client_secret: s\noidc_issuer: https://id.example.org\noidc_additional_settings: [private_key_jwt]\n",
+			"oidc_additional_settings", "must be a mapping", extauth.ErrInvalidSetting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := extauth.ParseConfig([]byte(tc.src))
+			var ve *extauth.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v", err)
+			}
+			found := false
+			for _, p := range ve.Problems {
+				if p.Key == tc.key && strings.Contains(p.Reason, tc.reason) && errors.Is(p, tc.class) && p.Provider == extauth.OIDC {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no problem %s %q in %v", tc.key, tc.reason, err)
+			}
+			secrets := append(pemLines(rsaKey), pemLines(ecKey)...)
+			secrets = append(secrets, pemLines(pkcs8PEM(t, weak))...)
+			assertNoSecrets(t, "error", err, append(secrets, "fixed", "an hour", "sometimes"))
+		})
+	}
+}
+
+func fullConfigCert(t *testing.T) string {
+	t.Helper()
+	return fullConfig(t).SAML.Additional.Certificate
+}
+
+// TestOIDCAdditionalSettingsTenants: a tenant may register its own client
+// by key, replacing the environment's mapping whole, and a typo in an
+// entry is a warning naming the tenant.
+func TestOIDCAdditionalSettingsTenants(t *testing.T) {
+	src := `
+production:
+  oidc_client_id: app
+  oidc_client_secret: s
+  oidc_issuer: https://id.example.org
+  oidc_additional_settings:
+    prompt: login
+  tenants:
+    city_a:
+      oidc_issuer: https://id.city-a.example.org
+      oidc_additional_settings:
+        client_auth_method: private_key_jwt
+        private_key: |
+` + indent(indent(indent(clientKeys()["EC"][0].pem))) + `        acr_valeus: urn:example:loa:high
+    city_b: {}
+`
+	cfg, err := extauth.ParseConfig([]byte(src), extauth.Env("production"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Tenants["city_a"], cfg.Tenants["city_b"]
+	if cfg.OIDC.Additional.Prompt != "login" || b.OIDC.Additional.Prompt != "login" {
+		t.Errorf("environment's mapping not inherited: %+v", b.OIDC.Additional)
+	}
+	if a.OIDC.Additional.Prompt != "" || a.OIDC.Additional.ClientAuthMethod != "private_key_jwt" || !a.OIDC.Configured() {
+		t.Errorf("tenant's mapping does not replace the environment's: %+v", a.OIDC.Additional)
+	}
+	if w := strings.Join(cfg.Warnings, "\n"); !strings.Contains(w, "tenants.city_a: oidc_additional_settings.acr_valeus is sent to the provider as an authorization request parameter; did you mean oidc_additional_settings.acr_values?") {
+		t.Errorf("warnings %q", cfg.Warnings)
+	}
+	assertNoSecrets(t, "Config", cfg, pemLines(clientKeys()["EC"][0].pem))
+}
+
+// TestOIDCWorkedExampleLoads keeps docs/oidc.md's worked example true: its
+// secrets file, with the key in the environment, loads and builds.
+func TestOIDCWorkedExampleLoads(t *testing.T) {
+	doc, err := os.ReadFile("docs/oidc.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "### A worked example")
+	_, rest, ok2 := strings.Cut(rest, "```yaml\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("no YAML in the worked example")
+	}
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "   "))
+	}
+	key := clientKeys()["RSA"][0].pem
+	cfg, err := extauth.ParseConfig([]byte(strings.Join(lines, "\n")), extauth.Env("production"),
+		extauth.LookupEnv(func(k string) (string, bool) { return key, k == "OIDC_PRIVATE_KEY" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.OIDC.Additional
+	if !cfg.OIDC.Configured() || a.PrivateKey.Value() != key || !a.PushedAuthorizationRequests || !a.RequestObject ||
+		a.IDTokenEncryptedResponseAlg != "RSA-OAEP-256" || a.MaxAge != "3600" || len(a.Custom) != 1 {
+		t.Errorf("the example reads as %+v", a)
+	}
+	auth, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.org", CookieKey: testKey,
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.Close()
+}

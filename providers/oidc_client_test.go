@@ -1,0 +1,119 @@
+package providers_test
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/extauth/extauth/providers"
+)
+
+func keyPEM(t testing.TB, typ string, der []byte) string {
+	t.Helper()
+	return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
+}
+
+func pkcs8(t testing.TB, k crypto.Signer) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyPEM(t, "PRIVATE KEY", der)
+}
+
+// TestParseOIDCPrivateKey: RSA of 2048 bits or more and EC P-256 in each
+// PEM form parse; anything else is refused with fixed text that never
+// quotes the input.
+func TestParseOIDCPrivateKey(t *testing.T) {
+	rsa2048, _ := rsa.GenerateKey(rand.Reader, 2048)
+	rsa1024, _ := rsa.GenerateKey(rand.Reader, 1024)
+	p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	sec1, _ := x509.MarshalECPrivateKey(p256)
+	for _, tc := range []struct {
+		name, pem, want string
+	}{
+		{"RSA PKCS #8", pkcs8(t, rsa2048), ""},
+		{"RSA PKCS #1", keyPEM(t, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsa2048)), ""},
+		{"EC PKCS #8", pkcs8(t, p256), ""},
+		{"EC SEC 1", keyPEM(t, "EC PRIVATE KEY", sec1), ""},
+		{"RSA 1024", pkcs8(t, rsa1024), "is a 1024-bit RSA key; at least 2048 bits are required"},
+		{"EC P-384", pkcs8(t, p384), "is an EC key on P-384; only P-256 is accepted"},
+		{"Ed25519", pkcs8(t, ed), "must be an RSA or EC P-256 key"},
+		{"encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n", "is encrypted"},
+		{"a public key", keyPEM(t, "PUBLIC KEY", []byte("junk")), "holds a public key, not a private key"},
+		{"garbage in a block", keyPEM(t, "PRIVATE KEY", []byte("SECRET-BYTES")), "does not parse as a PKCS #8 private key"},
+		{"no PEM", "SECRET-BYTES", "must be a PEM block"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := providers.ParseOIDCPrivateKey(tc.pem)
+			if tc.want == "" {
+				if err != nil || k == nil {
+					t.Fatalf("%v", err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "MII") {
+				t.Errorf("the error quotes the input: %v", err)
+			}
+		})
+	}
+}
+
+// The high-assurance options are the oidc strategy's: search_oauth2
+// (Google) refuses them rather than ignore them.
+func TestSearchOAuth2RefusesHighAssurance(t *testing.T) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	env := providers.Env{CallbackURL: "https://app.example/cb", HTTPClient: http.DefaultClient}
+	_, err := providers.NewSearchOAuth2(providers.SearchOAuth2Config{ClientID: "c", ClientSecret: "s",
+		Options: providers.SearchOAuth2Options{OIDCOptions: providers.OIDCOptions{AuthMethod: providers.AuthMethodPrivateKeyJWT}}}, env)
+	if err == nil || !strings.Contains(err.Error(), "for the oidc provider only") {
+		t.Errorf("err = %v", err)
+	}
+	s, err := providers.NewOIDC(providers.OIDCConfig{ClientID: "c", Issuer: "https://id.example", PrivateKey: pkcs8(t, k),
+		Options: providers.OIDCOptions{AuthMethod: providers.AuthMethodPrivateKeyJWT}}, env)
+	if err != nil || s.ExtraRoutes()[providers.PurposeJWKS] == nil {
+		t.Errorf("oidc: %v, routes %v", err, s.ExtraRoutes())
+	}
+}
+
+func ExampleCheckOIDCConfig() {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		panic(err)
+	}
+	c := providers.OIDCConfig{
+		ClientID:   "app",
+		Issuer:     "https://eid.example.gov",
+		PrivateKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		Options: providers.OIDCOptions{
+			AuthMethod:        providers.AuthMethodPrivateKeyJWT,
+			IDTokenEncryption: providers.OIDCEncryption{Alg: "RSA-OAEP-256", Enc: "A256GCM"},
+			AuthParams:        map[string]string{"max_age": "an hour"},
+		},
+	}
+	for _, p := range providers.CheckOIDCConfig(c) {
+		fmt.Println(p)
+	}
+	// Output:
+	// oidc_additional_settings.id_token_encrypted_response_alg does not suit the EC private_key: use ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW
+	// oidc_additional_settings.max_age must be a whole number of seconds
+}

@@ -1,0 +1,87 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// errNotEncrypted is the cause of refusing a plain token where the client
+// registered encryption: a provider that is tricked, or an attacker who
+// injects a token, must not get around the encryption by leaving it off.
+var errNotEncrypted = errors.New("is not encrypted, but the client registered encryption for it")
+
+// isJWE reports whether a compact serialization is a JWE (five parts)
+// rather than a JWS (three).
+func isJWE(raw string) bool { return strings.Count(raw, ".") == 4 }
+
+// decrypt opens a compact JWE encrypted to one of the client's keys with
+// exactly the registered algorithms (enc), and returns its plaintext: the
+// signed token inside an ID token, or UserInfo's claims. The key is the
+// one the header's kid names, else each of the client's keys in turn, so a
+// provider that already encrypts to NextPrivateKey is understood.
+func (s *OIDC) decrypt(raw string, enc OIDCEncryption) ([]byte, error) {
+	if !enc.enabled() {
+		return nil, errors.New("is encrypted, but the client registered no encryption for it")
+	}
+	if len(s.keys) == 0 {
+		return nil, errors.New("is encrypted, but the client has no private key")
+	}
+	jwe, err := jose.ParseEncryptedCompact(raw, []jose.KeyAlgorithm{jose.KeyAlgorithm(enc.Alg)},
+		[]jose.ContentEncryption{jose.ContentEncryption(enc.Enc)})
+	if err != nil {
+		// go-jose names the algorithms it refused, which is what an
+		// operator needs; it never quotes key material.
+		return nil, fmt.Errorf("encrypted with other algorithms than registered (%s, %s): %w", enc.Alg, enc.Enc, err)
+	}
+	kid := jwe.Header.KeyID
+	known := false
+	for _, k := range s.keys {
+		known = known || kid == k.encKid
+	}
+	for _, k := range s.keys {
+		if known && kid != k.encKid {
+			continue
+		}
+		if pt, err := jwe.Decrypt(k.priv); err == nil {
+			return pt, nil
+		}
+	}
+	// One fixed cause whichever step failed: a decryption failure says
+	// nothing about the plaintext.
+	return nil, errors.New("does not decrypt with the client's keys")
+}
+
+// openIDToken returns the signed token of an ID token: the decrypted
+// content of an encrypted one, which must then be encrypted as registered,
+// or the token itself.
+func (s *OIDC) openIDToken(raw string) (string, error) {
+	enc := s.opts.IDTokenEncryption
+	if !isJWE(raw) {
+		if enc.enabled() {
+			return "", errNotEncrypted
+		}
+		return raw, nil
+	}
+	pt, err := s.decrypt(raw, enc)
+	if err != nil {
+		return "", err
+	}
+	return string(pt), nil
+}
+
+// signedIDToken returns the signed ID token inside raw when raw is one of
+// our encrypted ID tokens, else raw: a provider takes the signed token as
+// id_token_hint (RP-Initiated Logout 1.0, 2), and its claims name the
+// sign-in's issuer and subject.
+func (s *OIDC) signedIDToken(raw string) string {
+	if !isJWE(raw) {
+		return raw
+	}
+	if jws, err := s.openIDToken(raw); err == nil {
+		return jws
+	}
+	return raw
+}

@@ -1,0 +1,226 @@
+package providers
+
+import (
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/oauth2"
+)
+
+// OIDCSettingsKey is the secrets file's mapping of the OpenID Connect
+// client's further settings; OIDCSettingError names its entries below it.
+const OIDCSettingsKey = "oidc_additional_settings"
+
+// OIDCSettingError is one problem of an OpenID Connect client's
+// configuration that shows before the provider is asked: Setting names
+// the entry as the secrets file does ("oidc_additional_settings.private_key",
+// "oidc_client_secret"), whether it came from the file or from
+// OIDCOptions; Reason follows it in a sentence. Neither holds a value.
+type OIDCSettingError struct {
+	Setting string
+	Reason  string
+}
+
+func (e *OIDCSettingError) Error() string { return e.Setting + " " + e.Reason }
+
+// The entries of oidc_additional_settings and the OIDCConfig and
+// OIDCOptions fields they set.
+const (
+	settingAuthMethod    = OIDCSettingsKey + ".client_auth_method"        // AuthMethod
+	settingPrivateKey    = OIDCSettingsKey + ".private_key"               // PrivateKey
+	settingPrivateKeyNew = OIDCSettingsKey + ".private_key_new"           // NextPrivateKey
+	settingAudience      = OIDCSettingsKey + ".client_assertion_audience" // AssertionAudience
+	settingAssertionAlg  = OIDCSettingsKey + ".token_endpoint_auth_signing_alg"
+	settingPAR           = OIDCSettingsKey + ".pushed_authorization_requests"
+	settingRequestObject = OIDCSettingsKey + ".request_object"
+	settingRequestAlg    = OIDCSettingsKey + ".request_object_signing_alg"
+	settingIDTokenAlg    = OIDCSettingsKey + ".id_token_encrypted_response_alg"
+	settingIDTokenEnc    = OIDCSettingsKey + ".id_token_encrypted_response_enc"
+	settingUserInfoAlg   = OIDCSettingsKey + ".userinfo_encrypted_response_alg"
+	settingUserInfoEnc   = OIDCSettingsKey + ".userinfo_encrypted_response_enc"
+	settingMaxAge        = OIDCSettingsKey + ".max_age"
+	settingPrompt        = OIDCSettingsKey + ".prompt"
+	settingClientSecret  = "oidc_client_secret"
+)
+
+// prompts are the values of the prompt parameter (OIDC Core 3.1.2.1).
+var prompts = []string{"none", "login", "consent", "select_account"}
+
+// CheckOIDCConfig returns the problems of an oidc client configuration
+// that show without asking the provider: an unknown authentication method,
+// a method without its secret or key, a key that does not parse or is too
+// weak, algorithms that do not suit the key, a max_age that is not a
+// number. NewOIDC refuses a configuration with any; LoadConfig reports
+// them naming the entries of oidc_additional_settings. What the provider
+// must support in turn is checked against its discovery document.
+func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
+	var ps []*OIDCSettingError
+	bad := func(setting, format string, args ...any) {
+		ps = append(ps, &OIDCSettingError{Setting: setting, Reason: fmt.Sprintf(format, args...)})
+	}
+	o := c.Options
+	parse := func(setting, text string) *clientKey {
+		if text == "" {
+			return nil
+		}
+		k, err := newClientKey(text)
+		if err != nil {
+			bad(setting, "%s", err.Error())
+		}
+		return k
+	}
+	signing, next := parse(settingPrivateKey, c.PrivateKey), parse(settingPrivateKeyNew, c.NextPrivateKey)
+	if c.PrivateKey == "" && c.NextPrivateKey != "" {
+		bad(settingPrivateKey, "is missing (private_key_new is set: it is the key rotated in after private_key)")
+	}
+	needKey := func(by string) {
+		if c.PrivateKey == "" {
+			bad(settingPrivateKey, "is missing (%s needs it)", by)
+		}
+	}
+	switch o.AuthMethod {
+	case "", AuthMethodBasic, AuthMethodPost:
+		if o.AssertionSigningAlg != "" {
+			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		}
+	case AuthMethodSecretJWT:
+		alg := o.AssertionSigningAlg
+		if alg == "" {
+			alg = "HS256"
+		}
+		if !slices.Contains(hmacSigningAlgs, alg) {
+			bad(settingAssertionAlg, "must be one of %s with %s", strings.Join(hmacSigningAlgs, ", "), AuthMethodSecretJWT)
+		} else if n, _ := strconv.Atoi(alg[2:]); c.ClientSecret != "" && len(c.ClientSecret)*8 < n {
+			bad(settingClientSecret, "is too short for %s: %s needs a secret of at least %d bytes", AuthMethodSecretJWT, alg, n/8)
+		}
+	case AuthMethodPrivateKeyJWT:
+		needKey("client_auth_method " + AuthMethodPrivateKeyJWT)
+		if signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.AssertionSigningAlg) {
+			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		}
+	default:
+		bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+	}
+	switch o.AssertionAudience {
+	case "", OIDCAudienceTokenEndpoint, OIDCAudienceIssuer:
+	default:
+		bad(settingAudience, "must be %s or %s", OIDCAudienceTokenEndpoint, OIDCAudienceIssuer)
+	}
+	if o.RequestObject {
+		needKey("request_object")
+		if signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.RequestObjectSigningAlg) {
+			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		}
+	} else if o.RequestObjectSigningAlg != "" {
+		bad(settingRequestAlg, "applies only with request_object: true")
+	}
+	for _, e := range []struct {
+		enc           OIDCEncryption
+		alg, encEntry string
+	}{{o.IDTokenEncryption, settingIDTokenAlg, settingIDTokenEnc}, {o.UserInfoEncryption, settingUserInfoAlg, settingUserInfoEnc}} {
+		switch {
+		case e.enc.Alg == "" && e.enc.Enc != "":
+			bad(e.encEntry, "needs %s", strings.TrimPrefix(e.alg, OIDCSettingsKey+"."))
+			continue
+		case e.enc.Alg == "":
+			continue
+		}
+		needKey(strings.TrimPrefix(e.alg, OIDCSettingsKey+"."))
+		if e.enc.Enc != "" && !slices.Contains(contentEncs, e.enc.Enc) {
+			bad(e.encEntry, "must be one of %s", strings.Join(contentEncs, ", "))
+		}
+		switch {
+		case e.enc.Alg == "RSA1_5":
+			bad(e.alg, "RSA1_5 is refused (its padding is a decryption oracle); use RSA-OAEP-256")
+			continue
+		case !slices.Contains(rsaKeyAlgs, e.enc.Alg) && !slices.Contains(ecKeyAlgs, e.enc.Alg):
+			bad(e.alg, "must be one of %s (RSA key) or %s (EC key)", strings.Join(rsaKeyAlgs, ", "), strings.Join(ecKeyAlgs, ", "))
+			continue
+		}
+		for i, k := range []*clientKey{signing, next} {
+			if k != nil && slices.Contains(rsaKeyAlgs, e.enc.Alg) != k.isRSA() {
+				bad(e.alg, "does not suit the %s %s: use %s", keyKind(k), []string{"private_key", "private_key_new"}[i], strings.Join(encAlgsFor(k), ", "))
+			}
+		}
+	}
+	for _, k := range sortedKeys(o.AuthParams) {
+		switch {
+		case k == "":
+			bad(OIDCSettingsKey, "has an authorization parameter with an empty name")
+		case slices.Contains(reservedAuthParams, k) || k == "prompt" && o.Prompt != "":
+			bad(OIDCSettingsKey+"."+k, "is a parameter extauth sets itself")
+		case strings.Contains(o.AuthParams[k], "-----BEGIN"):
+			// Parameters travel in the authorization URL: a misspelt
+			// private_key would publish the key.
+			bad(OIDCSettingsKey+"."+k, "holds a PEM block, but other entries are sent to the provider as authorization request parameters; the key belongs in private_key")
+		}
+	}
+	if ma, ok := o.AuthParams["max_age"]; ok {
+		if n, err := strconv.ParseInt(ma, 10, 64); err != nil || n < 0 {
+			bad(settingMaxAge, "must be a whole number of seconds")
+		}
+	}
+	if o.Prompt != "" {
+		words := strings.Fields(o.Prompt)
+		for _, w := range words {
+			if !slices.Contains(prompts, w) {
+				bad(settingPrompt, "must be none, login, consent or select_account, or several of the last three")
+				break
+			}
+		}
+		if slices.Contains(words, "none") && len(words) > 1 {
+			bad(settingPrompt, "cannot combine none with other values")
+		}
+	}
+	return ps
+}
+
+// hasHighAssurance reports whether o sets any of the options beyond the
+// client secret methods, which only the oidc strategy offers.
+func (o *OIDCOptions) hasHighAssurance() bool {
+	return o.AuthMethod == AuthMethodSecretJWT || o.AuthMethod == AuthMethodPrivateKeyJWT || o.AssertionAudience != "" ||
+		o.AssertionSigningAlg != "" || o.PushedAuthorization || o.RequestObject || o.RequestObjectSigningAlg != "" ||
+		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{})
+}
+
+func keyKind(k *clientKey) string {
+	switch k.priv.(type) {
+	case *rsa.PrivateKey:
+		return "RSA"
+	case *ecdsa.PrivateKey:
+		return "EC"
+	}
+	return "unknown"
+}
+
+func encAlgsFor(k *clientKey) []string {
+	if k.isRSA() {
+		return rsaKeyAlgs
+	}
+	return ecKeyAlgs
+}
+
+// CheckOIDCDiscovery returns why the client c cannot work with a provider
+// whose discovery document is doc, as the strategy would find when it reads
+// it: a client authentication method, signing algorithm or encryption the
+// provider does not advertise, pushed or by-value requests it does not
+// take. The error names the setting. It makes no request; extauth check
+// runs it on the document it fetched.
+func CheckOIDCDiscovery(c OIDCConfig, doc *OIDCDiscovery) error {
+	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: http.DefaultClient})
+	if err != nil {
+		return err
+	}
+	method, style, err := s.authStyle(doc.TokenAuthMethods)
+	if err != nil {
+		return err
+	}
+	d := &discovered{issuer: s.issuer, method: method, tokenClient: s.client}
+	d.oauth.Endpoint = oauth2.Endpoint{AuthURL: doc.AuthorizationEndpoint, TokenURL: doc.TokenEndpoint, AuthStyle: style}
+	return s.register(d, doc)
+}

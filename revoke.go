@@ -1,0 +1,49 @@
+package extauth
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/extauth/extauth/providers"
+)
+
+// ErrNoRevocation is wrapped by the error of RevokeTokens for a provider
+// that cannot revoke tokens: one that is not OpenID Connect, or whose
+// discovery names no revocation_endpoint.
+var ErrNoRevocation = providers.ErrNoRevocation
+
+// RevokeTokens revokes the tokens of a sign-in at its provider (RFC 7009):
+// the refresh token, then the access token, each that id.Tokens holds.
+// The application authenticates as it does at the token endpoint, with a
+// fresh client assertion under private_key_jwt or client_secret_jwt. The
+// provider is id.Provider at id.Tenant, as for TokenSource, and the tokens
+// must say they are its own (Tokens.Issuer, which a sign-in sets): tokens
+// of another provider or tenant are refused before any request. A host
+// calls it when a user signs out for good or unlinks the provider; a
+// provider answers success for a token it does not know, so revoking twice
+// is no error.
+//
+// For a provider that cannot revoke tokens the error wraps
+// ErrNoRevocation; any other failure is an *Error.
+func (a *Auth) RevokeTokens(ctx context.Context, id *Identity) error {
+	st, err := a.siteNamed(ctx, id.Tenant)
+	if err != nil {
+		return err
+	}
+	s, ok := st.strategies[id.Provider]
+	if !ok {
+		return fmt.Errorf("extauth: %s is %w", id.Provider, ErrNotConfigured)
+	}
+	r, ok := s.(providers.Revoker)
+	if !ok {
+		return fmt.Errorf("extauth: %s cannot revoke tokens: %w", id.Provider, ErrNoRevocation)
+	}
+	if id.Tokens.Tenant != id.Tenant {
+		return &Error{Code: CodeInvalidState, Provider: id.Provider, Message: "the tokens cannot be revoked here",
+			Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", id.Tokens.Tenant, id.Tenant)}
+	}
+	if err := r.RevokeTokens(ctx, providers.Tokens(id.Tokens)); err != nil {
+		return asError(err, id.Provider, CodeProviderUnavailable)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package samlsp
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The kinds and uses of a CertExpiry.
+const (
+	// CertSP is a certificate of ours: saml_additional_settings.certificate,
+	// or certificate_new during a key rotation.
+	CertSP = "sp"
+	// CertIdP is a signing certificate of the IdP, from its metadata.
+	CertIdP = "idp"
+
+	// CertUseSignDecrypt: the SP's current pair signs our requests and
+	// decrypts assertions.
+	CertUseSignDecrypt = "sign+decrypt"
+	// CertUseDecrypt: the next pair of a rotation decrypts assertions and
+	// signs nothing until it is promoted.
+	CertUseDecrypt = "decrypt"
+	// CertUseVerify: we verify the IdP's signatures with it.
+	CertUseVerify = "verify"
+)
+
+// ExpiryWarning is how long before a certificate expires the SP starts
+// logging about it.
+const ExpiryWarning = 30 * 24 * time.Hour
+
+// expiryLogEvery is how often a certificate that stays in one state
+// (expiring, expired) is logged again: daily, not on every refresh.
+const expiryLogEvery = 24 * time.Hour
+
+// CertExpiry is a certificate the SP depends on and when it expires.
+type CertExpiry struct {
+	// Kind is CertSP or CertIdP.
+	Kind string
+	// Use is what the SP does with it: CertUseSignDecrypt or
+	// CertUseDecrypt for ours, CertUseVerify for the IdP's.
+	Use string
+	// Subject is the certificate's subject, as x509.Name prints it.
+	Subject string
+	// SHA256 is the hex SHA-256 fingerprint of the certificate, which tells
+	// apart two certificates with one subject (an IdP's old and new key).
+	SHA256   string
+	NotAfter time.Time
+}
+
+// CertificateExpiries lists the certificates the SP depends on with their
+// not-after times: the SP's own (the current pair, then the next one
+// during a rotation) and the signing certificates of the IdP metadata it
+// holds now (none before the first copy). It is what the SP checks at
+// start-up and after every metadata refresh, for the host's monitoring,
+// such as an expiry gauge per tenant. It is safe for concurrent use.
+func (sp *SP) CertificateExpiries() []CertExpiry {
+	var out []CertExpiry
+	add := func(kind, use string, c *x509.Certificate) {
+		sum := sha256.Sum256(c.Raw)
+		out = append(out, CertExpiry{Kind: kind, Use: use, Subject: c.Subject.String(), SHA256: hex.EncodeToString(sum[:]), NotAfter: c.NotAfter})
+	}
+	if sp.cert != nil {
+		add(CertSP, CertUseSignDecrypt, sp.cert)
+	}
+	if sp.certNew != nil {
+		add(CertSP, CertUseDecrypt, sp.certNew)
+	}
+	if md := sp.md.current(); md != nil {
+		for _, c := range md.certs {
+			add(CertIdP, CertUseVerify, c)
+		}
+	}
+	return out
+}
+
+// ReadyError says why the SP cannot sign anyone in: it has no copy of the
+// IdP metadata yet, or no IdP signing certificate of that copy is within
+// its validity dates now, so that no response can be verified. It is nil
+// when the SP can sign users in. An expired SP certificate does not make
+// the SP unready: it goes on signing and decrypting with it (see
+// docs/saml.md, "Certificates and expiry").
+func (sp *SP) ReadyError() error {
+	md := sp.md.current()
+	if md == nil {
+		return errors.New("no copy of the identity provider's metadata yet")
+	}
+	now := sp.env.Now()
+	var latest time.Time
+	for _, c := range md.certs {
+		if !now.Before(c.NotBefore) && !now.After(c.NotAfter) {
+			return nil
+		}
+		if c.NotAfter.After(latest) {
+			latest = c.NotAfter
+		}
+	}
+	if !now.After(latest) {
+		return errors.New("no IdP signing certificate is valid yet, so no response can be verified")
+	}
+	return fmt.Errorf("every IdP signing certificate has expired (the last on %s), so no response can be verified",
+		latest.UTC().Format(time.RFC3339))
+}
+
+// certState is where a certificate stands with respect to its expiry.
+type certState int
+
+const (
+	certFine certState = iota
+	certExpiring
+	certExpired
+)
+
+// expiryWatch logs the certificates that expire soon or have expired: once
+// when one enters a state, then at most once every expiryLogEvery while it
+// stays there, so that a frequent metadata refresh does not flood the log.
+type expiryWatch struct {
+	mu     sync.Mutex
+	logged map[string]loggedState // by fingerprint and use
+}
+
+type loggedState struct {
+	state certState
+	at    time.Time
+}
+
+// checkExpiry logs what CertificateExpiries shows about expiry now. It
+// runs at start-up and after every metadata refresh.
+func (sp *SP) checkExpiry() {
+	now := sp.env.Now()
+	certs := sp.CertificateExpiries()
+	idpValid := 0
+	if md := sp.md.current(); md != nil {
+		for _, c := range md.certs {
+			if !now.Before(c.NotBefore) && !now.After(c.NotAfter) {
+				idpValid++
+			}
+		}
+	}
+	w := &sp.expiry
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.logged == nil {
+		w.logged = map[string]loggedState{}
+	}
+	seen := map[string]bool{}
+	for _, c := range certs {
+		key := c.SHA256 + " " + c.Use
+		seen[key] = true
+		state := certFine
+		switch {
+		case !now.Before(c.NotAfter):
+			state = certExpired
+		case c.NotAfter.Sub(now) <= ExpiryWarning:
+			state = certExpiring
+		}
+		last, ok := w.logged[key]
+		if state == certFine {
+			delete(w.logged, key)
+			continue
+		}
+		if ok && last.state == state && now.Sub(last.at) < expiryLogEvery {
+			continue
+		}
+		w.logged[key] = loggedState{state: state, at: now}
+		sp.logExpiry(c, state, now, idpValid)
+	}
+	for key := range w.logged {
+		if !seen[key] {
+			// An IdP certificate that left the metadata.
+			delete(w.logged, key)
+		}
+	}
+}
+
+func (sp *SP) logExpiry(c CertExpiry, state certState, now time.Time, idpValid int) {
+	attrs := []any{"subject", c.Subject, "sha256", c.SHA256, "not_after", c.NotAfter.UTC().Format(time.RFC3339)}
+	if state == certExpiring {
+		attrs = append(attrs, "expires_in", c.NotAfter.Sub(now).Round(time.Hour).String())
+	}
+	switch {
+	case c.Kind == CertSP && c.Use == CertUseDecrypt:
+		attrs = append(attrs, "setting", "saml_additional_settings.certificate_new")
+		if state == certExpiring {
+			sp.log.Warn("saml: the next SP certificate expires soon; make another next pair before promoting this one", attrs...)
+		} else {
+			sp.log.Error("saml: the next SP certificate has expired; extauth still decrypts with it, but make another next pair before promoting this one", attrs...)
+		}
+	case c.Kind == CertSP:
+		attrs = append(attrs, "setting", "saml_additional_settings.certificate")
+		if state == certExpiring {
+			sp.log.Warn("saml: the SP certificate expires soon; rotate the SP key pair (docs/saml.md, \"Rotating the SP key pair\")", attrs...)
+		} else {
+			sp.log.Error("saml: the SP certificate has expired; extauth goes on signing requests and decrypting assertions with it, "+
+				"as most IdPs ignore SP certificate dates, but one that checks them refuses them: rotate the SP key pair "+
+				"(docs/saml.md, \"Rotating the SP key pair\")", attrs...)
+		}
+	default:
+		attrs = append(attrs, "idp_signing_certs_valid", idpValid)
+		switch {
+		case state == certExpiring:
+			sp.log.Warn("saml: an IdP signing certificate expires soon; responses signed with it will be refused once it has: "+
+				"the IdP must publish its next certificate in its metadata", attrs...)
+		case idpValid == 0:
+			sp.log.Error("saml: an IdP signing certificate has expired, and no other is valid: every sign-in fails "+
+				"until the IdP metadata lists a valid one", attrs...)
+		default:
+			sp.log.Error("saml: an IdP signing certificate has expired; responses signed with it are refused, "+
+				"those signed with another certificate of its metadata are not", attrs...)
+		}
+	}
+}

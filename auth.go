@@ -311,9 +311,18 @@ type Auth struct {
 	tel            *telemetry.T
 }
 
-// New validates cfg and o and builds one strategy per configured provider.
+// New validates o and builds one strategy per provider cfg configures
+// (Config.Providers), refusing any setting the strategy cannot work with.
 // It makes no network request: providers that need discovery or metadata
 // fetch them lazily, so the application starts while a provider is down.
+//
+// New does not run Config.Validate on cfg: give it what LoadConfig or
+// ParseConfig returns, or a Config that Validate accepts. A provider with
+// only some of its required settings is not configured, so New would leave
+// it out without a word. The configurations of tenants are validated and
+// built on each tenant's first request instead, and a broken one fails
+// that tenant's sign-ins only (CodeMisconfigured); so a configuration from
+// InspectConfig whose problems are all its tenants' may be given to New.
 func New(cfg *Config, o Options) (*Auth, error) {
 	if cfg == nil {
 		cfg = &Config{}

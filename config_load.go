@@ -137,7 +137,14 @@ func ParseConfig(data []byte, opts ...ConfigOption) (*Config, error) {
 // file provider by provider (extauth check). problems lists every problem
 // LoadConfig would report; err is set only when the file cannot be read at
 // all (missing file, malformed YAML, unknown environment), and cfg is nil
-// then. A configuration with problems must not be given to New.
+// then.
+//
+// A configuration may be given to New when all its problems are its
+// tenants' (Problem.Tenant is set): the application starts, and each broken
+// tenant fails its own sign-ins (CodeMisconfigured) from its first request.
+// One with a problem of the environment's own settings must not be: New
+// does not validate it, and would leave out a provider that lacks a
+// required setting without a word.
 func InspectConfig(path string, opts ...ConfigOption) (cfg *Config, problems []Problem, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -233,6 +240,9 @@ func (s *scope) finish(validation []Problem) []Problem {
 		if h := s.hints[p.Key]; len(h) > 0 && errors.Is(p.Err, ErrMissingSetting) {
 			p.Reason += " (" + strings.Join(h, "; ") + ")"
 		}
+		if src, ok := s.pems[p.Key]; ok && !errors.Is(p.Err, ErrMissingSetting) {
+			p.Reason += src.note(p.Key)
+		}
 		out = append(out, p)
 	}
 	for i := range out {
@@ -286,6 +296,38 @@ type scope struct {
 	// written maps each setting the scope gives to the name it gives it
 	// under (twitter_key for microblog_key).
 	written map[string]string
+	// pems says where each PEM setting the scope gives was written.
+	pems map[string]pemSource
+}
+
+// pemSource is where the value of a PEM setting (a certificate or a key)
+// was written, so that its problems can name the line and, when the value
+// is on one line, say how YAML lost its line breaks.
+type pemSource struct {
+	line int
+	// style is the YAML style of the value as written.
+	style yaml.Style
+	// variable is set when the value came from an environment variable,
+	// where YAML never saw its line breaks.
+	variable bool
+	// folded is set when the block is on one line.
+	folded bool
+}
+
+// note is what a problem with the setting adds to its reason.
+func (p pemSource) note(key string) string {
+	name := key[strings.LastIndexByte(key, '.')+1:]
+	switch {
+	case p.variable && p.folded:
+		return fmt.Sprintf(" (line %d: the environment variable holds the block without its line breaks)", p.line)
+	case p.variable:
+		return fmt.Sprintf(" (line %d, from an environment variable)", p.line)
+	case p.folded && p.style == yaml.FoldedStyle:
+		return fmt.Sprintf(" (line %d: written with >, which folds the block's lines into one; write %s: | instead)", p.line, name)
+	case p.folded:
+		return fmt.Sprintf(" (line %d: YAML folds the lines of a value that is not a literal block into one; write %s: | and the block on the lines below it, indented)", p.line, name)
+	}
+	return fmt.Sprintf(" (line %d)", p.line)
 }
 
 func (s *scope) failed(key string) bool {
@@ -837,16 +879,21 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.AuthnContext, _ = l.scalar(SAML, key, e.val)
 		case "certificate":
 			s.Certificate, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, s.Certificate)
 		case "idp_metadata_certificate":
 			s.IdPMetadataCertificate, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, s.IdPMetadataCertificate)
 		case "private_key":
 			v, _ := l.scalar(SAML, key, e.val)
 			s.PrivateKey = NewSecret(v)
+			l.notePEM(key, e.val, v)
 		case "certificate_new":
 			s.CertificateNew, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, s.CertificateNew)
 		case "private_key_new":
 			v, _ := l.scalar(SAML, key, e.val)
 			s.PrivateKeyNew = NewSecret(v)
+			l.notePEM(key, e.val, v)
 		case "metadata_valid_for":
 			s.MetadataValidFor = l.duration(key, e.val)
 		case "metadata_cache_duration":
@@ -866,6 +913,23 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 		}
 	}
 	return s
+}
+
+// notePEM records where the PEM setting key, read as v from n, was written.
+func (l *loader) notePEM(key string, n *yaml.Node, v string) {
+	n, err := deref(n)
+	if err != nil || v == "" {
+		return
+	}
+	if l.pems == nil {
+		l.pems = map[string]pemSource{}
+	}
+	l.pems[key] = pemSource{
+		line:     n.Line,
+		style:    n.Style,
+		variable: v != n.Value,
+		folded:   strings.Contains(v, "-----BEGIN ") && !strings.Contains(strings.TrimSpace(v), "\n") && !strings.Contains(v, `\n`),
+	}
 }
 
 // security reads saml_additional_settings.security.

@@ -130,6 +130,7 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			} else {
 				s.PrivateKeyNew = NewSecret(v)
 			}
+			l.notePEM(key, e.val, v)
 		case "pushed_authorization_requests":
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
 		case "request_object":

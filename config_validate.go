@@ -436,7 +436,12 @@ func the(certName string) string {
 // reason is fixed text: parser errors may quote bytes of the input.
 func parseCertificatePEM(s string) (*x509.Certificate, string) {
 	block, _ := pem.Decode([]byte(s))
-	if block == nil || block.Type != "CERTIFICATE" {
+	switch {
+	case block == nil:
+		return nil, "must be a PEM block of type CERTIFICATE" + pemCause(s)
+	case strings.HasSuffix(block.Type, "PRIVATE KEY"):
+		return nil, "must be a PEM block of type CERTIFICATE, not a private key (are certificate and private_key swapped?)"
+	case block.Type != "CERTIFICATE":
 		return nil, "must be a PEM block of type CERTIFICATE"
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
@@ -451,7 +456,7 @@ func parseCertificatePEM(s string) (*x509.Certificate, string) {
 func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
 	block, _ := pem.Decode([]byte(s))
 	if block == nil {
-		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY"
+		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY" + pemCause(s)
 	}
 	if _, ok := block.Headers["Proc-Type"]; ok {
 		return nil, "is encrypted; give the key unencrypted"
@@ -481,6 +486,29 @@ func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
 		return nil, "holds a certificate, not a private key"
 	}
 	return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY"
+}
+
+// pemCause guesses why s does not decode as a PEM block at all, for the
+// reason that says so, without quoting a byte of it: "; it has no -----END
+// line, so it is cut short". It is "" when there is no better guess than
+// the reason itself.
+func pemCause(s string) string {
+	s = strings.TrimSpace(s)
+	begin, end := strings.Contains(s, "-----BEGIN "), strings.Contains(s, "-----END ")
+	oneLine := !strings.Contains(s, "\n")
+	switch {
+	case s == "":
+		return ""
+	case !begin:
+		return "; it has no -----BEGIN line: give the whole block, its BEGIN and END lines included"
+	case oneLine && strings.Contains(s, `\n`):
+		return `; its line breaks are written \n, as two characters, not as line breaks`
+	case oneLine:
+		return "; it is on one line: its line breaks were lost"
+	case !end:
+		return "; it has no -----END line, so it is cut short"
+	}
+	return "; its BEGIN and END lines differ, or the lines between them are not base64"
 }
 
 func checkHTTPURL(v string) string {

@@ -95,6 +95,10 @@ type ProvidersOptions struct {
 	// logout_requests_signed): it signs its requests, and the IdP
 	// encrypts its assertions to it. Making the RSA key takes a moment.
 	SAMLKeyPair bool
+	// AppName is the application's name, as the OpenID providers'
+	// consent pages (oidc, search_oauth2) show it, in place of the client
+	// ID; the other providers' pages say "the application".
+	AppName string
 	// HTTPClient is how the fakes call the application: the SAML IdP reads
 	// its SP metadata, the OpenID provider posts back-channel logouts. A
 	// test serving the application over HTTPS passes a client that trusts
@@ -248,7 +252,7 @@ func (p *Providers) start(prov extauth.Provider, site string, urls map[string]st
 		p.cfg.BlogOAuth2 = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: site}
 		return p.BlogOAuth2, nil
 	case extauth.SearchOAuth2:
-		op, err := oidcop.New(oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(),
+		op, err := oidcop.New(oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(), ClientName: o.AppName,
 			RedirectURIs: []string{urls["callback"]}, Alg: "ES256", AuthMethod: "client_secret_post",
 			NoEndSession: true, GoogleClaims: true, AutoApprove: auto, Users: o.SearchOAuth2Users, HTTPClient: o.HTTPClient})
 		if err != nil {
@@ -258,7 +262,7 @@ func (p *Providers) start(prov extauth.Provider, site string, urls map[string]st
 		p.cfg.SearchOAuth2 = extauth.OAuthProvider{Key: clientID, Secret: secret, Site: op.Issuer()}
 		return op, nil
 	case extauth.OIDC:
-		oc := oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(),
+		oc := oidcop.Config{Issuer: site, ClientID: clientID, ClientSecret: secret.Value(), ClientName: o.AppName,
 			RedirectURIs: []string{urls["callback"]}, Alg: "ES256", AutoApprove: auto, Users: o.OIDCUsers,
 			PostLogoutRedirectURIs: []string{urls["post_logout"]},
 			BackchannelLogoutURI:   urls["backchannel_logout"],

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -49,8 +50,13 @@ configured issuer exactly, and reports the endpoints and the ID token signing
 algorithms. Certificates (the IdP's and the service provider's
 own) that expire within 30 days are warned about.
 
-With -base-url it also builds each provider as the application would, which
-catches what only the provider's code checks.
+It builds each provider, the environment's and every tenant's, with
+extauth.New as the application does, without the network, so that whatever
+the application would refuse is an error here too, with or without flags.
+The base URL is -base-url (a tenant's derived from it as below); without it,
+a stand-in: the origin of an absolute RelayState, which the application
+requires to be its own site, or https://app.invalid. Only with -base-url
+can check see that such a RelayState is on another site.
 
 -tenant reports on one tenant of the environment's tenants: section (its
 configuration is the environment's with the tenant's settings over it),
@@ -235,12 +241,17 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	if len(r.broken[extauth.SAML]) == 0 {
 		r.spCertificate(t.cfg.SAML)
 	}
-	if t.baseURL != "" {
-		for _, p := range usable {
-			if err := buildProvider(t.cfg, p, t.baseURL); err != nil {
-				r.fail(p, err.Error())
-			}
+	// What New would refuse, New says: each provider is built as the
+	// application builds it, whatever the flags.
+	usable = slices.DeleteFunc(usable, func(p extauth.Provider) bool {
+		if err := buildProvider(t.cfg, p, buildBaseURL(t.cfg, t.baseURL)); err != nil {
+			r.fail(p, err.Error())
+			return true
 		}
+		return false
+	})
+	if mode == checkEnvironment {
+		ck.buildTenants(r, t.cfg)
 	}
 	if !ck.offline {
 		if slices.Contains(usable, extauth.SAML) {
@@ -260,6 +271,41 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 		}
 	}
 	return r
+}
+
+// buildTenants builds the providers of each of cfg's tenants as the
+// application does on the tenant's first request, and lists what it
+// refuses among the environment's errors, as the tenants' problems are:
+// each keeps a tenant from signing anyone in. A provider with the
+// environment's settings, or with problems already listed, is not built
+// again.
+func (ck *checker) buildTenants(r *checkReport, cfg *extauth.Config) {
+	for _, name := range cfg.TenantNames() {
+		t := cfg.Tenants[name]
+		for _, p := range t.Providers() {
+			if sameAs(t, cfg, p) || slices.ContainsFunc(ck.problems, func(q extauth.Problem) bool { return q.Tenant == name && q.Provider == p }) {
+				continue
+			}
+			if err := buildProvider(t, p, buildBaseURL(t, baseURLFor(ck.baseURL, name))); err != nil {
+				r.general = append(r.general, "tenants."+name+": "+string(p)+": "+err.Error())
+			}
+		}
+	}
+}
+
+// buildBaseURL is the base URL check builds providers at: the one it was
+// given or, without one, a stand-in. A base URL only changes what New
+// refuses through an absolute RelayState, which must be on the
+// application's site; the stand-in is that site, since check cannot know
+// better.
+func buildBaseURL(cfg *extauth.Config, given string) string {
+	if given != "" {
+		return given
+	}
+	if u, err := url.Parse(cfg.SAML.Additional.RelayState); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil {
+		return u.Scheme + "://" + u.Host
+	}
+	return "https://app.invalid"
 }
 
 // probe runs fetch against a report of its own, once per key, and adds

@@ -47,6 +47,9 @@ var devTenants = map[string]devTenant{
 	},
 }
 
+// appName is what the development providers' consent pages call the demo.
+const appName = "extauth demo"
+
 // devProviders are the development providers the demo serves.
 type devProviders struct {
 	cfg *extauth.Config
@@ -78,7 +81,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		}
 	}
 	fakes, err := extauthtest.MountProviders(mux, base, "/dev/", extauthtest.ProvidersOptions{
-		Only: only, Interactive: true, HTTPClient: o.httpClient, OIDCHighAssurance: o.oidcHighAssurance,
+		Only: only, Interactive: true, HTTPClient: o.httpClient, OIDCHighAssurance: o.oidcHighAssurance, AppName: appName,
 	})
 	if err != nil {
 		return nil, err
@@ -104,7 +107,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		tenantBase := dev.tenantBase(name)
 		samlUser := t.samlUser
 		tf, err := extauthtest.MountProviders(tmux, tenantBase, "/dev/", extauthtest.ProvidersOptions{
-			Only: []extauth.Provider{extauth.SAML, extauth.OIDC}, Interactive: true, HTTPClient: o.httpClient,
+			Only: []extauth.Provider{extauth.SAML, extauth.OIDC}, Interactive: true, HTTPClient: o.httpClient, AppName: appName,
 			SAMLUser: &samlUser, OIDCUsers: t.oidcUsers, OIDCHighAssurance: o.oidcHighAssurance,
 		})
 		if err != nil {

@@ -64,7 +64,8 @@ func TestE2ESignIn(t *testing.T) {
 			tb.do("getting through "+p.name+"'s pages", p.approve...)
 			tb.do("waiting for the signed-in home page", chromedp.WaitVisible(chromedp.ID("uid")))
 			// A fragment is the provider's to add (socialnet, like Facebook,
-			// appends #_=_) and the browser keeps it across the redirect home.
+			// appends #_=_, which the demo's pages then take out of the
+			// address bar: TestE2ESocialnetLeavesNoFragment).
 			if loc, _, _ := strings.Cut(tb.location(), "#"); loc != d.base+"/" {
 				t.Errorf("signed in at %s, want the home page %s/", loc, d.base)
 			}

@@ -135,7 +135,7 @@ func TestDemoSAMLAttributes(t *testing.T) {
 	for _, want := range []string{
 		`<dd id="name">Ada Lovelace</dd>`,
 		`<span class="badge" id="email-unverified">not verified</span>`,
-		`<table id="saml-attributes">`,
+		`<table id="saml-attributes" class="stacked">`,
 		`<td><strong>mail</strong></td><td class="oid">urn:oid:0.9.2342.19200300.100.1.3</td><td>ada@example.org</td>`,
 		`<td><strong>givenName</strong></td><td class="oid">urn:oid:2.5.4.42</td><td>Ada</td>`,
 		`<td><strong>displayName</strong></td><td class="oid">urn:oid:2.16.840.1.113730.3.1.241</td><td>Ada Lovelace</td>`,

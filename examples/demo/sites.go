@@ -87,7 +87,7 @@ func (ss *sites) of(r *http.Request) *site {
 // each tenant of cfg.Tenants at tenantBase(name). orgs names the tenants
 // the demo runs itself (its development tenants).
 func newSites(base string, cfg *extauth.Config, tenantBase func(string) string, orgs map[string]devTenant) *sites {
-	ss := &sites{list: []*site{{name: "extauth demo", base: base, providers: cfg.Providers()}}}
+	ss := &sites{list: []*site{{name: appName, base: base, providers: cfg.Providers()}}}
 	names := make([]string, 0, len(cfg.Tenants))
 	for name := range cfg.Tenants {
 		names = append(names, name)

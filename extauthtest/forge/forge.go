@@ -139,7 +139,7 @@ var page = devpage.Provider("authorize", "Forge", `{{define "title"}}Authorize a
 <p class="muted">It will read your profile and your email addresses.</p>
 <div class="choices">
 {{range .Users}}<form method="post" action="{{$.Action}}">{{range $k, $v := $.Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
-<input type="hidden" name="user" value="{{.ID}}"><button name="action" value="approve">Authorize as {{.Login}}</button></form>
+<input type="hidden" name="user" value="{{.ID}}"><button name="action" value="approve" class="primary">Authorize as {{.Login}}</button></form>
 {{end}}</div>
 <form method="post" action="{{.Action}}" class="actions">{{range $k, $v := .Query}}<input type="hidden" name="{{$k}}" value="{{index $v 0}}">{{end}}
 <button name="action" value="deny">Cancel</button></form>

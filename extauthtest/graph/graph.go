@@ -244,7 +244,7 @@ var page = devpage.Provider("dialog", "Social network", `{{define "title"}}Log i
 {{range .Users}}<form method="post" action="{{$.Action}}">
 <input type="hidden" name="request" value="{{$.Request}}">
 <input type="hidden" name="user" value="{{.ID}}">
-<button name="action" value="approve">Continue as {{.Name}}</button>
+<button name="action" value="approve" class="primary">Continue as {{.Name}}</button>
 </form>
 {{end}}</div>
 <form method="post" action="{{.Action}}" class="actions">

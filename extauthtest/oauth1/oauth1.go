@@ -266,7 +266,7 @@ var page = devpage.Provider("consent", "Microblog", `{{define "title"}}Authorize
 {{range .Users}}<form method="post" action="{{$.Action}}">
 <input type="hidden" name="oauth_token" value="{{$.Token}}">
 <input type="hidden" name="user" value="{{.ID}}">
-<button name="action" value="approve">Sign in as @{{.ScreenName}} ({{.Name}})</button>
+<button name="action" value="approve" class="primary">Sign in as @{{.ScreenName}} ({{.Name}})</button>
 </form>
 {{end}}</div>
 <form method="post" action="{{.Action}}" class="actions">

@@ -17,6 +17,7 @@
 package oidcop
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -142,6 +143,10 @@ type Config struct {
 	Issuer       string
 	ClientID     string
 	ClientSecret string
+	// ClientName is the application's name, as the consent page shows it
+	// (a real provider shows the name the client registered); ClientID
+	// when empty.
+	ClientName string
 	// RedirectURIs are the registered callback URLs, matched exactly.
 	RedirectURIs []string
 	// AuthMethod is the one client authentication method the token
@@ -744,7 +749,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	_ = op.page(consentPages).Execute(w, map[string]any{
 		"Action":      op.prefix + "/authorize/decision",
 		"Interaction": id,
-		"Client":      op.cfg.ClientID,
+		"Client":      cmp.Or(op.cfg.ClientName, op.cfg.ClientID),
 		"Scope":       req.scope,
 		"Users":       op.cfg.Users,
 	})

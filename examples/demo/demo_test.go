@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"compress/flate"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"

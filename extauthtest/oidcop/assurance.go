@@ -329,17 +329,7 @@ type pushedRequest struct {
 // authenticates the client, checks the request as the authorization
 // endpoint would, and answers with the request_uri that stands for it.
 func (op *OP) par(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		tokenError(w, http.StatusMethodNotAllowed, "invalid_request")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		tokenError(w, http.StatusBadRequest, "invalid_request")
-		return
-	}
-	if !op.clientAuthenticated(r, PAR) {
-		tokenError(w, http.StatusUnauthorized, "invalid_client")
+	if !op.clientRequest(w, r, PAR) {
 		return
 	}
 	form := url.Values{}
@@ -374,17 +364,11 @@ func (op *OP) par(w http.ResponseWriter, r *http.Request) {
 // revoke is the revocation endpoint (RFC 7009): it authenticates the
 // client and forgets the access or refresh token.
 func (op *OP) revoke(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		tokenError(w, http.StatusMethodNotAllowed, "invalid_request")
+	if !op.clientRequest(w, r, Revocation) {
 		return
 	}
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("token") == "" {
+	if r.PostForm.Get("token") == "" {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
-		return
-	}
-	if !op.clientAuthenticated(r, Revocation) {
-		tokenError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}
 	token := r.PostForm.Get("token")

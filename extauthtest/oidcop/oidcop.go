@@ -890,6 +890,26 @@ func sweep[V any](m map[string]V, now time.Time, expires func(V) time.Time) {
 	}
 }
 
+// clientRequest reads a client's POST to endpoint e (token, PAR,
+// revocation) and authenticates the client, answering the error itself
+// when it cannot: false then.
+func (op *OP) clientRequest(w http.ResponseWriter, r *http.Request, e Endpoint) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		tokenError(w, http.StatusMethodNotAllowed, "invalid_request")
+		return false
+	}
+	if err := r.ParseForm(); err != nil {
+		tokenError(w, http.StatusBadRequest, "invalid_request")
+		return false
+	}
+	if !op.clientAuthenticated(r, e) {
+		tokenError(w, http.StatusUnauthorized, "invalid_client")
+		return false
+	}
+	return true
+}
+
 func tokenError(w http.ResponseWriter, status int, code string) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Basic realm="token"`)
@@ -949,17 +969,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		endpoint.Huge{ContentType: "application/json", Prefix: `{"access_token":"x","token_type":"Bearer",`, Fill: ' ', Suffix: `"id_token":"x"}`}.Write(w, 4<<20)
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		tokenError(w, http.StatusMethodNotAllowed, "invalid_request")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		tokenError(w, http.StatusBadRequest, "invalid_request")
-		return
-	}
-	if !op.clientAuthenticated(r, Token) {
-		tokenError(w, http.StatusUnauthorized, "invalid_client")
+	if !op.clientRequest(w, r, Token) {
 		return
 	}
 	f := r.PostForm

@@ -489,7 +489,8 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 			// store. Only a verified answer keeps it, so that one is
 			// still accepted once only, and while this callback ran, a
 			// second one with the same cookie was refused.
-			if rerr := m.store.release(r.Context(), txKey(tx)); rerr != nil {
+			release := func(ctx context.Context) error { return m.store.release(ctx, txKey(tx)) }
+			if rerr := m.tel.Release(r.Context(), release); rerr != nil {
 				m.log.Warn("extauth: cannot release a failed callback's transaction", "provider", name, "err", rerr)
 			}
 		}

@@ -344,6 +344,16 @@ func TestTelemetrySignInFailures(t *testing.T) {
 				if d := k.point(t, "extauth.outbound.duration", blog("endpoint", c.outbound["endpoint"], "result", c.outbound["result"])); d.count != 1 {
 					t.Errorf("outbound %v: %d", c.outbound, d.count)
 				}
+				// The provider's answer failed: the transaction was taken,
+				// then given back.
+				for _, res := range []string{"new", "released"} {
+					if d := k.point(t, "extauth.store.duration", blog("result", res)); d.count != 1 {
+						t.Errorf("store calls that ended %s: %d", res, d.count)
+					}
+				}
+				if len(k.ended("extauth.store.release")) != 1 {
+					t.Errorf("no store release span")
+				}
 			}
 			var failed sdktrace.ReadOnlySpan
 			for _, s := range append(k.ended("extauth.callback"), k.ended("extauth.authorize")...) {

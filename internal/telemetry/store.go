@@ -20,14 +20,15 @@ type Store interface {
 
 // Results of a store call.
 const (
-	storeNew   = iota // the key was new: accepted
-	storeUsed         // the key was seen before: a replay
-	storeError        // the store failed
-	storeFull         // the memory store is at its bound and refused the key
+	storeNew      = iota // the key was new: accepted
+	storeUsed            // the key was seen before: a replay
+	storeError           // the store failed
+	storeFull            // the memory store is at its bound and refused the key
+	storeReleased        // a failed callback's key was given back
 	numStoreResults
 )
 
-var storeResultNames = [numStoreResults]string{"new", "used", "error", "full"}
+var storeResultNames = [numStoreResults]string{"new", "used", "error", "full", "released"}
 
 // Consume calls s.Consume and records it: its duration and result, and a
 // span "extauth.store.consume". The key is never an attribute.
@@ -63,6 +64,38 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 		span.End()
 	}
 	return fresh, err
+}
+
+// Release calls release, which gives back the key of a callback that
+// failed verification, and records it as Consume records its calls, with
+// the result "released" (or "error"), in a span "extauth.store.release".
+func (p *Provider) Release(ctx context.Context, release func(context.Context) error) error {
+	var span trace.Span
+	if p.t.recording(ctx) {
+		ctx, span = p.t.tracer.Start(ctx, "extauth.store.release", p.spanOpts...)
+	}
+	var start time.Time
+	if p.t.storeDur.Enabled(ctx) {
+		start = time.Now()
+	}
+	err := release(ctx)
+	res := storeReleased
+	if err != nil {
+		res = storeError
+	}
+	if d := p.t.storeDur; !start.IsZero() && d.Enabled(ctx) {
+		d.Record(ctx, time.Since(start).Seconds(), p.storeSet(res).rec...)
+	}
+	if span != nil {
+		if span.IsRecording() {
+			span.SetAttributes(KeyResult.String(storeResultNames[res]))
+			if err != nil {
+				span.SetStatus(codes.Error, storeResultNames[res])
+			}
+		}
+		span.End()
+	}
+	return err
 }
 
 func (p *Provider) storeSet(res int) *optSet {

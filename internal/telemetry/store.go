@@ -33,14 +33,7 @@ var storeResultNames = [numStoreResults]string{"new", "used", "error", "full", "
 // Consume calls s.Consume and records it: its duration and result, and a
 // span "extauth.store.consume". The key is never an attribute.
 func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.Time) (bool, error) {
-	var span trace.Span
-	if p.t.recording(ctx) {
-		ctx, span = p.t.tracer.Start(ctx, "extauth.store.consume", p.spanOpts...)
-	}
-	var start time.Time
-	if p.t.storeDur.Enabled(ctx) {
-		start = time.Now()
-	}
+	ctx, c := p.beginStore(ctx, "extauth.store.consume")
 	fresh, err := s.Consume(ctx, key, until)
 	res := storeNew
 	switch {
@@ -51,18 +44,7 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 	case !fresh:
 		res = storeUsed
 	}
-	if d := p.t.storeDur; !start.IsZero() && d.Enabled(ctx) {
-		d.Record(ctx, time.Since(start).Seconds(), p.storeSet(res).rec...)
-	}
-	if span != nil {
-		if span.IsRecording() {
-			span.SetAttributes(KeyResult.String(storeResultNames[res]))
-			if err != nil {
-				span.SetStatus(codes.Error, storeResultNames[res])
-			}
-		}
-		span.End()
-	}
+	p.endStore(ctx, c, res, err)
 	return fresh, err
 }
 
@@ -70,32 +52,47 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 // failed verification, and records it as Consume records its calls, with
 // the result "released" (or "error"), in a span "extauth.store.release".
 func (p *Provider) Release(ctx context.Context, release func(context.Context) error) error {
-	var span trace.Span
-	if p.t.recording(ctx) {
-		ctx, span = p.t.tracer.Start(ctx, "extauth.store.release", p.spanOpts...)
-	}
-	var start time.Time
-	if p.t.storeDur.Enabled(ctx) {
-		start = time.Now()
-	}
+	ctx, c := p.beginStore(ctx, "extauth.store.release")
 	err := release(ctx)
 	res := storeReleased
 	if err != nil {
 		res = storeError
 	}
-	if d := p.t.storeDur; !start.IsZero() && d.Enabled(ctx) {
-		d.Record(ctx, time.Since(start).Seconds(), p.storeSet(res).rec...)
+	p.endStore(ctx, c, res, err)
+	return err
+}
+
+// storeCall is a store call being recorded: its span, when one records,
+// and its start, when the duration is recorded.
+type storeCall struct {
+	span  trace.Span
+	start time.Time
+}
+
+func (p *Provider) beginStore(ctx context.Context, name string) (context.Context, storeCall) {
+	var c storeCall
+	if p.t.recording(ctx) {
+		ctx, c.span = p.t.tracer.Start(ctx, name, p.spanOpts...)
 	}
-	if span != nil {
-		if span.IsRecording() {
-			span.SetAttributes(KeyResult.String(storeResultNames[res]))
+	if p.t.storeDur.Enabled(ctx) {
+		c.start = time.Now()
+	}
+	return ctx, c
+}
+
+func (p *Provider) endStore(ctx context.Context, c storeCall, res int, err error) {
+	if d := p.t.storeDur; !c.start.IsZero() && d.Enabled(ctx) {
+		d.Record(ctx, time.Since(c.start).Seconds(), p.storeSet(res).rec...)
+	}
+	if c.span != nil {
+		if c.span.IsRecording() {
+			c.span.SetAttributes(KeyResult.String(storeResultNames[res]))
 			if err != nil {
-				span.SetStatus(codes.Error, storeResultNames[res])
+				c.span.SetStatus(codes.Error, storeResultNames[res])
 			}
 		}
-		span.End()
+		c.span.End()
 	}
-	return err
 }
 
 func (p *Provider) storeSet(res int) *optSet {

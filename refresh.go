@@ -35,13 +35,9 @@ var ErrNoRefresh = providers.ErrNoRefresh
 // token (no offline access asked) gives a source that serves the access
 // token until it expires, then fails wrapping ErrNoRefresh.
 func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSource, error) {
-	st, err := a.siteNamed(ctx, id.Tenant)
+	s, err := a.tokenStrategy(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	s, ok := st.strategies[id.Provider]
-	if !ok {
-		return nil, fmt.Errorf("extauth: %s is %w", id.Provider, ErrNotConfigured)
 	}
 	r, ok := s.(providers.Refresher)
 	if !ok {
@@ -51,15 +47,38 @@ func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSourc
 		}
 		return nil, fmt.Errorf("extauth: %s cannot renew tokens (%s): %w", id.Provider, why, ErrNoRefresh)
 	}
-	if id.Tokens.Tenant != id.Tenant {
-		return nil, &Error{Code: CodeInvalidState, Provider: id.Provider, Message: "the tokens cannot be renewed here: sign in again",
-			Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", id.Tokens.Tenant, id.Tenant)}
+	if err := tokensHere(id, "the tokens cannot be renewed here: sign in again"); err != nil {
+		return nil, err
 	}
 	ts, err := r.TokenSource(ctx, providers.Tokens(id.Tokens), id.UID)
 	if err != nil {
 		return nil, asError(err, id.Provider, CodeMisconfigured)
 	}
 	return tokenSource{ts, id.Provider}, nil
+}
+
+// tokenStrategy is the strategy of id.Provider at id.Tenant, whose tokens
+// TokenSource and RevokeTokens handle.
+func (a *Auth) tokenStrategy(ctx context.Context, id *Identity) (providers.Strategy, error) {
+	st, err := a.siteNamed(ctx, id.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := st.strategies[id.Provider]
+	if !ok {
+		return nil, fmt.Errorf("extauth: %s is %w", id.Provider, ErrNotConfigured)
+	}
+	return s, nil
+}
+
+// tokensHere refuses tokens issued at another tenant than id's, before
+// they are sent anywhere; message is what the user may be shown.
+func tokensHere(id *Identity, message string) *Error {
+	if id.Tokens.Tenant == id.Tenant {
+		return nil
+	}
+	return &Error{Code: CodeInvalidState, Provider: id.Provider, Message: message,
+		Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", id.Tokens.Tenant, id.Tenant)}
 }
 
 // siteNamed is the site of tenant ("" for the application's own), built

@@ -26,21 +26,16 @@ var ErrNoRevocation = providers.ErrNoRevocation
 // For a provider that cannot revoke tokens the error wraps
 // ErrNoRevocation; any other failure is an *Error.
 func (a *Auth) RevokeTokens(ctx context.Context, id *Identity) error {
-	st, err := a.siteNamed(ctx, id.Tenant)
+	s, err := a.tokenStrategy(ctx, id)
 	if err != nil {
 		return err
-	}
-	s, ok := st.strategies[id.Provider]
-	if !ok {
-		return fmt.Errorf("extauth: %s is %w", id.Provider, ErrNotConfigured)
 	}
 	r, ok := s.(providers.Revoker)
 	if !ok {
 		return fmt.Errorf("extauth: %s cannot revoke tokens: %w", id.Provider, ErrNoRevocation)
 	}
-	if id.Tokens.Tenant != id.Tenant {
-		return &Error{Code: CodeInvalidState, Provider: id.Provider, Message: "the tokens cannot be revoked here",
-			Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", id.Tokens.Tenant, id.Tenant)}
+	if err := tokensHere(id, "the tokens cannot be revoked here"); err != nil {
+		return err
 	}
 	if err := r.RevokeTokens(ctx, providers.Tokens(id.Tokens)); err != nil {
 		return asError(err, id.Provider, CodeProviderUnavailable)

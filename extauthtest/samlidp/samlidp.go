@@ -23,6 +23,7 @@ package samlidp
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -103,7 +104,9 @@ type Knobs struct {
 	NoEncrypt bool
 	// Encryption, when set, encrypts assertions with the IdP's own
 	// encryptor (encrypt.go) as it says, block cipher and key transport,
-	// instead of crewjam's AES-128-CBC, to the SP's encryption certificate.
+	// to the SP's encryption certificate, instead of crewjam's choice (since
+	// v0.6 the first AES cipher the SP's metadata lists: AES-256-GCM for
+	// extauth; AES-128-CBC before).
 	Encryption *Encryption
 	// EncryptNameID sends the Subject's NameID as an EncryptedID,
 	// encrypted to the SP's encryption certificate (as Encryption says,
@@ -530,16 +533,14 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveMetadata(w, r)
 	case "/sso":
 		k := p.knobsCopy()
-		if r.Method == http.MethodPost {
-			r.ParseForm()
-		}
-		if k.Deny || r.PostForm.Get("decision") == "deny" {
+		r, decision := loginDecision(r)
+		if k.Deny || decision == "deny" {
 			p.deny(w, r)
 			return
 		}
 		// The login page posts the request back with a decision; it was
 		// checked when it first came.
-		if r.Method != http.MethodPost || r.PostForm.Get("decision") == "" {
+		if decision == "" {
 			if err := p.checkAuthnRequest(r); err != nil {
 				http.Error(w, "bad AuthnRequest: "+err.Error(), http.StatusBadRequest)
 				return
@@ -662,23 +663,57 @@ var loginPage = devpage.Provider("login", "SAML identity provider", `{{define "t
 <form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="SAMLRequest" value="{{.Request}}">
 <input type="hidden" name="RelayState" value="{{.RelayState}}">
-<button name="decision" value="approve" class="primary">Approve</button>
+{{if .RedirectQuery}}<input type="hidden" name="RedirectQuery" value="{{.RedirectQuery}}">
+{{end}}<button name="decision" value="approve" class="primary">Approve</button>
 <button name="decision" value="deny">Deny</button>
 </form>
 </div>{{end}}`)
 
+// decisionKey is the context key of the login page's decision.
+type decisionKey struct{}
+
+// loginDecision returns the login page's decision ("approve", "deny", or ""
+// when r is not its post) and the request to answer: the one the page
+// posts back. A request that came with the HTTP-Redirect binding goes back
+// as that GET, its query (RedirectQuery) as the SP wrote it, since
+// crewjam's IdP checks the query signature again and refuses an unsigned
+// request from an SP whose metadata says it signs them; the page's
+// SAMLRequest and RelayState serve a post without it.
+func loginDecision(r *http.Request) (*http.Request, string) {
+	if r.Method != http.MethodPost {
+		return r, ""
+	}
+	r.ParseForm()
+	decision := r.PostForm.Get("decision")
+	if decision == "" {
+		return r, ""
+	}
+	r = r.WithContext(context.WithValue(r.Context(), decisionKey{}, decision))
+	if q := r.PostForm.Get("RedirectQuery"); q != "" {
+		u := *r.URL
+		u.RawQuery = q
+		r.URL, r.Method, r.Body, r.Form, r.PostForm = &u, http.MethodGet, http.NoBody, nil, nil
+		r.ContentLength = 0
+	}
+	return r, decision
+}
+
 func (s sessionProvider) GetSession(w http.ResponseWriter, r *http.Request, req *saml.IdpAuthnRequest) *saml.Session {
 	p := s.p
-	approved := p.auto || (r.Method == http.MethodPost && r.PostForm.Get("decision") == "approve")
+	approved := p.auto || r.Context().Value(decisionKey{}) == "approve"
 	if !approved {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		loginPage.Execute(w, map[string]string{
+		page := map[string]string{
 			"SP":         req.Request.Issuer.Value,
 			"User":       p.user.DisplayName,
 			"Action":     p.SSOURL(),
 			"Request":    base64.StdEncoding.EncodeToString(req.RequestBuffer),
 			"RelayState": req.RelayState,
-		})
+		}
+		if r.Method == http.MethodGet {
+			page["RedirectQuery"] = r.URL.RawQuery
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		loginPage.Execute(w, page)
 		return nil
 	}
 	now := saml.TimeNow()

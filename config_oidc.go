@@ -69,6 +69,15 @@ type OIDCAdditionalSettings struct {
 	// MaxAge (max_age), whole seconds, is how long ago the user may have
 	// authenticated: the ID token's auth_time must say so.
 	MaxAge string
+	// RequestOptions (request_options) are the per-request sign-in
+	// options the start route takes (login_hint, prompt, max_age,
+	// acr_values, ui_locales, domain_hint, level); they replace
+	// Options.OIDC.RequestOptions.
+	RequestOptions []string
+	// AssuranceLevels (assurance_levels) maps the host's assurance levels
+	// to the acr values that meet each; it replaces
+	// Options.OIDC.AssuranceLevels.
+	AssuranceLevels map[string][]string
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -96,7 +105,7 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object"}
+	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object", "request_options", "assurance_levels"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
 		out = append(out, k)
 	}
@@ -109,7 +118,8 @@ func (s OIDCAdditionalSettings) isZero() bool {
 			return false
 		}
 	}
-	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && len(s.Custom) == 0
+	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && len(s.Custom) == 0 &&
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -135,6 +145,10 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
 		case "request_object":
 			s.RequestObject = l.boolean(OIDC, key, e.val)
+		case "request_options":
+			s.RequestOptions = l.words(OIDC, key, e.val)
+		case "assurance_levels":
+			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
 		default:
 			if near := suggest(e.key, oidcEntries, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the provider as an authorization request parameter; did you mean %s.%s?", key, keyOIDCAdditional, near))
@@ -172,6 +186,12 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	}
 	if a.Scope != "" {
 		o.Scopes = strings.Fields(a.Scope)
+	}
+	if a.RequestOptions != nil {
+		o.RequestOptions = a.RequestOptions
+	}
+	if a.AssuranceLevels != nil {
+		o.AssuranceLevels = a.AssuranceLevels
 	}
 	if a.ACRValues != "" || a.MaxAge != "" || len(a.Custom) > 0 {
 		params := maps.Clone(o.AuthParams)

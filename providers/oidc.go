@@ -135,6 +135,16 @@ type OIDCOptions struct {
 	// 13): otherwise the sign-in fails with
 	// CodeInsufficientAuthentication.
 	AuthParams map[string]string
+	// RequestOptions are the per-request sign-in options the start route
+	// takes for this provider, of OIDCRequestOptions; none when empty.
+	// oidc_additional_settings.request_options sets it. A per-request
+	// acr_values (or level) must lie within a configured acr_values; the
+	// smaller of two max_age wins; the others replace the configured ones.
+	RequestOptions []string
+	// AssuranceLevels maps each of the host's assurance levels to the acr
+	// values that meet it (oidc_additional_settings.assurance_levels):
+	// what the level option asks for, and Auth.Assure checks.
+	AssuranceLevels map[string][]string
 	// ClockSkew is tolerated on exp and iat; default 60 s.
 	ClockSkew time.Duration
 	// DiscoveryRetryMin and DiscoveryRetryMax bound the back-off between
@@ -935,9 +945,10 @@ func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	if d.par || d.requestSigner != nil {
 		return s.beginHighAssurance(ctx, d, tx)
 	}
-	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
-	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
+	opts, err := s.authCodeOptions(tx)
+	if err != nil {
+		return "", err
+	}
 	return d.oauth.AuthCodeURL(tx.State, opts...), nil
 }
 
@@ -986,7 +997,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkAuthentication(claims.raw); err != nil {
+	want, err := s.asked(tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAuthentication(claims.raw, want); err != nil {
 		return nil, err
 	}
 	var info map[string]any
@@ -1180,9 +1195,13 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Id
 	for k, v := range c.raw {
 		raw[k] = v
 	}
+	acr, amr, authTime := authentication(c.raw)
 	id := &Identity{
 		Provider:      s.name,
 		UID:           c.Subject,
+		ACR:           acr,
+		AMR:           amr,
+		AuthTime:      authTime,
 		Email:         c.Email,
 		EmailVerified: c.EmailVerified && c.Email != "",
 		Name:          c.Name,

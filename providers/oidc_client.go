@@ -22,9 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
-	"golang.org/x/oauth2"
 
 	"github.com/extauth/extauth/internal/telemetry"
 )
@@ -433,14 +431,15 @@ func endpointError(status int, body []byte, what, refused string) *Error {
 
 // authRequestParams returns the parameters of the authorization request for tx,
 // as x/oauth2 would put them in the authorization URL.
-func (s *OIDC) authRequestParams(d *discovered, tx *Transaction) url.Values {
+func (s *OIDC) authRequestParams(d *discovered, tx *Transaction) (url.Values, error) {
 	conf := d.oauth
 	conf.Endpoint.AuthURL = ""
-	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
-	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
+	opts, err := s.authCodeOptions(tx)
+	if err != nil {
+		return nil, err
+	}
 	v, _ := url.ParseQuery(strings.TrimPrefix(conf.AuthCodeURL(tx.State, opts...), "?"))
-	return v
+	return v, nil
 }
 
 // requestObject signs params as a request object (RFC 9101 4): every
@@ -491,7 +490,10 @@ func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (stri
 // beginHighAssurance builds the authorization URL of a sign-in that pushes
 // its request (PAR) or signs it (a request object), or both.
 func (s *OIDC) beginHighAssurance(ctx context.Context, d *discovered, tx *Transaction) (string, error) {
-	params := s.authRequestParams(d, tx)
+	params, err := s.authRequestParams(d, tx)
+	if err != nil {
+		return "", err
+	}
 	front := params
 	if d.requestSigner != nil {
 		ro, err := s.requestObject(d, params)

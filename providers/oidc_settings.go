@@ -177,7 +177,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "cannot combine none with other values")
 		}
 	}
-	return ps
+	return append(ps, checkOptionConfig(&o)...)
 }
 
 // hasHighAssurance reports whether o sets any of the options beyond the

@@ -265,6 +265,8 @@ type OP struct {
 	assertions []Assertion
 	lastParams url.Values
 	revoked    int
+	// answer is the authentication AnswerAt chose.
+	answer Authentication
 }
 
 type signingKey struct {
@@ -283,7 +285,9 @@ type authRequest struct {
 	accessType  string
 	acrValues   []string
 	maxAge      int64 // -1: none asked
-	expires     time.Time
+	// login: prompt=login asked for a new authentication.
+	login   bool
+	expires time.Time
 }
 
 // grant is what a code, then an access token, stands for.
@@ -693,6 +697,7 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		accessType:  q.Get("access_type"),
 		acrValues:   strings.Fields(q.Get("acr_values")),
 		maxAge:      maxAge(q),
+		login:       slices.Contains(strings.Fields(q.Get("prompt")), "login"),
 		expires:     op.now().Add(10 * time.Minute),
 	}, nil
 }
@@ -847,9 +852,9 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	op.mu.Lock()
 	var sess *session
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		// A session older than max_age means authenticating again: a
-		// new session (OIDC Core 3.1.2.1).
-		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) &&
+		// A session older than max_age, or prompt=login, means
+		// authenticating again: a new session (OIDC Core 3.1.2.1).
+		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) && !req.login &&
 			(req.maxAge < 0 || now.Sub(s.authTime) <= time.Duration(req.maxAge)*time.Second) {
 			sess = s
 		}
@@ -1134,6 +1139,7 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 			claims["acr"] = WeakACRValue
 		}
 	}
+	op.answered(claims)
 	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
 		for k, v := range profileClaims(g.user, g.req.scope) {
 			claims[k] = v

@@ -320,4 +320,3 @@ func TestStartForm(t *testing.T) {
 		t.Error("StartForm of a provider that is not configured: nil error")
 	}
 }
-

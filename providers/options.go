@@ -121,96 +121,114 @@ func (tx *Transaction) HasOptions() bool {
 // values as space-separated tokens, BCP 47-like language tags, a domain
 // name, true or false, absolute URIs). The error holds no part of value.
 func CheckRequestOption(name, value string) error {
+	if why := optionProblem(name, value); why != "" {
+		return errors.New(why)
+	}
+	return nil
+}
+
+// optionProblem is CheckRequestOption's reason, "" for a valid value.
+func optionProblem(name, value string) string {
 	if value == "" {
-		return errors.New("is empty")
+		return "is empty"
 	}
 	if len(value) > maxOptionValue || !utf8.ValidString(value) {
-		return fmt.Errorf("is longer than %d bytes or not UTF-8", maxOptionValue)
+		return "is longer than " + strconv.Itoa(maxOptionValue) + " bytes or not UTF-8"
 	}
 	for _, r := range value {
 		if !unicode.IsPrint(r) {
-			return errors.New("holds a character that is not printable")
+			return "holds a character that is not printable"
 		}
 	}
 	words := strings.Fields(value)
 	if strings.Join(words, " ") != value && name != OptionLoginHint {
-		return errors.New("must be words separated by single spaces")
+		return "must be words separated by single spaces"
 	}
 	if len(words) > maxOptionWords {
-		return fmt.Errorf("holds more than %d values", maxOptionWords)
+		return "holds more than " + strconv.Itoa(maxOptionWords) + " values"
 	}
 	switch name {
 	case OptionLoginHint:
 		if strings.TrimSpace(value) != value {
-			return errors.New("starts or ends with a space")
+			return "starts or ends with a space"
 		}
-		return nil
 	case OptionPrompt:
-		return checkPrompt(words)
+		return promptProblem(words)
 	case OptionMaxAge:
-		_, err := ParseMaxAge(value)
-		return err
+		if _, ok := maxAge(value); !ok {
+			return errMaxAge
+		}
 	case OptionACRValues:
 		for _, w := range words {
 			if !isToken(w) {
-				return errors.New("must be tokens of visible ASCII characters")
+				return "must be tokens of visible ASCII characters"
 			}
 		}
 	case OptionUILocales:
 		for _, w := range words {
 			if !isLanguageTag(w) {
-				return errors.New("must be language tags (en, fr-CA)")
+				return "must be language tags (en, fr-CA)"
 			}
 		}
 	case OptionDomainHint:
 		if len(words) != 1 || !isDomain(value) {
-			return errors.New("must be one domain name")
+			return "must be one domain name"
 		}
 	case OptionLevel:
 		if len(words) != 1 || len(value) > maxLevelName || !isToken(value) {
-			return errors.New("must be one level name")
+			return "must be one level name"
 		}
 	case OptionForceAuthn, OptionIsPassive:
 		if value != "true" && value != "false" {
-			return errors.New("must be true or false")
+			return "must be true or false"
 		}
 	case OptionAuthnContext:
 		for _, w := range words {
 			if u, err := url.Parse(w); err != nil || u.Scheme == "" || !isToken(w) {
-				return errors.New("must be absolute URIs, space-separated")
+				return "must be absolute URIs, space-separated"
 			}
 		}
 	default:
-		return errors.New("is not a sign-in option")
+		return "is not a sign-in option"
 	}
-	return nil
+	return ""
 }
 
-// checkPrompt holds prompt to OIDC Core 3.1.2.1: its four words, none
+// promptProblem holds prompt to OIDC Core 3.1.2.1: its four words, none
 // alone, each once.
-func checkPrompt(words []string) error {
+func promptProblem(words []string) string {
 	for i, w := range words {
 		if !slices.Contains(prompts, w) {
-			return errors.New("must be none, login, consent or select_account, or several of the last three")
+			return "must be none, login, consent or select_account, or several of the last three"
 		}
 		if slices.Contains(words[:i], w) {
-			return errors.New("repeats a value")
+			return "repeats a value"
 		}
 	}
 	if slices.Contains(words, "none") && len(words) > 1 {
-		return errors.New("cannot combine none with other values")
+		return "cannot combine none with other values"
 	}
-	return nil
+	return ""
 }
+
+const errMaxAge = "must be a whole number of seconds, at most a year"
 
 // ParseMaxAge reads a max_age: whole seconds, not negative, at most a year
 // of them (a larger one asks nothing a year does not).
 func ParseMaxAge(s string) (time.Duration, error) {
+	d, ok := maxAge(s)
+	if !ok {
+		return 0, errors.New(errMaxAge)
+	}
+	return d, nil
+}
+
+func maxAge(s string) (time.Duration, bool) {
 	n, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || n > 366*24*3600 || s != strconv.FormatUint(n, 10) {
-		return 0, errors.New("must be a whole number of seconds, at most a year")
+		return 0, false
 	}
-	return time.Duration(n) * time.Second, nil
+	return time.Duration(n) * time.Second, true
 }
 
 func isToken(s string) bool {
@@ -278,12 +296,12 @@ func CheckRequestOptionConfig(setting string, allowed, takes []string, levels ma
 	for _, level := range sortedLevels(levels) {
 		key := setting + ".assurance_levels"
 		values := levels[level]
-		if CheckRequestOption(OptionLevel, level) != nil {
+		if optionProblem(OptionLevel, level) != "" {
 			bad(key, "has a level name that is not a token of visible ASCII characters")
 			continue
 		}
-		if err := CheckRequestOption(valueOption, strings.Join(values, " ")); err != nil {
-			bad(key+"."+level, "%v", err)
+		if optionProblem(valueOption, strings.Join(values, " ")) != "" {
+			bad(key+"."+level, "holds no value, or one that is not valid as %s", valueOption)
 			continue
 		}
 		if len(configured) > 0 {
@@ -346,9 +364,9 @@ func Narrow(tx *Transaction, configured Asked, valueOption string, levels map[st
 		out.Values = values
 	}
 	if s := tx.Option(OptionMaxAge); s != "" {
-		d, err := ParseMaxAge(s)
-		if err != nil {
-			return out, NewError(CodeInvalidResponse, "a sign-in option is not valid", fmt.Errorf("option max_age %w", err))
+		d, ok := maxAge(s)
+		if !ok {
+			return out, NewError(CodeInvalidResponse, "a sign-in option is not valid", errors.New("option max_age "+errMaxAge))
 		}
 		if out.MaxAge < 0 || d < out.MaxAge {
 			out.MaxAge = d

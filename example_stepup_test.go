@@ -13,7 +13,8 @@ import (
 )
 
 // stepUpAuth is the Auth of the examples: an OpenID Connect provider whose
-// secrets allow a login hint, a max_age and a level per sign-in, and map
+// secrets allow a login hint, a max_age, acr values (as an API's RFC 9470
+// challenge names them) and a level per sign-in, and map
 // the host's level "high" to the provider's acr value.
 func stepUpAuth(onSuccess extauth.CallbackFunc) *extauth.Auth {
 	cfg, err := extauth.ParseConfig([]byte(`
@@ -21,7 +22,7 @@ oidc_client_id: app
 oidc_client_secret: s3cret
 oidc_issuer: https://id.example.org
 oidc_additional_settings:
-  request_options: [login_hint, max_age, level]
+  request_options: [login_hint, max_age, acr_values, level]
   assurance_levels:
     high: urn:example:loa:high
 `))
@@ -154,7 +155,37 @@ func ExampleParseStepUpChallenge() {
 		`error_description="A different authentication level is required", acr_values="urn:example:loa:high", max_age=300`)
 	need, ok := extauth.ParseStepUpChallenge(api)
 	fmt.Println(ok, need.ACRValues, need.MaxAge)
-	// The proxy's handler then answers with a.StepUp(w, r, id, need).
 	// Output:
 	// true [urn:example:loa:high] 5m0s
+}
+
+// A host that proxies an API hands the API's step-up challenge to StepUp,
+// which signs the user in again as the API asks and comes back.
+func ExampleAuth_StepUp() {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_user_authentication", acr_values="urn:example:loa:high"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer api.Close()
+	a := stepUpAuth(func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {})
+	defer a.Close()
+	proxy := func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+		resp, err := http.Get(api.URL + "/transfers")
+		if err != nil {
+			http.Error(w, "the API is unavailable", http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		if need, ok := extauth.ParseStepUpChallenge(resp.Header); ok {
+			a.StepUp(w, r, id, need)
+			return
+		}
+		w.WriteHeader(resp.StatusCode)
+	}
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "https://app.example.org/transfers", nil)
+	proxy(w, r, &extauth.Identity{Provider: "oidc", UID: "ada", ACR: "urn:example:loa:high"})
+	fmt.Println(w.Code, w.Header().Get("WWW-Authenticate"))
+	// Output:
+	// 401 Bearer error="insufficient_user_authentication", error_description="A stronger or more recent sign-in is needed", acr_values="urn:example:loa:high"
 }

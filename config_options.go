@@ -47,7 +47,7 @@ func (l *loader) assuranceLevels(p Provider, key string, n *yaml.Node) map[strin
 // request_options and assurance_levels, as samlsp.New finds them.
 func (s SAMLAdditionalSettings) optionProblems() []Problem {
 	var ps []Problem
-	for _, p := range providers.CheckRequestOptionConfig(keyAdditional, s.RequestOptions, providers.SAMLRequestOptions,
+	for _, p := range providers.CheckRequestOptionConfig(keyAdditional, s.RequestOptions, providers.SAMLRequestOptions(),
 		s.AssuranceLevels, providers.OptionAuthnContext, strings.Fields(s.AuthnContext)) {
 		ps = append(ps, Problem{Provider: SAML, Key: p.Setting, Reason: p.Reason, Err: ErrInvalidSetting})
 	}

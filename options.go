@@ -136,6 +136,10 @@ func checkOptions(s providers.Strategy, form url.Values) error {
 	return err
 }
 
+// optionNames are the form fields of a start request that are sign-in
+// options, read once.
+var optionNames = providers.RequestOptionNames()
+
 // errBadOption is wrapped by the error of a start whose options do not
 // validate.
 var errBadOption = errors.New("sign-in option")
@@ -152,7 +156,7 @@ func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transactio
 	if ot != nil {
 		allowed = ot.RequestOptions()
 	}
-	for _, name := range providers.RequestOptionNames() {
+	for _, name := range optionNames {
 		values, given := form[name]
 		if !given {
 			continue

@@ -137,7 +137,7 @@ type OIDCOptions struct {
 	// CodeInsufficientAuthentication.
 	AuthParams map[string]string
 	// RequestOptions are the per-request sign-in options the start route
-	// takes for this provider, of OIDCRequestOptions; none when empty.
+	// takes for this provider, of OIDCRequestOptions(); none when empty.
 	// oidc_additional_settings.request_options sets it. A per-request
 	// acr_values (or level) must lie within a configured acr_values; the
 	// smaller of two max_age wins; the others replace the configured ones.

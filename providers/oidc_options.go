@@ -88,6 +88,6 @@ func authentication(claims map[string]any) (acr string, amr []string, at time.Ti
 // checkOptionConfig returns the problems of o's request options and
 // assurance levels, naming the entries of oidc_additional_settings.
 func checkOptionConfig(o *OIDCOptions) []*OIDCSettingError {
-	return CheckRequestOptionConfig(OIDCSettingsKey, o.RequestOptions, OIDCRequestOptions, o.AssuranceLevels,
+	return CheckRequestOptionConfig(OIDCSettingsKey, o.RequestOptions, OIDCRequestOptions(), o.AssuranceLevels,
 		OptionACRValues, strings.Fields(o.AuthParams["acr_values"]))
 }

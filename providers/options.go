@@ -43,19 +43,24 @@ const (
 	OptionAuthnContext = "authn_context"
 )
 
-// OIDCRequestOptions are the per-request options the OpenID Connect
-// strategies take; SAMLRequestOptions those of the SAML one.
-var (
-	OIDCRequestOptions = []string{OptionLoginHint, OptionPrompt, OptionMaxAge, OptionACRValues, OptionUILocales, OptionDomainHint, OptionLevel}
-	SAMLRequestOptions = []string{OptionForceAuthn, OptionIsPassive, OptionAuthnContext, OptionMaxAge, OptionLevel}
-)
+// OIDCRequestOptions returns the per-request options the OpenID Connect
+// strategies take.
+func OIDCRequestOptions() []string {
+	return []string{OptionLoginHint, OptionPrompt, OptionMaxAge, OptionACRValues, OptionUILocales, OptionDomainHint, OptionLevel}
+}
+
+// SAMLRequestOptions returns the per-request options the SAML strategy
+// takes.
+func SAMLRequestOptions() []string {
+	return []string{OptionForceAuthn, OptionIsPassive, OptionAuthnContext, OptionMaxAge, OptionLevel}
+}
 
 // RequestOptionNames lists every per-request option name, whatever the
 // protocol: a start request's form field with one of these names is an
 // option, taken or ignored; other fields are not options at all.
 func RequestOptionNames() []string {
-	out := slices.Clone(OIDCRequestOptions)
-	for _, n := range SAMLRequestOptions {
+	out := OIDCRequestOptions()
+	for _, n := range SAMLRequestOptions() {
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}

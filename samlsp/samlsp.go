@@ -215,7 +215,7 @@ type Options struct {
 	AllowRSA15KeyTransport bool
 
 	// RequestOptions are the per-request sign-in options the start route
-	// takes for SAML, of providers.SAMLRequestOptions; none when empty.
+	// takes for SAML, of providers.SAMLRequestOptions(); none when empty.
 	// saml_additional_settings.request_options sets it.
 	RequestOptions []string
 	// AssuranceLevels maps each of the host's assurance levels to the
@@ -392,7 +392,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		}
 	}
 	sp.customQuery = encodeCustom(cfg.Custom)
-	for _, p := range providers.CheckRequestOptionConfig(settingsKey, opts.RequestOptions, providers.SAMLRequestOptions,
+	for _, p := range providers.CheckRequestOptionConfig(settingsKey, opts.RequestOptions, providers.SAMLRequestOptions(),
 		opts.AssuranceLevels, providers.OptionAuthnContext, strings.Fields(cfg.AuthnContext)) {
 		problems = append(problems, p)
 	}

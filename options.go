@@ -127,7 +127,8 @@ func (o SignInOptions) fields(s providers.Strategy) url.Values {
 }
 
 // checkOptions refuses the options of form that s does not allow or that
-// are not valid: StartForm's check, which the start route applies too.
+// are not valid: StartForm's check, stricter than the start route's,
+// which ignores the options it does not allow.
 func checkOptions(s providers.Strategy, form url.Values) error {
 	ignored, err := takeOptions(s, form, nil)
 	if err == nil && len(ignored) > 0 {

@@ -154,13 +154,15 @@ var errBadOption = errors.New("sign-in option")
 func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transaction) (ignored []string, err error) {
 	ot, _ := s.(providers.OptionTaker)
 	var allowed []string
-	if ot != nil {
-		allowed = ot.RequestOptions()
-	}
+	asked := false
 	for _, name := range optionNames {
 		values, given := form[name]
 		if !given {
 			continue
+		}
+		if !asked && ot != nil {
+			// Only a start with options pays for the allowlist's copy.
+			allowed, asked = ot.RequestOptions(), true
 		}
 		if !slices.Contains(allowed, name) {
 			ignored = append(ignored, name)

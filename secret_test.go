@@ -383,6 +383,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"Transaction":              providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret"},
 		"Identity":                 extauth.Identity{UID: "u", Tokens: tokens},
 		"*Identity":                &extauth.Identity{UID: "u", Tokens: tokens},
+		"SignInOptions":            extauth.SignInOptions{LoginHint: "u", Account: &extauth.Identity{UID: "u", Tokens: tokens}},
 		"providers.Identity":       providers.Identity{UID: "u", Tokens: providers.Tokens(tokens)},
 		"Tokens":                   tokens,
 		"LogoutSession":            extauth.LogoutSession{IDToken: "LEAK-id-token", NameID: "n"},

@@ -10,6 +10,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/providers"
 )
 
 // Levels of the tests' host and the acr values the fake OP knows them by.
@@ -318,5 +319,31 @@ func TestStartForm(t *testing.T) {
 	}
 	if _, _, err := a.Auth.StartForm(r, extauth.SAML, extauth.SignInOptions{}); err == nil {
 		t.Error("StartForm of a provider that is not configured: nil error")
+	}
+}
+
+// Every option at its bound still fits the transaction cookie: the bounds
+// of each are what keeps a start from failing for size.
+func TestSignInOptionsAtTheirBoundsFitTheCookie(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{opts: withOptions("login_hint", "prompt", "max_age", "acr_values", "ui_locales", "domain_hint")})
+	long := func(n int) string { return strings.Repeat("x", n) }
+	form := url.Values{
+		"login_hint": {long(256)}, "acr_values": {strings.TrimSpace(strings.Repeat(long(31)+" ", 8))},
+		"ui_locales": {"en" + strings.Repeat("-xxxxxxxx", 28)}, "domain_hint": {long(63) + "." + long(63) + "." + long(63) + "." + long(61)},
+		"prompt": {"login consent select_account"}, "max_age": {"31622400"},
+	}
+	for k, v := range form {
+		if err := providers.CheckRequestOption(k, v[0]); err != nil {
+			t.Fatalf("%s is not at its bound but beyond: %v", k, err)
+		}
+	}
+	resp := startWith(t, a, harness.NewBrowser(t).NoFollow(), form)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("start: %d %s", resp.StatusCode, resp.Body)
+	}
+	for _, c := range resp.Cookies() {
+		if n := len(c.Name) + len(c.Value); strings.Contains(c.Name, "extauth_oidc") && n > 4000 {
+			t.Errorf("transaction cookie of %d bytes", n)
+		}
 	}
 }

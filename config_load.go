@@ -878,29 +878,14 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.RelayState, _ = l.scalar(SAML, key, e.val)
 		case "authn_context":
 			s.AuthnContext, _ = l.scalar(SAML, key, e.val)
-		case "certificate":
-			s.Certificate, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.Certificate)
-		case "idp_metadata_certificate":
-			s.IdPMetadataCertificate, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.IdPMetadataCertificate)
-		case "private_key":
+		case "certificate", "certificate_new", "certificate_old", "idp_metadata_certificate":
+			dst := map[string]*string{"certificate": &s.Certificate, "certificate_new": &s.CertificateNew,
+				"certificate_old": &s.CertificateOld, "idp_metadata_certificate": &s.IdPMetadataCertificate}[e.key]
+			*dst, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, *dst)
+		case "private_key", "private_key_new", "private_key_old":
 			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKey = NewSecret(v)
-			l.notePEM(key, e.val, v)
-		case "certificate_new":
-			s.CertificateNew, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.CertificateNew)
-		case "private_key_new":
-			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKeyNew = NewSecret(v)
-			l.notePEM(key, e.val, v)
-		case "certificate_old":
-			s.CertificateOld, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.CertificateOld)
-		case "private_key_old":
-			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKeyOld = NewSecret(v)
+			*map[string]*Secret{"private_key": &s.PrivateKey, "private_key_new": &s.PrivateKeyNew, "private_key_old": &s.PrivateKeyOld}[e.key] = NewSecret(v)
 			l.notePEM(key, e.val, v)
 		case "metadata_valid_for":
 			s.MetadataValidFor = l.duration(key, e.val, "must be between 1 hour and 3650 days")

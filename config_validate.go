@@ -329,42 +329,31 @@ func pemRest(s string) string {
 // nil when neither is set; otherwise the error, a *ValidationError, says what
 // is wrong with them, as Validate does.
 func (s SAMLAdditionalSettings) KeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.Certificate == "" && s.PrivateKey.IsZero() {
-		return nil, nil, nil
-	}
-	if ps := s.keyPairProblems(); len(ps) > 0 {
-		return nil, nil, &ValidationError{Problems: ps}
-	}
-	cert, _ := parseCertificatePEM(s.Certificate)
-	key, _ := parseRSAKeyPEM(s.PrivateKey.Value())
-	return cert, key, nil
+	return parsedPair(s.Certificate, s.PrivateKey, s.keyPairProblems)
 }
 
 // NextKeyPair is KeyPair for the next key pair of a rotation,
 // certificate_new and private_key_new.
 func (s SAMLAdditionalSettings) NextKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.CertificateNew == "" && s.PrivateKeyNew.IsZero() {
-		return nil, nil, nil
-	}
-	if ps := s.nextKeyPairProblems(); len(ps) > 0 {
-		return nil, nil, &ValidationError{Problems: ps}
-	}
-	cert, _ := parseCertificatePEM(s.CertificateNew)
-	key, _ := parseRSAKeyPEM(s.PrivateKeyNew.Value())
-	return cert, key, nil
+	return parsedPair(s.CertificateNew, s.PrivateKeyNew, s.nextKeyPairProblems)
 }
 
 // OldKeyPair is KeyPair for the retiring key pair of a rotation,
 // certificate_old and private_key_old.
 func (s SAMLAdditionalSettings) OldKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.CertificateOld == "" && s.PrivateKeyOld.IsZero() {
+	return parsedPair(s.CertificateOld, s.PrivateKeyOld, s.oldKeyPairProblems)
+}
+
+// parsedPair parses a certificate and key that problems finds sound.
+func parsedPair(certificate string, privateKey Secret, problems func() []Problem) (*x509.Certificate, *rsa.PrivateKey, error) {
+	if certificate == "" && privateKey.IsZero() {
 		return nil, nil, nil
 	}
-	if ps := s.oldKeyPairProblems(); len(ps) > 0 {
+	if ps := problems(); len(ps) > 0 {
 		return nil, nil, &ValidationError{Problems: ps}
 	}
-	cert, _ := parseCertificatePEM(s.CertificateOld)
-	key, _ := parseRSAKeyPEM(s.PrivateKeyOld.Value())
+	cert, _ := parseCertificatePEM(certificate)
+	key, _ := parseRSAKeyPEM(privateKey.Value())
 	return cert, key, nil
 }
 

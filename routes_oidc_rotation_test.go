@@ -1,17 +1,12 @@
 package extauth_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/oidcop"
@@ -28,22 +23,10 @@ import (
 // private_key_new (next), private_key_old (old); zero keys are unset.
 type clientSlots struct{ cur, next, old clientKey }
 
-// rotatingOIDCApp is one application on several instances behind one
-// URL, as rotatingApp is for SAML. route says which instance answers the
-// next request of a browser, jwksRoute which one answers the provider's
-// reads of the JWKS.
+// rotatingOIDCApp is a fleet that signs in with OpenID Connect at op.
 type rotatingOIDCApp struct {
-	t         *testing.T
-	URL       string
-	op        *oidcop.OP
-	instances []atomic.Pointer[http.Handler]
-	route     atomic.Int32
-	jwksRoute atomic.Int32
-	logs      *lockedLog
-	signIns
-	mu       sync.Mutex
-	attempts int
-	failures []string
+	*fleet
+	op *oidcop.OP
 }
 
 // oidcRotationEnc is the encryption the provider applies to ID tokens.
@@ -51,9 +34,9 @@ var oidcRotationEnc = oidcop.Encryption{Alg: "RSA-OAEP-256", Enc: "A256GCM"}
 
 func newRotatingOIDCApp(t *testing.T, instances int, edit func(*oidcop.Config)) *rotatingOIDCApp {
 	t.Helper()
-	a := &rotatingOIDCApp{t: t, instances: make([]atomic.Pointer[http.Handler], instances), logs: &lockedLog{}}
+	a := &rotatingOIDCApp{}
 	opSrv, opPtr := opServer(t)
-	srv := harness.Serve(t, func(base string) http.Handler {
+	a.fleet = newFleet(t, instances, func(base string) {
 		oc := oidcop.Config{
 			Issuer: opSrv.URL + "/op", ClientID: oidcClientID, AuthMethod: "private_key_jwt",
 			RedirectURIs: []string{base + "/users/auth/oidc/callback"}, ClientJWKSURI: base + "/users/auth/oidc/jwks",
@@ -69,54 +52,21 @@ func newRotatingOIDCApp(t *testing.T, instances int, edit func(*oidcop.Config)) 
 		}
 		opPtr.Store(op)
 		a.op = op
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			i := a.route.Load()
-			if strings.HasSuffix(r.URL.Path, "/jwks") {
-				i = a.jwksRoute.Load()
-			}
-			if h := a.instances[i].Load(); h != nil {
-				(*h).ServeHTTP(w, r)
-				return
-			}
-			http.Error(w, "not deployed", http.StatusServiceUnavailable)
-		})
 	})
-	a.URL = srv.URL
 	return a
 }
 
 // deploy restarts instance i with the client keys s.
 func (a *rotatingOIDCApp) deploy(i int, s clientSlots) {
 	a.t.Helper()
-	cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, Issuer: a.op.Issuer(),
+	a.fleet.deploy(i, &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, Issuer: a.op.Issuer(),
 		Additional: extauth.OIDCAdditionalSettings{
 			ClientAuthMethod: "private_key_jwt", RequestObject: true, PushedAuthorizationRequests: true,
 			IDTokenEncryptedResponseAlg: oidcRotationEnc.Alg, IDTokenEncryptedResponseEnc: oidcRotationEnc.Enc,
 			PrivateKey:    extauth.NewSecret(s.cur.pem),
 			PrivateKeyNew: extauth.NewSecret(s.next.pem),
 			PrivateKeyOld: extauth.NewSecret(s.old.pem),
-		}}}
-	if err := cfg.Validate(); err != nil {
-		a.t.Fatal(err)
-	}
-	auth, err := extauth.New(cfg, extauth.Options{BaseURL: a.URL, CookieKey: testKey,
-		Logger: slog.New(slog.NewTextHandler(a.logs, nil)), OnSuccess: a.onSuccess,
-		OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
-			http.Error(w, string(err.Code)+": "+err.Message, err.Code.HTTPStatus())
-		}})
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { auth.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := auth.Ready(ctx); err != nil {
-		a.t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	auth.Mount(mux)
-	var h http.Handler = mux
-	a.instances[i].Store(&h)
+		}}})
 }
 
 // jwks is the JWKS instance i publishes, as "use kid" lines.
@@ -185,12 +135,7 @@ func (a *rotatingOIDCApp) finish(step string, s oidcStarted, i, m int) {
 			why = fmt.Sprintf("callback at instance %d: %d %s", i, resp.StatusCode, resp.Body)
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.attempts++
-	if why != "" {
-		a.failures = append(a.failures, step+": "+why)
-	}
+	a.count(step, why)
 }
 
 // round signs in once for each instance that starts, each that finishes
@@ -208,12 +153,10 @@ func (a *rotatingOIDCApp) round(step string) {
 // across each restart and a round while the instances differ.
 func (a *rotatingOIDCApp) rollOut(step string, s clientSlots) {
 	a.t.Helper()
-	for i := range a.instances {
-		inFlight := a.start(i, i)
-		a.deploy(i, s)
-		a.finish(fmt.Sprintf("%s, in flight across the restart of instance %d", step, i), inFlight, i, i)
-		a.round(fmt.Sprintf("%s, %d of %d instances deployed", step, i+1, len(a.instances)))
-	}
+	a.fleet.rollOut(step, func(i int) { a.deploy(i, s) }, func(i int) func(string) {
+		s := a.start(i, i)
+		return func(step string) { a.finish(step, s, i, i) }
+	}, a.round)
 }
 
 // opBehaviour is how a provider caches the client's JWKS.
@@ -290,12 +233,7 @@ func TestOIDCKeyRotationThroughRoutes(t *testing.T) {
 			want("step 5", "sig "+kB.kid(), "enc "+kB.kid()+"-enc")
 			a.round("after")
 
-			if len(a.failures) != 0 || a.attempts < 40 {
-				t.Fatalf("%d of %d sign-ins failed:\n%s\n%s", len(a.failures), a.attempts, strings.Join(a.failures, "\n"), a.logs)
-			}
-			if n := len(a.identities()); n != a.attempts {
-				t.Fatalf("%d sign-ins reached the hook, %d were made", n, a.attempts)
-			}
+			a.noFailures(40)
 		})
 	}
 

@@ -1,7 +1,6 @@
 package extauth_test
 
 import (
-	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -12,10 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/crewjam/saml"
 
@@ -57,65 +53,20 @@ func (s spSlots) settings() extauth.SAMLAdditionalSettings {
 	}
 }
 
-// rotatingApp is one application on several instances behind one URL,
-// sharing the cookie key and the store as a deployment does; each deploy
-// restarts one instance with a new secrets file. route says which instance
-// the next request goes to.
+// rotatingApp is a fleet that signs in with SAML at idp.
 type rotatingApp struct {
-	t         *testing.T
-	URL       string
-	idp       *samlidp.IdP
-	store     extauth.Store
-	instances []atomic.Pointer[http.Handler]
-	route     atomic.Int32
-	logs      *lockedLog
-	signIns
-	mu       sync.Mutex
-	attempts int
-	failures []string
+	*fleet
+	idp *samlidp.IdP
 }
 
 func newRotatingApp(t *testing.T, idp *samlidp.IdP, instances int) *rotatingApp {
-	a := &rotatingApp{t: t, idp: idp, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{}),
-		instances: make([]atomic.Pointer[http.Handler], instances), logs: &lockedLog{}}
-	srv := harness.Serve(t, func(string) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if h := a.instances[a.route.Load()].Load(); h != nil {
-				(*h).ServeHTTP(w, r)
-				return
-			}
-			http.Error(w, "not deployed", http.StatusServiceUnavailable)
-		})
-	})
-	a.URL = srv.URL
-	return a
+	return &rotatingApp{fleet: newFleet(t, instances, nil), idp: idp}
 }
 
 // deploy restarts instance i with the SP key pairs s.
 func (a *rotatingApp) deploy(i int, s spSlots) {
 	a.t.Helper()
-	cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: a.idp.MetadataURL(), Additional: s.settings()}}
-	if err := cfg.Validate(); err != nil {
-		a.t.Fatal(err)
-	}
-	auth, err := extauth.New(cfg, extauth.Options{BaseURL: a.URL, CookieKey: testKey, Store: a.store,
-		Logger: slog.New(slog.NewTextHandler(a.logs, nil)), OnSuccess: a.onSuccess,
-		OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
-			http.Error(w, string(err.Code)+": "+err.Message, err.Code.HTTPStatus())
-		}})
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { auth.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := auth.Ready(ctx); err != nil {
-		a.t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	auth.Mount(mux)
-	var h http.Handler = mux
-	a.instances[i].Store(&h)
+	a.fleet.deploy(i, &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: a.idp.MetadataURL(), Additional: s.settings()}})
 }
 
 // at sends the next requests to instance i.
@@ -198,12 +149,7 @@ func (a *rotatingApp) finish(step string, s started, i int) {
 			why = fmt.Sprintf("callback at instance %d: %d %s", i, resp.StatusCode, resp.Body)
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.attempts++
-	if why != "" {
-		a.failures = append(a.failures, step+": "+why)
-	}
+	a.count(step, why)
 }
 
 // idpBehaviour is how an IdP reads the SP metadata and picks the
@@ -249,15 +195,13 @@ func (a *rotatingApp) round(step string, b idpBehaviour) {
 // across each restart and a round while the instances differ.
 func (a *rotatingApp) rollOut(step string, s spSlots, b idpBehaviour) {
 	a.t.Helper()
-	for i := range a.instances {
+	a.fleet.rollOut(step, func(i int) { a.deploy(i, s) }, func(i int) func(string) {
 		if b.everySignIn {
 			a.read(i)
 		}
-		inFlight := a.start(i)
-		a.deploy(i, s)
-		a.finish(fmt.Sprintf("%s, in flight across the restart of instance %d", step, i), inFlight, i)
-		a.round(fmt.Sprintf("%s, %d of %d instances deployed", step, i+1, len(a.instances)), b)
-	}
+		s := a.start(i)
+		return func(step string) { a.finish(step, s, i) }
+	}, func(step string) { a.round(step, b) })
 }
 
 // TestSAMLKeyRotationThroughRoutes plays docs/saml.md's rotation
@@ -339,12 +283,7 @@ func TestSAMLKeyRotationThroughRoutes(t *testing.T) {
 			want("step 5", []samlPair{pB}, []samlPair{pB})
 			a.round("after", b)
 
-			if len(a.failures) != 0 || a.attempts < 40 {
-				t.Fatalf("%d of %d sign-ins failed:\n%s", len(a.failures), a.attempts, strings.Join(a.failures, "\n"))
-			}
-			if n := len(a.identities()); n != a.attempts {
-				t.Fatalf("%d sign-ins reached the hook, %d were made", n, a.attempts)
-			}
+			a.noFailures(40)
 		})
 	}
 

@@ -189,22 +189,7 @@ func TestCheckOIDCKeyRotation(t *testing.T) {
 		}, []string{"LEAK"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runAt(t, testNow, "check", "-offline", "-config", tc.path)
-			if r.code != exitOK {
-				t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
-			}
-			got := rows(r.stdout)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("report lacks %q:\n%s", w, r.stdout)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("report has %q:\n%s", n, r.stdout)
-				}
-			}
-			assertNoSecret(t, "check", r.stdout)
+			wantRows(t, runAt(t, testNow, "check", "-offline", "-config", tc.path), tc.want, tc.not)
 		})
 	}
 }

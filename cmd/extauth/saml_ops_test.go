@@ -97,6 +97,27 @@ func rows(report string) string {
 	return regexp.MustCompile(` {2,}`).ReplaceAllString(report, " ")
 }
 
+// wantRows checks that the report of a successful check has each of want
+// and none of not, read by rows, and no secret.
+func wantRows(t *testing.T, r result, want, not []string) {
+	t.Helper()
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+	}
+	got := rows(r.stdout)
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("report lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(got, n) {
+			t.Errorf("report has %q:\n%s", n, r.stdout)
+		}
+	}
+	assertNoSecret(t, "check", r.stdout)
+}
+
 // check shows every SP certificate of a rotation with its fingerprint and
 // what it does now (signs, decrypts, is published for what), says which
 // step the rotation is at and what to do next, and warns about the
@@ -141,22 +162,7 @@ func TestCheckKeyRotation(t *testing.T) {
 		}, not: []string{"SP certificate_old", "Next step"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runAt(t, testNow, "check", "-offline", "-config", samlPairsFile(t, tc.cur, tc.next, tc.old, ""))
-			if r.code != exitOK {
-				t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
-			}
-			got := rows(r.stdout)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("report lacks %q:\n%s", w, r.stdout)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("report has %q:\n%s", n, r.stdout)
-				}
-			}
-			assertNoSecret(t, "check", r.stdout)
+			wantRows(t, runAt(t, testNow, "check", "-offline", "-config", samlPairsFile(t, tc.cur, tc.next, tc.old, "")), tc.want, tc.not)
 		})
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 const (
@@ -242,6 +243,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	}
 	if len(r.broken[extauth.SAML]) == 0 {
 		r.spCertificate(t.cfg.SAML)
+		r.metadataCertificate(t.cfg.SAML)
 	}
 	if len(r.broken[extauth.OIDC]) == 0 {
 		r.clientKeys(t.cfg.OIDC)
@@ -526,6 +528,23 @@ func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 			advice = "promote certificate_new once the IdP has read the metadata with it"
 		}
 		r.warn("saml: the SP certificate (saml_additional_settings.certificate) %s; %s", msg, advice)
+	}
+}
+
+// metadataCertificate reports idp_metadata_certificate, with its
+// fingerprint, to match against the federation's or the IdP's.
+func (r *checkReport) metadataCertificate(cfg extauth.SAMLConfig) {
+	c := cfg.Additional.IdPMetadataCertificate
+	if c == "" || !cfg.Configured() {
+		return
+	}
+	cert, err := samlsp.ParseCertificatePEM(c)
+	if err != nil {
+		return
+	}
+	certRows(r.section("SAML"), "IdP metadata certificate", cert, r.now, "verifies the signature of the IdP metadata")
+	if msg := expiryProblem(cert, r.now); msg != "" {
+		r.warn("saml: the IdP metadata certificate (saml_additional_settings.idp_metadata_certificate) %s", msg)
 	}
 }
 

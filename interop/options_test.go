@@ -191,7 +191,7 @@ func TestSimpleSAMLphpForceAuthnAndContext(t *testing.T) {
 	a.edit = func(c *extauth.Config) {
 		c.SAML.Additional.RequestOptions = []string{"ForceAuthn", "max_age", "authn_context"}
 	}
-	a.configure(nil, nil, false)
+	a.configure(nil, nil, nil, false)
 	idp.trustSP(t, a.URL+"/users/auth/saml/metadata", nil, nil)
 	b := harness.NewBrowser(t)
 

@@ -58,6 +58,14 @@ type OIDCAdditionalSettings struct {
 	// (userinfo_encrypted_response_alg and _enc) are UserInfo's.
 	UserInfoEncryptedResponseAlg string
 	UserInfoEncryptedResponseEnc string
+	// DPoP (dpop) binds the tokens to a key made for each sign-in (RFC
+	// 9449): every request to the provider carries a proof of it, and the
+	// key comes with the tokens (Tokens.DPoPKey) for renewals and API
+	// calls (Auth.Client).
+	DPoP bool
+	// DPoPSigningAlg (dpop_signing_alg) signs the proofs: ES256 (the
+	// default), PS256 or EdDSA.
+	DPoPSigningAlg string
 	// Scope (scope) replaces the requested scopes, space-separated;
 	// openid is always sent.
 	Scope string
@@ -82,6 +90,7 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 		"client_assertion_audience":       &s.ClientAssertionAudience,
 		"token_endpoint_auth_signing_alg": &s.TokenEndpointAuthSigningAlg,
 		"request_object_signing_alg":      &s.RequestObjectSigningAlg,
+		"dpop_signing_alg":                &s.DPoPSigningAlg,
 		"id_token_encrypted_response_alg": &s.IDTokenEncryptedResponseAlg,
 		"id_token_encrypted_response_enc": &s.IDTokenEncryptedResponseEnc,
 		"userinfo_encrypted_response_alg": &s.UserInfoEncryptedResponseAlg,
@@ -96,7 +105,7 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object"}
+	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object", "dpop"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
 		out = append(out, k)
 	}
@@ -109,7 +118,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 			return false
 		}
 	}
-	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && len(s.Custom) == 0
+	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -135,6 +144,8 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
 		case "request_object":
 			s.RequestObject = l.boolean(OIDC, key, e.val)
+		case "dpop":
+			s.DPoP = l.boolean(OIDC, key, e.val)
 		default:
 			if near := suggest(e.key, oidcEntries, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the provider as an authorization request parameter; did you mean %s.%s?", key, keyOIDCAdditional, near))
@@ -161,9 +172,11 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	set(&o.AssertionAudience, a.ClientAssertionAudience)
 	set(&o.AssertionSigningAlg, a.TokenEndpointAuthSigningAlg)
 	set(&o.RequestObjectSigningAlg, a.RequestObjectSigningAlg)
+	set(&o.DPoPSigningAlg, a.DPoPSigningAlg)
 	set(&o.Prompt, a.Prompt)
 	o.PushedAuthorization = o.PushedAuthorization || a.PushedAuthorizationRequests
 	o.RequestObject = o.RequestObject || a.RequestObject
+	o.DPoP = o.DPoP || a.DPoP
 	if a.IDTokenEncryptedResponseAlg != "" || a.IDTokenEncryptedResponseEnc != "" {
 		o.IDTokenEncryption = providers.OIDCEncryption{Alg: a.IDTokenEncryptedResponseAlg, Enc: a.IDTokenEncryptedResponseEnc}
 	}

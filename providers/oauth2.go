@@ -86,7 +86,7 @@ func get(ctx context.Context, client *http.Client, url, accessToken, accept, wha
 		return nil, nil, NewError(CodeMisconfigured, what+": bad URL", err)
 	}
 	if accessToken != "" {
-		req.Header.Set("Authorization", "Bearer "+accessToken)
+		req.Header.Set("Authorization", authorization(ctx, accessToken))
 	}
 	req.Header.Set("Accept", accept)
 	resp, err := client.Do(req)

@@ -115,6 +115,16 @@ type OIDCOptions struct {
 	// (userinfo_encrypted_response_alg and _enc); an answer that is not
 	// encrypted is then refused.
 	UserInfoEncryption OIDCEncryption
+	// DPoP binds the tokens to a key made for each sign-in (RFC 9449):
+	// the pushed authorization request, the token, UserInfo and
+	// revocation requests each carry a proof signed with it, and the
+	// provider must answer with token_type DPoP. The key is handed over
+	// with the tokens (Tokens.DPoPKey) for renewals and API calls.
+	DPoP bool
+	// DPoPSigningAlg signs the proofs (dpop_signing_alg): ES256 (the
+	// default), PS256 or EdDSA. It must be one the provider lists in
+	// dpop_signing_alg_values_supported, when it publishes the list.
+	DPoPSigningAlg string
 	// SigningAlgs is the ID token algorithm allow-list. Empty means every
 	// asymmetric algorithm the provider advertises; none and HS* are
 	// refused whatever is set here.
@@ -214,6 +224,9 @@ type OIDC struct {
 	// route to its handler (oidc only).
 	jwks   []byte
 	routes map[string]http.Handler
+	// nonces are the DPoP nonces of the provider's and resource servers'
+	// origins.
+	nonces nonceCache
 	// acrValues and maxAge are what the authorization request asks of the
 	// authentication (OIDC Core 3.1.2.1); maxAge < 0 when it asks nothing.
 	acrValues []string
@@ -251,8 +264,10 @@ type discovered struct {
 
 	// method is the client authentication method.
 	method string
-	// tokenClient makes the token endpoint's requests: the bounded
-	// client, which with a JWT method adds a client assertion to each.
+	// tokenClient makes the requests to the token, pushed authorization
+	// request, revocation and UserInfo endpoints: the bounded client,
+	// which with a JWT method adds a client assertion to each but
+	// UserInfo's, and under a DPoP key (withDPoP) a proof to each.
 	tokenClient *http.Client
 	// assertionSigner signs client assertions (JWT methods only),
 	// requestSigner request objects (nil: none are sent).
@@ -286,7 +301,7 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
 	o := c.Options
 	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "") {
-		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only", name)
+		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
 	}
 	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT) {
 		return nil, fmt.Errorf("%s and %s are required", keys.id, keys.secret)
@@ -323,6 +338,9 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	}
 	if o.LogoutTokenMaxAge <= 0 {
 		o.LogoutTokenMaxAge = DefaultOIDCLogoutTokenMaxAge
+	}
+	if o.DPoP && o.DPoPSigningAlg == "" {
+		o.DPoPSigningAlg = DefaultDPoPSigningAlg
 	}
 	o.IDTokenEncryption = o.IDTokenEncryption.withDefault()
 	o.UserInfoEncryption = o.UserInfoEncryption.withDefault()
@@ -607,6 +625,9 @@ type OIDCDiscovery struct {
 	// RevocationEndpoint revokes tokens (RFC 7009); empty when there is
 	// none.
 	RevocationEndpoint string `json:"revocation_endpoint"`
+	// DPoPSigningAlgs are the algorithms of DPoP proofs the provider
+	// takes (RFC 9449 5.1).
+	DPoPSigningAlgs []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // fetchDiscovery reads the discovery document and builds a copy from it.
@@ -854,16 +875,6 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 		}
 		d.assertionSigner = signer
 		d.oauth.ClientSecret = ""
-		next := s.client.Transport
-		if next == nil {
-			next = http.DefaultTransport
-		}
-		d.tokenClient = &http.Client{
-			Transport:     newAssertingTransport(next, s, d),
-			Jar:           s.client.Jar,
-			CheckRedirect: s.client.CheckRedirect,
-			Timeout:       s.client.Timeout,
-		}
 	}
 	d.par = o.PushedAuthorization || doc.RequirePAR
 	if d.par && doc.PAREndpoint == "" {
@@ -873,6 +884,10 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 		}
 		return misconfigured(setting, "the provider has no pushed_authorization_request_endpoint")
 	}
+	if o.DPoP && len(doc.DPoPSigningAlgs) > 0 && !slices.Contains(doc.DPoPSigningAlgs, o.DPoPSigningAlg) {
+		return misconfigured(settingDPoPAlg, "%s is not in the provider's dpop_signing_alg_values_supported %q", o.DPoPSigningAlg, doc.DPoPSigningAlgs)
+	}
+	d.tokenClient = s.endpointClient(d)
 	if o.RequestObject {
 		if !d.par && !doc.RequestParameterSupported {
 			return misconfigured(settingRequestObject, "the provider does not take request objects by value (request_parameter_supported is not true): set pushed_authorization_requests too")
@@ -932,13 +947,69 @@ func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	if tx.State == "" || tx.Verifier == "" || tx.Nonce == "" {
 		return "", NewError(CodeMisconfigured, "the sign-in transaction is incomplete", errors.New("transaction without state, verifier or nonce"))
 	}
+	key, err := s.beginDPoP(tx)
+	if err != nil {
+		return "", err
+	}
+	ctx = withDPoP(ctx, key)
 	if d.par || d.requestSigner != nil {
 		return s.beginHighAssurance(ctx, d, tx)
 	}
-	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
+	return d.oauth.AuthCodeURL(tx.State, s.authCodeOptions(ctx, d, tx)...), nil
+}
+
+// authCodeOptions are the parameters of tx's authorization request
+// beyond client_id, redirect_uri, response_type, scope and state: the
+// PKCE challenge, the nonce, the DPoP key's thumbprint when the request
+// is not pushed (a pushed one carries a proof of the key instead), and
+// the configured parameters.
+func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transaction) []oauth2.AuthCodeOption {
+	opts := make([]oauth2.AuthCodeOption, 0, 3+len(s.authParams))
 	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
-	return d.oauth.AuthCodeURL(tx.State, opts...), nil
+	if k := dpopFrom(ctx); k != nil && !d.par {
+		// RFC 9449 10: the code is then bound to the key.
+		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", k.jkt))
+	}
+	return append(opts, s.authParams...)
+}
+
+// beginDPoP makes the sign-in's DPoP key, when the client uses DPoP, and
+// keeps it in tx for the callback.
+func (s *OIDC) beginDPoP(tx *Transaction) (*dpopKey, error) {
+	if !s.opts.DPoP {
+		return nil, nil
+	}
+	k, err := newDPoPKey(s.opts.DPoPSigningAlg)
+	if err != nil {
+		return nil, NewError(CodeMisconfigured, "the DPoP key cannot be made", fmt.Errorf("DPoP key: %w", err))
+	}
+	enc, err := k.encode()
+	if err != nil {
+		return nil, NewError(CodeMisconfigured, "the DPoP key cannot be made", fmt.Errorf("DPoP key: %w", err))
+	}
+	if tx.Extra == nil {
+		tx.Extra = map[string]string{}
+	}
+	tx.Extra[dpopExtra] = enc
+	return k, nil
+}
+
+// completeDPoP is the DPoP key the sign-in of tx began with, nil when it
+// began without one.
+func (s *OIDC) completeDPoP(tx *Transaction) (*dpopKey, error) {
+	enc := tx.Extra[dpopExtra]
+	if enc == "" {
+		if s.opts.DPoP {
+			return nil, NewError(CodeInvalidState, "the sign-in started without a DPoP key: sign in again",
+				errors.New("transaction without a DPoP key, which this client's configuration requires"))
+		}
+		return nil, nil
+	}
+	k, err := parseDPoPKey(enc)
+	if err != nil {
+		return nil, NewError(CodeInvalidState, "the sign-in's DPoP key is unreadable: sign in again", err)
+	}
+	return k, nil
 }
 
 // Binding returns the state parameter.
@@ -974,8 +1045,16 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if code == "" {
 		return nil, NewError(CodeInvalidResponse, "the provider sent no authorization code", errors.New("callback without code"))
 	}
+	key, err := s.completeDPoP(tx)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withDPoP(ctx, key)
 	tok, err := exchange(ctx, &d.oauth, d.tokenClient, code, tx.Verifier)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTokenType(key, tok.TokenType); err != nil {
 		return nil, err
 	}
 	rawID, _ := tok.Extra("id_token").(string)
@@ -995,7 +1074,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 			return nil, err
 		}
 	}
-	return s.identity(claims, info, tok), nil
+	id := s.identity(claims, info, tok)
+	if key != nil {
+		id.Tokens.DPoPKey = tx.Extra[dpopExtra]
+	}
+	return id, nil
 }
 
 // needUserInfo reports whether the ID token lacks a claim that a requested
@@ -1126,7 +1209,7 @@ func (s *OIDC) VerifyIDToken(ctx context.Context, rawIDToken, accessToken, nonce
 // provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
 // otherwise its claims could describe someone else.
 func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub string) (map[string]any, error) {
-	resp, body, err := get(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), s.client, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
+	resp, body, err := get(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), d.tokenClient, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,7 @@ const (
 	settingUserInfoEnc   = OIDCSettingsKey + ".userinfo_encrypted_response_enc"
 	settingMaxAge        = OIDCSettingsKey + ".max_age"
 	settingPrompt        = OIDCSettingsKey + ".prompt"
+	settingDPoPAlg       = OIDCSettingsKey + ".dpop_signing_alg" // DPoPSigningAlg
 	settingClientSecret  = "oidc_client_secret"
 )
 
@@ -148,6 +149,13 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			}
 		}
 	}
+	if o.DPoPSigningAlg != "" {
+		if !o.DPoP {
+			bad(settingDPoPAlg, "applies only with dpop: true")
+		} else if !slices.Contains(dpopSigningAlgs, o.DPoPSigningAlg) {
+			bad(settingDPoPAlg, "must be one of %s", strings.Join(dpopSigningAlgs, ", "))
+		}
+	}
 	for _, k := range sortedKeys(o.AuthParams) {
 		switch {
 		case k == "":
@@ -185,7 +193,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 func (o *OIDCOptions) hasHighAssurance() bool {
 	return o.AuthMethod == AuthMethodSecretJWT || o.AuthMethod == AuthMethodPrivateKeyJWT || o.AssertionAudience != "" ||
 		o.AssertionSigningAlg != "" || o.PushedAuthorization || o.RequestObject || o.RequestObjectSigningAlg != "" ||
-		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{})
+		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{}) || o.DPoP || o.DPoPSigningAlg != ""
 }
 
 func keyKind(k *clientKey) string {

@@ -205,7 +205,7 @@ func refusals(t *testing.T) []refusal {
 
 		// oidc_additional_settings (providers/oidc_settings.go and
 		// oidc_client.go), which Validate checks with the same code.
-		{msg: "%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only",
+		{msg: "%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only",
 			none: byOptions + " (Options.SearchOAuth2): oidc_additional_settings is the oidc provider's"},
 		{msg: "must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY", key: "private_key", file: keyed("not a key", "")},
 		{msg: "is encrypted; give the key unencrypted", key: "private_key", file: keyed(junk("ENCRYPTED PRIVATE KEY"), "")},
@@ -248,6 +248,8 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must be a whole number of seconds", key: "max_age", file: oidcWith("  max_age: soon\n")},
 		{msg: "must be none, login, consent or select_account, or several of the last three", key: "prompt", file: oidcWith("  prompt: sometimes\n")},
 		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
+		{msg: "applies only with dpop: true", key: "dpop_signing_alg", file: oidcWith("  dpop_signing_alg: ES256\n")},
+		{msg: "must be one of %s", key: "dpop_signing_alg", file: oidcWith("  dpop: true\n  dpop_signing_alg: RS256\n")},
 
 		// Config.Validate, which the tenant builder runs.
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},

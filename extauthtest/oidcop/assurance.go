@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -344,10 +345,27 @@ func (op *OP) par(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
 		return
 	}
+	// A proof binds the code to its key (RFC 9449 10.1).
+	jkt, perr := op.checkProof(r, PAR, op.endpointURL("/par"), "")
+	if perr == nil && jkt == "" && op.cfg.DPoP {
+		perr = errNoProof
+	}
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
 	params, _, err := op.resolveRequest(form)
 	if err != nil {
 		tokenError(w, http.StatusBadRequest, "invalid_request_object")
 		return
+	}
+	if jkt != "" {
+		if params.Has("dpop_jkt") && params.Get("dpop_jkt") != jkt {
+			tokenError(w, http.StatusBadRequest, "invalid_dpop_proof")
+			return
+		}
+		params = maps.Clone(params)
+		params.Set("dpop_jkt", jkt)
 	}
 	if _, aerr := op.checkRequest(params); aerr != nil {
 		tokenError(w, http.StatusBadRequest, aerr.code)
@@ -369,6 +387,10 @@ func (op *OP) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.PostForm.Get("token") == "" {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
+		return
+	}
+	if _, perr := op.checkProof(r, Revocation, op.endpointURL("/revoke"), ""); perr != nil {
+		op.asProofError(w, perr)
 		return
 	}
 	token := r.PostForm.Get("token")

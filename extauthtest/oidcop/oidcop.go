@@ -179,6 +179,15 @@ type Config struct {
 	// Keys are signing keys to start with (generated when empty), the last
 	// one active. They must suit Alg.
 	Keys []crypto.Signer
+	// DPoP makes the provider require DPoP (RFC 9449) of the client: a
+	// proof with every request to the token endpoint (and checked on any
+	// other request that carries one), access and refresh tokens bound to
+	// its key, token_type DPoP, and UserInfo taking bound tokens only with
+	// the DPoP scheme and a proof of their key.
+	DPoP bool
+	// DPoPNonce makes the provider demand its nonce in every proof
+	// (RotateDPoPNonce changes it).
+	DPoPNonce bool
 	// AutoApprove signs the first user in without a consent page.
 	AutoApprove bool
 	// NoIssParameter stops advertising and sending RFC 9207's iss.
@@ -265,6 +274,11 @@ type OP struct {
 	assertions []Assertion
 	lastParams url.Values
 	revoked    int
+	// nonce is the DPoP nonce demanded; proofs are the proofs accepted,
+	// proofJTIs their jti until they could pass for fresh.
+	nonce     string
+	proofs    []Proof
+	proofJTIs map[string]time.Time
 }
 
 type signingKey struct {
@@ -284,6 +298,9 @@ type authRequest struct {
 	acrValues   []string
 	maxAge      int64 // -1: none asked
 	expires     time.Time
+	// dpopJKT binds the code to a DPoP key: the request's dpop_jkt, or
+	// the key of its pushed request's proof.
+	dpopJKT string
 }
 
 // grant is what a code, then an access token, stands for.
@@ -295,6 +312,8 @@ type grant struct {
 	expires time.Time
 	// authTime is when the user authenticated (the session's start).
 	authTime time.Time
+	// jkt is the DPoP key a token is bound to, "" for a bearer token.
+	jkt string
 }
 
 // session is a user's session at the provider, shared by the sign-ins of
@@ -360,6 +379,9 @@ func New(cfg Config) (*OP, error) {
 		logouts:  map[string]*endSession{},
 		pushed:   map[string]*pushedRequest{},
 		seenJTIs: map[string]time.Time{},
+
+		nonce:     endpoint.Random(16),
+		proofJTIs: map[string]time.Time{},
 
 		tokenPath: "/token",
 		jwksPath:  "/jwks",
@@ -600,6 +622,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["userinfo_encryption_alg_values_supported"] = keyAlgs
 	doc["userinfo_encryption_enc_values_supported"] = encs
 	doc["revocation_endpoint"] = base + "/revoke"
+	doc["dpop_signing_alg_values_supported"] = DPoPSigningAlgs
 	doc["claims_supported"] = append(doc["claims_supported"].([]string), "acr", "auth_time")
 	doc["backchannel_logout_supported"] = true
 	doc["backchannel_logout_session_supported"] = true
@@ -694,6 +717,7 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		acrValues:   strings.Fields(q.Get("acr_values")),
 		maxAge:      maxAge(q),
 		expires:     op.now().Add(10 * time.Minute),
+		dpopJKT:     q.Get("dpop_jkt"),
 	}, nil
 }
 
@@ -976,7 +1000,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":
-		op.refreshGrant(w, f)
+		op.refreshGrant(w, r)
 		return
 	default:
 		tokenError(w, http.StatusBadRequest, "unsupported_grant_type")
@@ -985,6 +1009,18 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 	now := op.now()
 	op.mu.Lock()
 	g, ok := op.codes[f.Get("code")]
+	op.mu.Unlock()
+	bound := ""
+	if ok {
+		bound = g.req.dpopJKT
+	}
+	tokenPath, _ := op.paths()
+	jkt, perr := op.tokenProof(r, tokenPath, bound)
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
+	op.mu.Lock()
 	fresh := ok && !g.used
 	if ok {
 		g.used = true
@@ -1001,13 +1037,16 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	op.issueTokens(w, g, now, true)
+	op.issueTokens(w, g, now, true, jkt)
 }
 
 // issueTokens answers the token endpoint for grant g: a new access token,
 // an ID token (with the request's nonce on a sign-in, without on a
 // refresh), and a refresh token when offline access was asked for.
-func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool) {
+//
+// With jkt, the key of the request's DPoP proof, the tokens are bound to
+// it and their type is DPoP.
+func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool, jkt string) {
 	access := endpoint.Random(32)
 	idg := *g
 	if !signIn {
@@ -1023,10 +1062,17 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 		tokenError(w, http.StatusInternalServerError, "server_error")
 		return
 	}
-	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime}
+	tokenType := "Bearer"
+	if op.fault(DPoPBearer) {
+		jkt = ""
+	}
+	if jkt != "" {
+		tokenType = "DPoP"
+	}
+	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime, jkt: jkt}
 	resp := map[string]any{
 		"access_token": access,
-		"token_type":   "Bearer",
+		"token_type":   tokenType,
 		"expires_in":   int(tokenTTL.Seconds()),
 		"id_token":     idToken,
 		"scope":        g.req.scope,
@@ -1037,7 +1083,7 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
 		rt := endpoint.Random(32)
 		sweep(op.refresh, now, func(g *grant) time.Time { return g.expires })
-		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL), authTime: g.authTime}
+		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL), authTime: g.authTime, jkt: jkt}
 		resp["refresh_token"] = rt
 	}
 	op.mu.Unlock()
@@ -1046,11 +1092,28 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 
 // refreshGrant trades a refresh token for new tokens and a new refresh
 // token; the old one is spent (rotation), and a refresh token of a
-// session that ended is refused.
-func (op *OP) refreshGrant(w http.ResponseWriter, f url.Values) {
+// session that ended is refused. A refresh token bound to a DPoP key
+// takes a proof of that key (RFC 9449 5 binds only public clients'; the
+// provider binds every client's, so tests see the same key used months
+// later).
+func (op *OP) refreshGrant(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
 	now := op.now()
 	op.mu.Lock()
 	g, ok := op.refresh[f.Get("refresh_token")]
+	op.mu.Unlock()
+	bound := ""
+	if ok {
+		bound = g.jkt
+	}
+	tokenPath, _ := op.paths()
+	jkt, perr := op.tokenProof(r, tokenPath, bound)
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
+	op.mu.Lock()
+	g, ok = op.refresh[f.Get("refresh_token")]
 	delete(op.refresh, f.Get("refresh_token"))
 	_, live := op.sessions[g.sidOrEmpty()]
 	op.mu.Unlock()
@@ -1058,7 +1121,7 @@ func (op *OP) refreshGrant(w http.ResponseWriter, f url.Values) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	op.issueTokens(w, g, now, false)
+	op.issueTokens(w, g, now, false, jkt)
 }
 
 func (g *grant) sidOrEmpty() string {
@@ -1279,14 +1342,27 @@ func atHash(accessToken string) string {
 }
 
 func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	op.mu.Lock()
 	g, found := op.tokens[token]
 	op.mu.Unlock()
-	if !ok || !found || op.now().After(g.expires) {
+	if !found || op.now().After(g.expires) || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "DPoP")) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return
+	}
+	// A DPoP-bound token is taken with the DPoP scheme and a proof of
+	// its key only (RFC 9449 7.1); presented as Bearer it is refused.
+	if g.jkt != "" || strings.EqualFold(scheme, "DPoP") {
+		jkt, perr := op.checkProof(r, UserInfo, op.endpointURL("/userinfo"), token)
+		switch {
+		case perr != nil:
+			op.rsProofError(w, perr.code)
+			return
+		case !strings.EqualFold(scheme, "DPoP") || jkt == "" || jkt != g.jkt:
+			op.rsProofError(w, "invalid_token")
+			return
+		}
 	}
 	claims := profileClaims(g.user, g.req.scope)
 	claims["sub"] = g.user.Sub

@@ -12,6 +12,13 @@
 //                 requests (RFC 9126) and signed request objects (RFC
 //                 9101) required, encryption of ID tokens and UserInfo
 //                 enabled (the client metadata chooses its algorithms)
+//   FAPI2         when set, a FAPI 2.0 Security Profile provider
+//                 (features.fapi profile '2.0'): pushed authorization
+//                 requests required, private_key_jwt with the issuer as
+//                 the assertions' audience, PKCE, DPoP with server nonces
+//                 required on every request (the client metadata sets
+//                 dpop_bound_access_tokens), and JWT-secured authorization
+//                 responses (JARM) for clients that ask for them
 //
 // When it listens, it prints one JSON line {"issuer": "..."} to stdout. It
 // exits when stdin closes, so it never outlives the test that started it.
@@ -91,6 +98,31 @@ if (process.env.HIGH_ASSURANCE) {
   configuration.features.encryption = { enabled: true };
 }
 
+if (process.env.FAPI2) {
+  configuration.clientAuthMethods = ['private_key_jwt'];
+  configuration.features.fapi = { enabled: true, profile: '2.0' };
+  configuration.features.pushedAuthorizationRequests = {
+    enabled: true,
+    requirePushedAuthorizationRequests: true,
+  };
+  configuration.features.dPoP = {
+    enabled: true,
+    nonceSecret: randomBytes(32),
+    requireNonce: () => true,
+  };
+  configuration.features.jwtResponseModes = { enabled: true };
+  configuration.features.requestObjects = { enabled: true };
+  configuration.features.encryption = { enabled: true };
+  configuration.enabledJWA = {
+    dPoPSigningAlgValues: ['ES256', 'PS256', 'EdDSA'],
+    clientAuthSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    idTokenSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    authorizationSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    requestObjectSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    userinfoSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+  };
+}
+
 const server = createServer();
 server.listen(0, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
@@ -98,6 +130,13 @@ server.listen(0, '127.0.0.1', () => {
   provider.on('backchannel.error', (_ctx, err, client) => {
     process.stderr.write(`backchannel.error ${client.clientId}: ${err.message}\n`);
   });
+  // What the provider refused, and why, for the test's log when it fails.
+  for (const event of ['pushed_authorization_request.error', 'authorization.error', 'grant.error',
+    'userinfo.error', 'revocation.error', 'server_error']) {
+    provider.on(event, (_ctx, err) => {
+      process.stderr.write(`${event}: ${err.message} ${err.error_description || ''}\n`);
+    });
+  }
   server.on('request', provider.callback());
   process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 });

@@ -209,7 +209,13 @@ func (c OIDCConfig) Configured() bool {
 }
 
 // keyOnly reports whether the client authenticates with its private key
-// alone, needing no secret.
+// alone, needing no secret: by private_key_jwt, which a profile implies.
 func (c OIDCConfig) keyOnly() bool {
-	return c.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.Additional.PrivateKey.IsZero()
+	return c.Additional.secretless() && !c.Additional.PrivateKey.IsZero()
+}
+
+// secretless reports whether the settings authenticate the client
+// without oidc_client_secret.
+func (s OIDCAdditionalSettings) secretless() bool {
+	return s.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT || s.ClientAuthMethod == "" && s.Profile != ""
 }

@@ -67,6 +67,13 @@ type OIDCAdditionalSettings struct {
 	// DPoPSigningAlg (dpop_signing_alg) signs the proofs: ES256 (the
 	// default), PS256 or EdDSA.
 	DPoPSigningAlg string
+	// ResponseMode (response_mode) jwt asks for JWT-secured
+	// authorization responses (JARM), verified before their code is used.
+	ResponseMode string
+	// Profile (profile) enforces a security profile's client rules:
+	// fapi2 (FAPI 2.0 Security Profile) or fapi2-message-signing (with
+	// signed requests and JARM). docs/oidc.md lists what each requires.
+	Profile string
 	// Scope (scope) replaces the requested scopes, space-separated;
 	// openid is always sent.
 	Scope string
@@ -92,6 +99,8 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 		"token_endpoint_auth_signing_alg": &s.TokenEndpointAuthSigningAlg,
 		"request_object_signing_alg":      &s.RequestObjectSigningAlg,
 		"dpop_signing_alg":                &s.DPoPSigningAlg,
+		"response_mode":                   &s.ResponseMode,
+		"profile":                         &s.Profile,
 		"id_token_encrypted_response_alg": &s.IDTokenEncryptedResponseAlg,
 		"id_token_encrypted_response_enc": &s.IDTokenEncryptedResponseEnc,
 		"userinfo_encrypted_response_alg": &s.UserInfoEncryptedResponseAlg,
@@ -177,6 +186,8 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	set(&o.AssertionSigningAlg, a.TokenEndpointAuthSigningAlg)
 	set(&o.RequestObjectSigningAlg, a.RequestObjectSigningAlg)
 	set(&o.DPoPSigningAlg, a.DPoPSigningAlg)
+	set(&o.ResponseMode, a.ResponseMode)
+	set(&o.Profile, a.Profile)
 	set(&o.Prompt, a.Prompt)
 	o.PushedAuthorization = o.PushedAuthorization || a.PushedAuthorizationRequests
 	o.RequestObject = o.RequestObject || a.RequestObject

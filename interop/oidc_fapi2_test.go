@@ -66,6 +66,10 @@ type fapi2App struct {
 	Recorder    *proofRecorder
 	KeyPEM      string
 
+	// Callback is the query of the last callback the provider sent the
+	// browser to.
+	Callback url.Values
+
 	mu  sync.Mutex
 	got []*extauth.Identity
 }
@@ -161,6 +165,11 @@ func (a *fapi2App) signIn(t *testing.T) *extauth.Identity {
 	if resp := submit(t, b, consent, nil); resp.Body != "signed in as alice" {
 		t.Fatalf("sign-in: %s %d %s\nlogs:\n%s\ncalls: %v", resp.URL, resp.StatusCode, resp.Body, a.Logs.String(), a.Recorder.calls())
 	}
+	for _, h := range b.Hops {
+		if u, err := url.Parse(h); err == nil && strings.HasPrefix(h, a.URL+"/users/auth/oidc/callback") {
+			a.Callback = u.Query()
+		}
+	}
 	ids := a.identities()
 	return ids[len(ids)-1]
 }
@@ -212,14 +221,17 @@ func (a *fapi2App) useTokens(t *testing.T, id *extauth.Identity) {
 // TestOIDCProviderFAPI2DPoP signs in against oidc-provider in its FAPI
 // 2.0 profile with DPoP: pushed requests required, private_key_jwt with
 // the issuer as audience, PKCE, nonces demanded on every DPoP request.
-// The secrets file names the key and dpop: true. The tokens come back
-// DPoP-bound; then they are renewed, used at UserInfo through
-// Auth.Client, and revoked, every request with a proof.
+// The secrets file names the key, profile: fapi2 and dpop: true. The
+// tokens come back DPoP-bound; then they are renewed, used at UserInfo
+// through Auth.Client, and revoked, every request with a proof.
 func TestOIDCProviderFAPI2DPoP(t *testing.T) {
-	a := startFAPI2(t, nil, "  client_auth_method: private_key_jwt\n  dpop: true\n")
+	a := startFAPI2(t, nil, "  profile: fapi2\n  dpop: true\n")
 	id := a.signIn(t)
 	if id.Tokens.TokenType != "DPoP" || id.Tokens.DPoPKey == "" || id.Tokens.RefreshToken == "" || id.Email != "alice@example.org" {
 		t.Fatalf("identity %+v", id)
+	}
+	if !a.Callback.Has("code") || !a.Callback.Has("iss") || a.Callback.Has("response") {
+		t.Errorf("callback %v", a.Callback)
 	}
 	a.useTokens(t, id)
 	calls := a.Recorder.calls()
@@ -234,4 +246,23 @@ func TestOIDCProviderFAPI2DPoP(t *testing.T) {
 			t.Errorf("a secret reached the log")
 		}
 	}
+}
+
+// TestOIDCProviderFAPI2MessageSigning signs in with profile:
+// fapi2-message-signing against oidc-provider requiring signed request
+// objects of the client: the pushed request is a request object (PS256,
+// with nbf and exp), and the provider answers with a JWT-secured
+// authorization response (JARM), which extauth verifies before it sends
+// the code anywhere. Then the tokens are used as in the DPoP variant.
+func TestOIDCProviderFAPI2MessageSigning(t *testing.T) {
+	a := startFAPI2(t, map[string]any{"require_signed_request_object": true}, "  profile: fapi2-message-signing\n  dpop: true\n")
+	id := a.signIn(t)
+	if id.Tokens.TokenType != "DPoP" || id.Tokens.DPoPKey == "" || id.Email != "alice@example.org" {
+		t.Fatalf("identity %+v", id)
+	}
+	if len(a.Callback) != 1 || strings.Count(a.Callback.Get("response"), ".") != 2 {
+		t.Errorf("the callback was not a JWT-secured response: %v", a.Callback)
+	}
+	a.useTokens(t, id)
+	t.Logf("requests to the provider:\n%s", strings.Join(a.Recorder.calls(), "\n"))
 }

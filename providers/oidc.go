@@ -126,6 +126,16 @@ type OIDCOptions struct {
 	// default), PS256 or EdDSA. It must be one the provider lists in
 	// dpop_signing_alg_values_supported, when it publishes the list.
 	DPoPSigningAlg string
+	// ResponseMode ResponseModeJWT (response_mode: jwt) asks for
+	// JWT-secured authorization responses (JARM): the callback's response
+	// JWT is verified (signature with the provider's keys, iss, aud, exp,
+	// state) before its code is used, and a response that is not one is
+	// refused.
+	ResponseMode string
+	// Profile enforces a security profile's client rules (profile):
+	// OIDCProfileFAPI2 or OIDCProfileFAPI2MessageSigning. See
+	// CheckOIDCConfig for what each requires and implies.
+	Profile string
 	// SigningAlgs is the ID token algorithm allow-list. Empty means every
 	// asymmetric algorithm the provider advertises; none and HS* are
 	// refused whatever is set here.
@@ -277,6 +287,9 @@ type discovered struct {
 	// par sends authorization requests to parURL first.
 	par    bool
 	parURL string
+	// jarmAlgs are the algorithms a JWT-secured authorization response
+	// may be signed with.
+	jarmAlgs []jose.SignatureAlgorithm
 	// revocationURL is the revocation_endpoint, "" when there is none.
 	revocationURL string
 }
@@ -300,7 +313,7 @@ func settingsOf(name string) settingNames {
 
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
-	o := c.Options
+	o := c.Options.withProfile()
 	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "") {
 		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
 	}
@@ -639,6 +652,11 @@ type OIDCDiscovery struct {
 	// DPoPSigningAlgs are the algorithms of DPoP proofs the provider
 	// takes (RFC 9449 5.1).
 	DPoPSigningAlgs []string `json:"dpop_signing_alg_values_supported"`
+	// ResponseModes are the response modes the provider supports;
+	// AuthorizationSigningAlgs the algorithms it signs JWT-secured
+	// authorization responses with (JARM 3).
+	ResponseModes            []string `json:"response_modes_supported"`
+	AuthorizationSigningAlgs []string `json:"authorization_signing_alg_values_supported"`
 }
 
 // fetchDiscovery reads the discovery document and builds a copy from it.
@@ -873,7 +891,7 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 	if d.method == AuthMethodSecretJWT || d.method == AuthMethodPrivateKeyJWT {
 		candidates := hmacSigningAlgs
 		if d.method == AuthMethodPrivateKeyJWT {
-			candidates = keyAlgs(signingKey)
+			candidates = o.profileAlgs(keyAlgs(signingKey))
 		}
 		alg, ok := signingAlg(o.AssertionSigningAlg, candidates, doc.TokenAuthSigningAlgs)
 		if !ok {
@@ -898,15 +916,32 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 	if o.DPoP && len(doc.DPoPSigningAlgs) > 0 && !slices.Contains(doc.DPoPSigningAlgs, o.DPoPSigningAlg) {
 		return misconfigured(settingDPoPAlg, "%s is not in the provider's dpop_signing_alg_values_supported %q", o.DPoPSigningAlg, doc.DPoPSigningAlgs)
 	}
+	if s.jarm() {
+		if len(doc.ResponseModes) > 0 && !slices.ContainsFunc(responseModes, func(m string) bool { return slices.Contains(doc.ResponseModes, m) }) {
+			return misconfigured(settingResponseMode, "%s is not in the provider's response_modes_supported %q", o.ResponseMode, doc.ResponseModes)
+		}
+		algs := OIDCAcceptedAlgs(doc.AuthorizationSigningAlgs, o.SigningAlgs)
+		if len(algs) == 0 {
+			return misconfigured(settingResponseMode, "the provider signs authorization responses with %q, none of %q", doc.AuthorizationSigningAlgs, s.allowList())
+		}
+		d.jarmAlgs = make([]jose.SignatureAlgorithm, len(algs))
+		for i, a := range algs {
+			d.jarmAlgs[i] = jose.SignatureAlgorithm(a)
+		}
+	}
+	// The profile wants the iss response parameter (RFC 9207) whether or
+	// not discovery advertises it; with JARM it is inside the JWT.
+	d.issRequired = d.issRequired || o.Profile != "" && !s.jarm()
 	d.tokenClient = s.endpointClient(d)
 	if o.RequestObject {
 		if !d.par && !doc.RequestParameterSupported {
 			return misconfigured(settingRequestObject, "the provider does not take request objects by value (request_parameter_supported is not true): set pushed_authorization_requests too")
 		}
-		alg, ok := signingAlg(o.RequestObjectSigningAlg, keyAlgs(signingKey), doc.RequestObjectSigningAlgs)
+		candidates := o.profileAlgs(keyAlgs(signingKey))
+		alg, ok := signingAlg(o.RequestObjectSigningAlg, candidates, doc.RequestObjectSigningAlgs)
 		if !ok {
 			return misconfigured(settingRequestAlg, "the provider accepts request objects signed with %q only, none of %q",
-				doc.RequestObjectSigningAlgs, pick(o.RequestObjectSigningAlg, keyAlgs(signingKey)))
+				doc.RequestObjectSigningAlgs, pick(o.RequestObjectSigningAlg, candidates))
 		}
 		signer, err := s.newSigner(alg, "oauth-authz-req+jwt")
 		if err != nil {
@@ -981,6 +1016,9 @@ func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transacti
 		// RFC 9449 10: the code is then bound to the key.
 		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", k.jkt))
 	}
+	if s.jarm() {
+		opts = append(opts, oauth2.SetAuthURLParam("response_mode", s.opts.ResponseMode))
+	}
 	return append(opts, s.authParams...)
 }
 
@@ -1024,7 +1062,14 @@ func (s *OIDC) completeDPoP(tx *Transaction) (*dpopKey, error) {
 }
 
 // Binding returns the state parameter.
-func (s *OIDC) Binding(r *http.Request) string { return r.FormValue("state") }
+// With JARM it is the state inside the response JWT, read unverified:
+// Complete verifies the JWT, and the state, before it uses them.
+func (s *OIDC) Binding(r *http.Request) string {
+	if s.jarm() {
+		return jarmState(r.FormValue(jarmParam))
+	}
+	return r.FormValue("state")
+}
 
 // Complete checks the authorization response (RFC 9207 iss, error), trades
 // the code for tokens with the PKCE verifier from the transaction, verifies
@@ -1037,10 +1082,18 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err := r.ParseForm(); err != nil {
 		return nil, NewError(CodeInvalidResponse, "the callback request is malformed", err)
 	}
+	resp := r.Form
+	if s.jarm() {
+		// JARM: the response's parameters are those of the verified JWT,
+		// its iss among them.
+		if resp, err = s.jarmResponse(ctx, d, r, tx.State); err != nil {
+			return nil, err
+		}
+	}
 	// RFC 9207 2.4: the iss parameter is checked before anything else of
 	// the response, error responses included, so a mix-up never reaches
 	// our token endpoint call.
-	if iss, ok := r.Form["iss"]; ok {
+	if iss, ok := resp["iss"]; ok {
 		if len(iss) != 1 || iss[0] != d.issuer {
 			return nil, NewError(CodeInvalidResponse, "the authorization response comes from a different issuer",
 				fmt.Errorf("iss parameter %.200q, expected %q", iss, d.issuer))
@@ -1049,10 +1102,10 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 		return nil, NewError(CodeInvalidResponse, "the authorization response does not name its issuer",
 			errors.New("iss parameter missing although the provider advertises authorization_response_iss_parameter_supported"))
 	}
-	if err := callbackError(r); err != nil {
+	if err := responseError(resp); err != nil {
 		return nil, err
 	}
-	code := r.FormValue("code")
+	code := resp.Get("code")
 	if code == "" {
 		return nil, NewError(CodeInvalidResponse, "the provider sent no authorization code", errors.New("callback without code"))
 	}

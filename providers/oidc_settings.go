@@ -45,7 +45,10 @@ const (
 	settingUserInfoEnc   = OIDCSettingsKey + ".userinfo_encrypted_response_enc"
 	settingMaxAge        = OIDCSettingsKey + ".max_age"
 	settingPrompt        = OIDCSettingsKey + ".prompt"
+	settingDPoP          = OIDCSettingsKey + ".dpop"             // DPoP
 	settingDPoPAlg       = OIDCSettingsKey + ".dpop_signing_alg" // DPoPSigningAlg
+	settingResponseMode  = OIDCSettingsKey + ".response_mode"    // ResponseMode
+	settingProfile       = OIDCSettingsKey + ".profile"          // Profile
 	settingClientSecret  = "oidc_client_secret"
 )
 
@@ -64,7 +67,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	bad := func(setting, format string, args ...any) {
 		ps = append(ps, &OIDCSettingError{Setting: setting, Reason: fmt.Sprintf(format, args...)})
 	}
-	o := c.Options
+	o := c.Options.withProfile()
 	parse := func(setting, text string) *clientKey {
 		if text == "" {
 			return nil
@@ -101,8 +104,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 	case AuthMethodPrivateKeyJWT:
 		needKey("client_auth_method " + AuthMethodPrivateKeyJWT)
-		if signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.AssertionSigningAlg) {
-			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(algs, o.AssertionSigningAlg) {
+			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	default:
 		bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
@@ -114,8 +117,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	}
 	if o.RequestObject {
 		needKey("request_object")
-		if signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.RequestObjectSigningAlg) {
-			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(algs, o.RequestObjectSigningAlg) {
+			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	} else if o.RequestObjectSigningAlg != "" {
 		bad(settingRequestAlg, "applies only with request_object: true")
@@ -156,6 +159,39 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingDPoPAlg, "must be one of %s", strings.Join(dpopSigningAlgs, ", "))
 		}
 	}
+	if o.ResponseMode != "" && !slices.Contains(responseModes, o.ResponseMode) {
+		bad(settingResponseMode, "must be jwt or query.jwt (JARM); the other modes are chosen by extauth")
+	}
+	switch o.Profile {
+	case "":
+	case OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning:
+		// The FAPI 2.0 Security Profile's client rules (5.3.2, 5.4);
+		// what it implies, withProfile has set.
+		if o.AuthMethod != AuthMethodPrivateKeyJWT {
+			bad(settingAuthMethod, "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret", o.AuthMethod, o.Profile)
+		}
+		if o.AssertionAudience != OIDCAudienceIssuer {
+			bad(settingAudience, "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience", o.Profile)
+		}
+		if !o.DPoP {
+			bad(settingDPoP, "must be true under profile %s: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)", o.Profile)
+		}
+		for _, a := range []struct{ setting, alg string }{
+			{settingAssertionAlg, o.AssertionSigningAlg}, {settingRequestAlg, o.RequestObjectSigningAlg}, {settingDPoPAlg, o.DPoPSigningAlg},
+		} {
+			if a.alg != "" && !slices.Contains(fapiAlgs, a.alg) {
+				bad(a.setting, "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm", o.Profile)
+			}
+		}
+		for _, a := range o.SigningAlgs {
+			if !slices.Contains(fapiAlgs, a) {
+				bad(settingProfile, "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", o.Profile, a)
+				break
+			}
+		}
+	default:
+		bad(settingProfile, "must be %s or %s", OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning)
+	}
 	for _, k := range sortedKeys(o.AuthParams) {
 		switch {
 		case k == "":
@@ -193,7 +229,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 func (o *OIDCOptions) hasHighAssurance() bool {
 	return o.AuthMethod == AuthMethodSecretJWT || o.AuthMethod == AuthMethodPrivateKeyJWT || o.AssertionAudience != "" ||
 		o.AssertionSigningAlg != "" || o.PushedAuthorization || o.RequestObject || o.RequestObjectSigningAlg != "" ||
-		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{}) || o.DPoP || o.DPoPSigningAlg != ""
+		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{}) || o.DPoP || o.DPoPSigningAlg != "" ||
+		o.ResponseMode != "" || o.Profile != ""
 }
 
 func keyKind(k *clientKey) string {

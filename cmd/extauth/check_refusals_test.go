@@ -250,6 +250,17 @@ func refusals(t *testing.T) []refusal {
 		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
 		{msg: "applies only with dpop: true", key: "dpop_signing_alg", file: oidcWith("  dpop_signing_alg: ES256\n")},
 		{msg: "must be one of %s", key: "dpop_signing_alg", file: oidcWith("  dpop: true\n  dpop_signing_alg: RS256\n")},
+		{msg: "must be jwt or query.jwt (JARM); the other modes are chosen by extauth", key: "response_mode", file: oidcWith("  response_mode: form_post\n")},
+		{msg: "must be %s or %s", key: "profile", file: oidcWith("  profile: fapi1\n")},
+		{msg: "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret",
+			key: "client_auth_method", file: oidcWith("  profile: fapi2\n  dpop: true\n  client_auth_method: client_secret_basic\n")},
+		{msg: "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience",
+			key: "client_assertion_audience", file: keyed(key, "  profile: fapi2\n  dpop: true\n  client_assertion_audience: token_endpoint\n")},
+		{msg: "must be true under profile %s: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)",
+			key: "dpop", file: keyed(key, "  profile: fapi2\n")},
+		{msg: "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm",
+			key: "token_endpoint_auth_signing_alg", file: keyed(key, "  profile: fapi2\n  dpop: true\n  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", none: byOptions + " (Options.OIDC.SigningAlgs)"},
 
 		// Config.Validate, which the tenant builder runs.
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},

@@ -149,7 +149,7 @@ func (op *OP) clientSigningKey(kid string) (any, error) {
 // request object) with its key, or with its secret under
 // client_secret_jwt, and returns its header and claims.
 func (op *OP) verifyClientJWT(raw string, secretOK bool) (map[string]any, map[string]any, error) {
-	algs := []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256}
+	algs := op.clientAlgs()
 	if secretOK {
 		algs = []jose.SignatureAlgorithm{jose.HS256, jose.HS384, jose.HS512}
 	}
@@ -236,6 +236,9 @@ func (op *OP) assertionAuthenticated(r *http.Request, e Endpoint, url string) er
 		return errors.New("client assertion: another client_id in the form")
 	case !audienceHas(claims["aud"], op.cfg.Issuer, strings.TrimSuffix(op.cfg.Issuer, "/")+token, url):
 		return errors.New("client assertion: aud names neither the issuer nor this endpoint")
+	case op.cfg.Profile != "" && claims["aud"] != op.cfg.Issuer:
+		// FAPI 2.0 Security Profile 5.3.2.1: the issuer, as a string.
+		return errors.New("client assertion: aud must be the issuer alone")
 	case !okExp || !now.Before(exp):
 		return errors.New("client assertion: expired or without exp")
 	case !okIat || exp.Sub(iat) > maxAssertionLifetime:
@@ -263,7 +266,12 @@ func (op *OP) requestObjectParams(raw string) (url.Values, error) {
 		return nil, fmt.Errorf("request object: %w", err)
 	}
 	exp, ok := claimTime(claims, "exp")
+	nbf, okNbf := claimTime(claims, "nbf")
 	switch {
+	case op.cfg.Profile == FAPI2MessageSigning && (!okNbf || exp.Sub(nbf) > time.Hour || nbf.After(op.now().Add(time.Minute))):
+		// FAPI 2.0 Message Signing 5.3.1: nbf, and exp at most 60
+		// minutes after it.
+		return nil, errors.New("request object: nbf missing, in the future, or more than an hour before exp")
 	case claims["iss"] != op.cfg.ClientID:
 		return nil, errors.New("request object: iss is not the client")
 	case !audienceHas(claims["aud"], op.cfg.Issuer):

@@ -188,6 +188,10 @@ type Config struct {
 	// DPoPNonce makes the provider demand its nonce in every proof
 	// (RotateDPoPNonce changes it).
 	DPoPNonce bool
+	// Profile makes the provider enforce a FAPI 2.0 profile on the
+	// client; it implies RequirePAR and DPoP, RequireRequestObject with
+	// FAPI2MessageSigning, and an Alg of PS256 unless set.
+	Profile Profile
 	// AutoApprove signs the first user in without a consent page.
 	AutoApprove bool
 	// NoIssParameter stops advertising and sending RFC 9207's iss.
@@ -301,6 +305,8 @@ type authRequest struct {
 	// dpopJKT binds the code to a DPoP key: the request's dpop_jkt, or
 	// the key of its pushed request's proof.
 	dpopJKT string
+	// mode is the response mode asked for.
+	mode string
 }
 
 // grant is what a code, then an access token, stands for.
@@ -352,6 +358,9 @@ func New(cfg Config) (*OP, error) {
 	case "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt":
 	default:
 		return nil, fmt.Errorf("oidcop: auth method %q", cfg.AuthMethod)
+	}
+	if err := cfg.checkProfile(); err != nil {
+		return nil, err
 	}
 	if cfg.Alg == "" {
 		cfg.Alg = "RS256"
@@ -587,7 +596,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		"userinfo_endpoint":                     base + "/userinfo",
 		"jwks_uri":                              base + jwksPath,
 		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
+		"response_modes_supported":              []string{"query", "jwt", "query.jwt"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{op.cfg.Alg},
@@ -603,7 +612,10 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	if !op.cfg.NoEndSession {
 		doc["end_session_endpoint"] = base + "/end_session"
 	}
-	algs := []string{"RS256", "PS256", "ES256"}
+	var algs []string
+	for _, a := range op.clientAlgs() {
+		algs = append(algs, string(a))
+	}
 	doc["pushed_authorization_request_endpoint"] = base + "/par"
 	doc["require_pushed_authorization_requests"] = op.cfg.RequirePAR
 	doc["request_parameter_supported"] = true
@@ -623,6 +635,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["userinfo_encryption_enc_values_supported"] = encs
 	doc["revocation_endpoint"] = base + "/revoke"
 	doc["dpop_signing_alg_values_supported"] = DPoPSigningAlgs
+	doc["authorization_signing_alg_values_supported"] = []string{op.cfg.Alg}
 	doc["claims_supported"] = append(doc["claims_supported"].([]string), "acr", "auth_time")
 	doc["backchannel_logout_supported"] = true
 	doc["backchannel_logout_session_supported"] = true
@@ -647,13 +660,29 @@ func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: keys})
 }
 
-// authorizeError sends an error back to the client's redirect URI.
-func (op *OP) authorizeError(w http.ResponseWriter, r *http.Request, redirectURI, state, code string) {
+// authorizeError sends an error back to the client's redirect URI, in
+// the response mode asked for.
+func (op *OP) authorizeError(w http.ResponseWriter, r *http.Request, redirectURI, state, mode, code string) {
 	q := url.Values{"error": {code}}
 	if state != "" {
 		q.Set("state", state)
 	}
+	op.respond(w, r, redirectURI, mode, q)
+}
+
+// respond sends the browser back to the client's redirect URI with the
+// authorization response q and the issuer: as query parameters, or with
+// response_mode jwt as a signed JWT (JARM).
+func (op *OP) respond(w http.ResponseWriter, r *http.Request, redirectURI, mode string, q url.Values) {
 	op.addIss(q)
+	if mode == "jwt" || mode == "query.jwt" {
+		jwt, err := op.jarm(q)
+		if err != nil {
+			http.Error(w, "cannot sign the response", http.StatusInternalServerError)
+			return
+		}
+		q = url.Values{"response": {jwt}}
+	}
 	http.Redirect(w, r, redirectURI+"?"+q.Encode(), http.StatusFound)
 }
 
@@ -671,8 +700,8 @@ func (op *OP) addIss(q url.Values) {
 // redirect URI the client registered, sent back there as code; without,
 // answered to the browser as plain.
 type requestError struct {
-	redirectURI, state, code string
-	plain                    string
+	redirectURI, state, mode, code string
+	plain                          string
 }
 
 func (e *requestError) answer(op *OP, w http.ResponseWriter, r *http.Request) {
@@ -680,7 +709,7 @@ func (e *requestError) answer(op *OP, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, e.plain, http.StatusBadRequest)
 		return
 	}
-	op.authorizeError(w, r, e.redirectURI, e.state, e.code)
+	op.authorizeError(w, r, e.redirectURI, e.state, e.mode, e.code)
 }
 
 // checkRequest validates an authorization request's parameters, as the
@@ -696,8 +725,9 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		return nil, &requestError{code: "invalid_request", plain: "redirect_uri is not registered for this client"}
 	}
 	state := q.Get("state")
+	mode := q.Get("response_mode")
 	fail := func(code string) (*authRequest, *requestError) {
-		return nil, &requestError{redirectURI: redirectURI, state: state, code: code}
+		return nil, &requestError{redirectURI: redirectURI, state: state, mode: mode, code: code}
 	}
 	switch {
 	case q.Get("response_type") != "code":
@@ -705,6 +735,13 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 	case !slices.Contains(strings.Fields(q.Get("scope")), "openid"):
 		return fail("invalid_scope")
 	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
+		return fail("invalid_request")
+	case mode != "" && mode != "query" && mode != "jwt" && mode != "query.jwt":
+		return fail("unsupported_response_mode")
+	case op.cfg.Profile == FAPI2MessageSigning && mode != "jwt" && mode != "query.jwt":
+		// FAPI 2.0 Message Signing 5.4: signed responses only.
+		return fail("invalid_request")
+	case op.cfg.Profile != "" && len(q.Get("nonce")) > 64:
 		return fail("invalid_request")
 	}
 	return &authRequest{
@@ -718,6 +755,7 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		maxAge:      maxAge(q),
 		expires:     op.now().Add(10 * time.Minute),
 		dpopJKT:     q.Get("dpop_jkt"),
+		mode:        mode,
 	}, nil
 }
 
@@ -752,7 +790,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	op.mu.Unlock()
 	redirectURI, state := req.redirectURI, req.state
 	if op.fault(Deny) {
-		op.authorizeError(w, r, redirectURI, state, "access_denied")
+		op.authorizeError(w, r, redirectURI, state, req.mode, "access_denied")
 		return
 	}
 	if op.cfg.AutoApprove {
@@ -760,7 +798,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.Get("prompt") == "none" {
-		op.authorizeError(w, r, redirectURI, state, "login_required")
+		op.authorizeError(w, r, redirectURI, state, req.mode, "login_required")
 		return
 	}
 	id := endpoint.Random(16)
@@ -850,7 +888,7 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("decision") != "approve" {
-		op.authorizeError(w, r, req.redirectURI, req.state, "access_denied")
+		op.authorizeError(w, r, req.redirectURI, req.state, req.mode, "access_denied")
 		return
 	}
 	for _, u := range op.cfg.Users {
@@ -892,8 +930,7 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	if req.state != "" {
 		q.Set("state", req.state)
 	}
-	op.addIss(q)
-	http.Redirect(w, r, req.redirectURI+"?"+q.Encode(), http.StatusFound)
+	op.respond(w, r, req.redirectURI, req.mode, q)
 }
 
 // sweep drops expired entries once a map is full.

@@ -68,6 +68,8 @@ type haSetup struct {
 	add    extauth.OIDCAdditionalSettings
 	enc    *oidcop.Encryption
 	key    crypto.Signer
+	// tokenType is the token_type the provider answers with.
+	tokenType string
 }
 
 // haCallback is the oidc callback route of an application configured as s
@@ -78,6 +80,7 @@ func haCallback(b *testing.B, s haSetup) oidcSide {
 			c.AuthMethod = s.method
 		}
 	})
+	p.tokenType = s.tokenType
 	if s.enc != nil {
 		enc, err := jose.NewEncrypter(jose.ContentEncryption(s.enc.Enc),
 			jose.Recipient{Algorithm: jose.KeyAlgorithm(s.enc.Alg), Key: s.key.Public()},

@@ -59,6 +59,18 @@ type OIDCAdditionalSettings struct {
 	// (userinfo_encrypted_response_alg and _enc) are UserInfo's.
 	UserInfoEncryptedResponseAlg string
 	UserInfoEncryptedResponseEnc string
+	// TLSClientCertificate and TLSClientKey (tls_client_certificate,
+	// tls_client_key) are the client's TLS certificate and its private
+	// key, PEM, for mutual TLS (RFC 8705): presented to the provider and
+	// to its resource servers, so that it authenticates the client
+	// (client_auth_method tls_client_auth, self_signed_tls_client_auth)
+	// and binds the tokens to the certificate.
+	TLSClientCertificate string
+	TLSClientKey         Secret
+	// TLSClientCertificateNew and TLSClientKeyNew (…_new) are a
+	// certificate being rotated in: published, not yet presented.
+	TLSClientCertificateNew string
+	TLSClientKeyNew         Secret
 	// DPoP (dpop) binds the tokens to a key made for each sign-in (RFC
 	// 9449): every request to the provider carries a proof of it, and the
 	// key comes with the tokens (Tokens.DPoPKey) for renewals and API
@@ -115,7 +127,8 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object", "dpop"}
+	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object", "dpop",
+		"tls_client_certificate", "tls_client_key", "tls_client_certificate_new", "tls_client_key_new"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
 		out = append(out, k)
 	}
@@ -128,7 +141,8 @@ func (s OIDCAdditionalSettings) isZero() bool {
 			return false
 		}
 	}
-	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0
+	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
+		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero()
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -151,6 +165,22 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 				s.PrivateKey = NewSecret(v)
 			} else {
 				s.PrivateKeyNew = NewSecret(v)
+			}
+			l.notePEM(key, e.val, v)
+		case "tls_client_key", "tls_client_key_new":
+			v, _ := l.scalar(OIDC, key, e.val)
+			if e.key == "tls_client_key" {
+				s.TLSClientKey = NewSecret(v)
+			} else {
+				s.TLSClientKeyNew = NewSecret(v)
+			}
+			l.notePEM(key, e.val, v)
+		case "tls_client_certificate", "tls_client_certificate_new":
+			v, _ := l.scalar(OIDC, key, e.val)
+			if e.key == "tls_client_certificate" {
+				s.TLSClientCertificate = v
+			} else {
+				s.TLSClientCertificateNew = v
 			}
 			l.notePEM(key, e.val, v)
 		case "pushed_authorization_requests":
@@ -218,12 +248,16 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		o.AuthParams = params
 	}
 	return providers.OIDCConfig{
-		ClientID:       c.ClientID,
-		ClientSecret:   c.ClientSecret.Value(),
-		Issuer:         c.Issuer,
-		PrivateKey:     a.PrivateKey.Value(),
-		NextPrivateKey: a.PrivateKeyNew.Value(),
-		Options:        o,
+		ClientID:           c.ClientID,
+		ClientSecret:       c.ClientSecret.Value(),
+		Issuer:             c.Issuer,
+		PrivateKey:         a.PrivateKey.Value(),
+		NextPrivateKey:     a.PrivateKeyNew.Value(),
+		TLSCertificate:     a.TLSClientCertificate,
+		TLSKey:             a.TLSClientKey.Value(),
+		NextTLSCertificate: a.TLSClientCertificateNew,
+		NextTLSKey:         a.TLSClientKeyNew.Value(),
+		Options:            o,
 	}
 }
 

@@ -195,7 +195,20 @@ type OIDCConfig struct {
 	// route beside PrivateKey and used to decrypt, but not yet to sign.
 	// Once every provider has read it, it becomes PrivateKey.
 	NextPrivateKey string `redact:"secret"`
-	Options        OIDCOptions
+	// TLSCertificate and TLSKey are the client's TLS certificate and its
+	// private key, PEM (mutual TLS, RFC 8705): presented to the provider
+	// and to the resource servers the API client calls, so that the
+	// provider can authenticate the client by it (AuthMethodTLS,
+	// AuthMethodSelfSignedTLS) and bind the access tokens to it.
+	TLSCertificate string
+	TLSKey         string `redact:"secret"`
+	// NextTLSCertificate and NextTLSKey are a certificate being rotated
+	// in: published at the JWKS route beside TLSCertificate (for
+	// self_signed_tls_client_auth), not yet presented. Once the provider
+	// has read it, it becomes TLSCertificate.
+	NextTLSCertificate string
+	NextTLSKey         string `redact:"secret"`
+	Options            OIDCOptions
 }
 
 // OIDC signs users in with an OpenID Connect provider: discovery, the
@@ -231,6 +244,8 @@ type OIDC struct {
 	check func(claims *idClaims) error
 	// keys are the client's private keys, the one that signs first.
 	keys []*clientKey
+	// tls are the client's TLS certificates, the one presented first.
+	tls []*tlsPair
 	// jwks is the public key set the JWKS route serves; routes maps the
 	// route to its handler (oidc only).
 	jwks   []byte
@@ -313,11 +328,11 @@ func settingsOf(name string) settingNames {
 
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
-	o := c.Options.withProfile()
-	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "") {
+	o := c.profileOptions()
+	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "" || c.TLSCertificate != "" || c.TLSKey != "") {
 		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
 	}
-	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT) {
+	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT && !tlsMethod(o.AuthMethod)) {
 		return nil, fmt.Errorf("%s and %s are required", keys.id, keys.secret)
 	}
 	if err := checkIssuer(c.Issuer); err != nil {
@@ -397,7 +412,23 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 			s.keys = append(s.keys, k)
 		}
 	}
-	jwks, err := jwks(s.keys)
+	for _, pair := range [][2]string{{c.TLSCertificate, c.TLSKey}, {c.NextTLSCertificate, c.NextTLSKey}} {
+		if pair[0] != "" {
+			p, certErr, keyErr := parseTLSPair(pair[0], pair[1])
+			if err := errors.Join(certErr, keyErr); err != nil {
+				return nil, err
+			}
+			s.tls = append(s.tls, p)
+		}
+	}
+	if len(s.tls) > 0 {
+		client, err := outbound.WithClientCertificate(s.client, s.clientCertificate)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", settingTLSCert, err)
+		}
+		s.client = client
+	}
+	jwks, err := jwks(s.keys, s.tlsJWKs())
 	if err != nil {
 		return nil, err
 	}
@@ -652,6 +683,11 @@ type OIDCDiscovery struct {
 	// DPoPSigningAlgs are the algorithms of DPoP proofs the provider
 	// takes (RFC 9449 5.1).
 	DPoPSigningAlgs []string `json:"dpop_signing_alg_values_supported"`
+	// MTLSEndpointAliases are the endpoints a client that presents a
+	// TLS certificate uses (RFC 8705 5); TLSBoundTokens says the
+	// provider binds access tokens to the certificate (RFC 8705 3.3).
+	MTLSEndpointAliases *mtlsAliases `json:"mtls_endpoint_aliases"`
+	TLSBoundTokens      bool         `json:"tls_client_certificate_bound_access_tokens"`
 	// ResponseModes are the response modes the provider supports;
 	// AuthorizationSigningAlgs the algorithms it signs JWT-secured
 	// authorization responses with (JARM 3).
@@ -884,6 +920,15 @@ func misconfigured(setting, format string, args ...any) *Error {
 // requests. Each refusal names the setting and what the provider lists.
 func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 	o := &s.opts
+	if err := s.useMTLSAliases(d, doc); err != nil {
+		return err
+	}
+	if tlsMethod(d.method) {
+		d.oauth.ClientSecret = ""
+	}
+	if o.Profile != "" && !o.DPoP && !doc.TLSBoundTokens {
+		return misconfigured(settingTLSCert, "the provider does not bind access tokens to TLS certificates (tls_client_certificate_bound_access_tokens) and dpop is off: FAPI 2.0 requires sender-constrained tokens")
+	}
 	var signingKey *clientKey
 	if len(s.keys) > 0 {
 		signingKey = s.keys[0]

@@ -155,8 +155,11 @@ func (k *clientKey) isRSA() bool {
 
 // jwks builds the client's public key set: each key twice, for signing
 // and for encryption, under its two key IDs. Only public halves are in it.
-func jwks(keys []*clientKey) ([]byte, error) {
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
+func jwks(keys []*clientKey, certificates []jose.JSONWebKey) ([]byte, error) {
+	set := jose.JSONWebKeySet{Keys: certificates}
+	if set.Keys == nil {
+		set.Keys = []jose.JSONWebKey{}
+	}
 	for _, k := range keys {
 		set.Keys = append(set.Keys,
 			jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Use: "sig"},
@@ -365,6 +368,10 @@ func (s *OIDC) authenticate(d *discovered, endpoint string, form url.Values, h h
 	case AuthMethodPost:
 		form.Set("client_id", s.clientID)
 		form.Set("client_secret", s.clientSecret)
+	case AuthMethodTLS, AuthMethodSelfSignedTLS:
+		// RFC 8705 2: the certificate authenticates; the form names the
+		// client.
+		form.Set("client_id", s.clientID)
 	default:
 		a, err := s.assertion(d, endpoint)
 		if err != nil {
@@ -452,7 +459,7 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, form url.Values, what string) (int, []byte, error) {
 	h := http.Header{}
 	// With an assertion, the endpoint client adds it.
-	if d.method == AuthMethodBasic || d.method == AuthMethodPost {
+	if d.method == AuthMethodBasic || d.method == AuthMethodPost || tlsMethod(d.method) {
 		if err := s.authenticate(d, endpoint, form, h); err != nil {
 			return 0, nil, err
 		}

@@ -22,18 +22,23 @@ const (
 // 5.4.1): PS256, ES256 and EdDSA.
 var fapiAlgs = []string{"PS256", "ES256", "EdDSA"}
 
-// withProfile fills what o's profile implies where o leaves it open:
-// private_key_jwt (unless the client has a TLS certificate), the issuer
+// profileOptions is c.Options with what their profile implies where they
+// leave it open: private_key_jwt (tls_client_auth for a client with a TLS
+// certificate and no private key), the issuer
 // as the assertions' audience, pushed requests, FAPI's algorithms for ID
 // tokens, and with message signing request objects and JARM. Settings o
 // makes itself stay, for CheckOIDCConfig to refuse when the profile
 // forbids them.
-func (o OIDCOptions) withProfile() OIDCOptions {
+func (c OIDCConfig) profileOptions() OIDCOptions {
+	o := c.Options
 	if o.Profile == "" {
 		return o
 	}
 	if o.AuthMethod == "" {
 		o.AuthMethod = AuthMethodPrivateKeyJWT
+		if c.PrivateKey == "" && c.TLSCertificate != "" {
+			o.AuthMethod = AuthMethodTLS
+		}
 	}
 	if o.AssertionAudience == "" {
 		o.AssertionAudience = OIDCAudienceIssuer

@@ -4,12 +4,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/outbound"
 )
 
 // OIDCSettingsKey is the secrets file's mapping of the OpenID Connect
@@ -49,6 +50,10 @@ const (
 	settingDPoPAlg       = OIDCSettingsKey + ".dpop_signing_alg" // DPoPSigningAlg
 	settingResponseMode  = OIDCSettingsKey + ".response_mode"    // ResponseMode
 	settingProfile       = OIDCSettingsKey + ".profile"          // Profile
+	settingTLSCert       = OIDCSettingsKey + ".tls_client_certificate"
+	settingTLSKey        = OIDCSettingsKey + ".tls_client_key"
+	settingTLSCertNew    = OIDCSettingsKey + ".tls_client_certificate_new"
+	settingTLSKeyNew     = OIDCSettingsKey + ".tls_client_key_new"
 	settingClientSecret  = "oidc_client_secret"
 )
 
@@ -67,7 +72,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	bad := func(setting, format string, args ...any) {
 		ps = append(ps, &OIDCSettingError{Setting: setting, Reason: fmt.Sprintf(format, args...)})
 	}
-	o := c.Options.withProfile()
+	o := c.profileOptions()
 	parse := func(setting, text string) *clientKey {
 		if text == "" {
 			return nil
@@ -87,7 +92,34 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrivateKey, "is missing (%s needs it)", by)
 		}
 	}
+	pair := func(certSetting, keySetting, cert, key string) {
+		switch {
+		case cert == "" && key == "":
+		case cert == "":
+			bad(certSetting, "is missing (%s is set; the pair needs both)", strings.TrimPrefix(keySetting, OIDCSettingsKey+"."))
+		case key == "":
+			bad(keySetting, "is missing (%s is set; the pair needs both)", strings.TrimPrefix(certSetting, OIDCSettingsKey+"."))
+		default:
+			if _, certErr, keyErr := parseTLSPair(cert, key); certErr != nil {
+				bad(certSetting, "%s", certErr.Error())
+			} else if keyErr != nil {
+				bad(keySetting, "%s", keyErr.Error())
+			}
+		}
+	}
+	pair(settingTLSCert, settingTLSKey, c.TLSCertificate, c.TLSKey)
+	pair(settingTLSCertNew, settingTLSKeyNew, c.NextTLSCertificate, c.NextTLSKey)
+	if c.TLSCertificate == "" && c.NextTLSCertificate != "" {
+		bad(settingTLSCert, "is missing (tls_client_certificate_new is set: it is the certificate rotated in after tls_client_certificate)")
+	}
 	switch o.AuthMethod {
+	case AuthMethodTLS, AuthMethodSelfSignedTLS:
+		if c.TLSCertificate == "" {
+			bad(settingTLSCert, "is missing (client_auth_method %s needs it)", o.AuthMethod)
+		}
+		if o.AssertionSigningAlg != "" {
+			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		}
 	case "", AuthMethodBasic, AuthMethodPost:
 		if o.AssertionSigningAlg != "" {
 			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
@@ -108,7 +140,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	default:
-		bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		bad(settingAuthMethod, "must be one of %s, %s, %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT,
+			AuthMethodTLS, AuthMethodSelfSignedTLS)
 	}
 	switch o.AssertionAudience {
 	case "", OIDCAudienceTokenEndpoint, OIDCAudienceIssuer:
@@ -166,15 +199,15 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	case "":
 	case OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning:
 		// The FAPI 2.0 Security Profile's client rules (5.3.2, 5.4);
-		// what it implies, withProfile has set.
-		if o.AuthMethod != AuthMethodPrivateKeyJWT {
+		// what it implies, profileOptions has set.
+		if o.AuthMethod != AuthMethodPrivateKeyJWT && !tlsMethod(o.AuthMethod) {
 			bad(settingAuthMethod, "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret", o.AuthMethod, o.Profile)
 		}
 		if o.AssertionAudience != OIDCAudienceIssuer {
 			bad(settingAudience, "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience", o.Profile)
 		}
-		if !o.DPoP {
-			bad(settingDPoP, "must be true under profile %s: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)", o.Profile)
+		if !o.DPoP && c.TLSCertificate == "" {
+			bad(settingDPoP, "must be true under profile %s, or tls_client_certificate set: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)", o.Profile)
 		}
 		for _, a := range []struct{ setting, alg string }{
 			{settingAssertionAlg, o.AssertionSigningAlg}, {settingRequestAlg, o.RequestObjectSigningAlg}, {settingDPoPAlg, o.DPoPSigningAlg},
@@ -257,7 +290,7 @@ func encAlgsFor(k *clientKey) []string {
 // take. The error names the setting. It makes no request; extauth check
 // runs it on the document it fetched.
 func CheckOIDCDiscovery(c OIDCConfig, doc *OIDCDiscovery) error {
-	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: http.DefaultClient})
+	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: outbound.NewClient(nil, 0, 0)})
 	if err != nil {
 		return err
 	}

@@ -357,7 +357,7 @@ func (op *OP) par(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A proof binds the code to its key (RFC 9449 10.1).
-	jkt, perr := op.checkProof(r, PAR, op.endpointURL("/par"), "")
+	jkt, perr := op.checkProof(r, PAR, op.requestURL(r), "")
 	if perr == nil && jkt == "" && op.cfg.DPoP {
 		perr = errNoProof
 	}
@@ -400,7 +400,7 @@ func (op *OP) revoke(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
 		return
 	}
-	if _, perr := op.checkProof(r, Revocation, op.endpointURL("/revoke"), ""); perr != nil {
+	if _, perr := op.checkProof(r, Revocation, op.requestURL(r), ""); perr != nil {
 		op.asProofError(w, perr)
 		return
 	}

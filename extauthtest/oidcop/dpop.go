@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -200,21 +201,22 @@ func (op *OP) rsProofError(w http.ResponseWriter, code string) {
 	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": code})
 }
 
-// endpointURL is the URL of the provider's endpoint at path, as a proof's
-// htu names it.
-func (op *OP) endpointURL(path string) string {
-	return strings.TrimSuffix(op.cfg.Issuer, "/") + path
+// requestURL is the URL r was sent to (the endpoint, or its mTLS alias),
+// without query, as a proof's htu names it.
+func (op *OP) requestURL(r *http.Request) string {
+	u, _ := url.Parse(op.cfg.Issuer)
+	return u.Scheme + "://" + u.Host + r.URL.Path
 }
 
 // errNoProof is the refusal of a request without a proof where the
 // provider requires DPoP.
 var errNoProof = badProof("a DPoP proof is required")
 
-// tokenProof checks the proof of a request to the token endpoint at path:
+// tokenProof checks the proof of a request to the token endpoint:
 // required with Config.DPoP, and for a code or refresh token bound to a
 // key (boundTo), of that key.
-func (op *OP) tokenProof(r *http.Request, path, boundTo string) (string, *proofError) {
-	jkt, perr := op.checkProof(r, Token, op.endpointURL(path), "")
+func (op *OP) tokenProof(r *http.Request, boundTo string) (string, *proofError) {
+	jkt, perr := op.checkProof(r, Token, op.requestURL(r), "")
 	switch {
 	case perr != nil:
 		return "", perr

@@ -66,8 +66,10 @@ func (cfg *Config) checkProfile() error {
 	default:
 		return fmt.Errorf("oidcop: profile %q", cfg.Profile)
 	}
-	if cfg.AuthMethod != "private_key_jwt" {
-		return fmt.Errorf("oidcop: profile %s authenticates clients with private_key_jwt, not %s", cfg.Profile, cfg.AuthMethod)
+	switch cfg.AuthMethod {
+	case "private_key_jwt", "tls_client_auth", "self_signed_tls_client_auth":
+	default:
+		return fmt.Errorf("oidcop: profile %s authenticates clients with private_key_jwt or mTLS, not %s", cfg.Profile, cfg.AuthMethod)
 	}
 	if cfg.Alg == "" {
 		cfg.Alg = "PS256"
@@ -76,7 +78,8 @@ func (cfg *Config) checkProfile() error {
 		return fmt.Errorf("oidcop: profile %s signs with PS256, ES256 or EdDSA, not %s", cfg.Profile, cfg.Alg)
 	}
 	cfg.RequirePAR = true
-	cfg.DPoP = true
+	// Sender-constrained tokens: DPoP unless mTLS binds them.
+	cfg.DPoP = cfg.DPoP || !cfg.MTLS
 	if cfg.Profile == FAPI2MessageSigning {
 		cfg.RequireRequestObject = true
 	}

@@ -188,6 +188,18 @@ type Config struct {
 	// DPoPNonce makes the provider demand its nonce in every proof
 	// (RotateDPoPNonce changes it).
 	DPoPNonce bool
+	// ClientCAs, with AuthMethod tls_client_auth, are the CAs the
+	// client's TLS certificate must chain to, and TLSClientSubjectDN the
+	// subject it registered (tls_client_auth_subject_dn, as
+	// x509.Certificate.Subject.String() prints it).
+	ClientCAs          *x509.CertPool
+	TLSClientSubjectDN string
+	// MTLS binds access tokens to the TLS certificate the token request
+	// presented (RFC 8705 3), takes them at UserInfo only over a
+	// connection that presents it, and lists mtls_endpoint_aliases. The
+	// provider must then be served over TLS with client certificates
+	// requested.
+	MTLS bool
 	// Profile makes the provider enforce a FAPI 2.0 profile on the
 	// client; it implies RequirePAR and DPoP, RequireRequestObject with
 	// FAPI2MessageSigning, and an Alg of PS256 unless set.
@@ -318,8 +330,10 @@ type grant struct {
 	expires time.Time
 	// authTime is when the user authenticated (the session's start).
 	authTime time.Time
-	// jkt is the DPoP key a token is bound to, "" for a bearer token.
+	// jkt is the DPoP key a token is bound to, "" for a bearer token;
+	// x5t the TLS certificate it is bound to.
 	jkt string
+	x5t string
 }
 
 // session is a user's session at the provider, shared by the sign-ins of
@@ -351,11 +365,12 @@ func New(cfg Config) (*OP, error) {
 	if cfg.AuthMethod == "" {
 		cfg.AuthMethod = "client_secret_basic"
 	}
-	if cfg.ClientID == "" || (cfg.ClientSecret == "" && cfg.AuthMethod != "private_key_jwt") || len(cfg.RedirectURIs) == 0 {
+	secretless := cfg.AuthMethod == "private_key_jwt" || cfg.AuthMethod == "tls_client_auth" || cfg.AuthMethod == "self_signed_tls_client_auth"
+	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 {
 		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
 	}
 	switch cfg.AuthMethod {
-	case "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt":
+	case "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "tls_client_auth", "self_signed_tls_client_auth":
 	default:
 		return nil, fmt.Errorf("oidcop: auth method %q", cfg.AuthMethod)
 	}
@@ -398,7 +413,7 @@ func New(cfg Config) (*OP, error) {
 	if op.now == nil {
 		op.now = time.Now
 	}
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation} {
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -538,6 +553,10 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tokenPath, jwksPath := op.paths()
+	if alias, ok := strings.CutPrefix(path, mtlsPrefix); ok && op.cfg.MTLS {
+		op.hits[MTLS].Add(1)
+		path = alias
+	}
 	switch path {
 	case "/.well-known/openid-configuration":
 		op.hits[Discovery].Add(1)
@@ -635,6 +654,10 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["userinfo_encryption_enc_values_supported"] = encs
 	doc["revocation_endpoint"] = base + "/revoke"
 	doc["dpop_signing_alg_values_supported"] = DPoPSigningAlgs
+	if op.cfg.MTLS {
+		doc["mtls_endpoint_aliases"] = op.mtlsAliases()
+		doc["tls_client_certificate_bound_access_tokens"] = true
+	}
 	doc["authorization_signing_alg_values_supported"] = []string{op.cfg.Alg}
 	doc["claims_supported"] = append(doc["claims_supported"].([]string), "acr", "auth_time")
 	doc["backchannel_logout_supported"] = true
@@ -982,6 +1005,9 @@ func tokenError(w http.ResponseWriter, status int, code string) {
 // refusing the others and refusing two at once (RFC 6749 2.3), on a
 // request to endpoint e.
 func (op *OP) clientAuthenticated(r *http.Request, e Endpoint) bool {
+	if op.cfg.AuthMethod == "tls_client_auth" || op.cfg.AuthMethod == "self_signed_tls_client_auth" {
+		return op.tlsAuthenticated(r) == nil
+	}
 	if op.jwtMethod() {
 		path := map[Endpoint]string{PAR: "/par", Revocation: "/revoke"}[e]
 		if e == Token {
@@ -1051,8 +1077,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		bound = g.req.dpopJKT
 	}
-	tokenPath, _ := op.paths()
-	jkt, perr := op.tokenProof(r, tokenPath, bound)
+	jkt, perr := op.tokenProof(r, bound)
 	if perr != nil {
 		op.asProofError(w, perr)
 		return
@@ -1074,7 +1099,7 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	op.issueTokens(w, g, now, true, jkt)
+	op.issueTokens(w, g, now, true, jkt, op.certificateBound(r))
 }
 
 // issueTokens answers the token endpoint for grant g: a new access token,
@@ -1083,7 +1108,9 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 //
 // With jkt, the key of the request's DPoP proof, the tokens are bound to
 // it and their type is DPoP.
-func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool, jkt string) {
+// With x5t, the thumbprint of the request's TLS certificate, the access
+// token is bound to the certificate.
+func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool, jkt, x5t string) {
 	access := endpoint.Random(32)
 	idg := *g
 	if !signIn {
@@ -1106,7 +1133,7 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	if jkt != "" {
 		tokenType = "DPoP"
 	}
-	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime, jkt: jkt}
+	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime, jkt: jkt, x5t: x5t}
 	resp := map[string]any{
 		"access_token": access,
 		"token_type":   tokenType,
@@ -1143,8 +1170,7 @@ func (op *OP) refreshGrant(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		bound = g.jkt
 	}
-	tokenPath, _ := op.paths()
-	jkt, perr := op.tokenProof(r, tokenPath, bound)
+	jkt, perr := op.tokenProof(r, bound)
 	if perr != nil {
 		op.asProofError(w, perr)
 		return
@@ -1158,7 +1184,7 @@ func (op *OP) refreshGrant(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	op.issueTokens(w, g, now, false, jkt)
+	op.issueTokens(w, g, now, false, jkt, op.certificateBound(r))
 }
 
 func (g *grant) sidOrEmpty() string {
@@ -1391,10 +1417,17 @@ func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return
 	}
+	// A certificate-bound token is taken only over a connection that
+	// presents the certificate (RFC 8705 3).
+	if g.x5t != "" && !presentsBound(r, g.x5t) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
+		return
+	}
 	// A DPoP-bound token is taken with the DPoP scheme and a proof of
 	// its key only (RFC 9449 7.1); presented as Bearer it is refused.
 	if g.jkt != "" || strings.EqualFold(scheme, "DPoP") {
-		jkt, perr := op.checkProof(r, UserInfo, op.endpointURL("/userinfo"), token)
+		jkt, perr := op.checkProof(r, UserInfo, op.requestURL(r), token)
 		switch {
 		case perr != nil:
 			op.rsProofError(w, perr.code)

@@ -5,14 +5,21 @@ package interop
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -69,6 +76,8 @@ type fapi2App struct {
 	// Callback is the query of the last callback the provider sent the
 	// browser to.
 	Callback url.Values
+	// browser, when set, is the browser's transport.
+	browser http.RoundTripper
 
 	mu  sync.Mutex
 	got []*extauth.Identity
@@ -81,6 +90,20 @@ func (a *fapi2App) identities() []*extauth.Identity {
 }
 
 func startFAPI2(t *testing.T, client map[string]any, extra string) *fapi2App {
+	t.Helper()
+	return startFAPI2With(t, client, extra, fapi2Env{})
+}
+
+// fapi2Env is what an mTLS variant changes: server.js settings, the
+// application's HTTP client (which must trust the provider's
+// certificate), and the browser's transport.
+type fapi2Env struct {
+	env        []string
+	httpClient *http.Client
+	browser    http.RoundTripper
+}
+
+func startFAPI2With(t *testing.T, client map[string]any, extra string, e fapi2Env) *fapi2App {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -105,7 +128,7 @@ func startFAPI2(t *testing.T, client map[string]any, extra string) *fapi2App {
 		for k, v := range client {
 			c[k] = v
 		}
-		a.Issuer = startOIDCProvider(t, []map[string]any{c}, "", "FAPI2=1")
+		a.Issuer = startOIDCProvider(t, []map[string]any{c}, "", append([]string{"FAPI2=1"}, e.env...)...)
 		src := fmt.Sprintf(`
 oidc_client_id: extauth-fapi2
 oidc_issuer: %s
@@ -121,11 +144,16 @@ oidc_additional_settings:
 		if err != nil {
 			t.Fatal(err)
 		}
+		hc := e.httpClient
+		if hc == nil {
+			hc = &http.Client{Transport: a.Recorder}
+		}
+		a.browser = e.browser
 		a.Auth, err = extauth.New(cfg, extauth.Options{
 			BaseURL:    base,
 			CookieKey:  bytes.Repeat([]byte{7}, 32),
 			Logger:     slog.New(slog.NewTextHandler(a.Logs, nil)),
-			HTTPClient: &http.Client{Transport: a.Recorder},
+			HTTPClient: hc,
 			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 				a.mu.Lock()
 				a.got = append(a.got, id)
@@ -149,6 +177,9 @@ oidc_additional_settings:
 func (a *fapi2App) signIn(t *testing.T) *extauth.Identity {
 	t.Helper()
 	b := harness.NewBrowser(t)
+	if a.browser != nil {
+		b.Client.Transport = a.browser
+	}
 	login := b.PostForm(a.URL+"/users/auth/oidc", nil)
 	if !strings.HasPrefix(login.URL.String(), a.Issuer+"/interaction/") || !strings.Contains(login.Body, `name="login"`) {
 		t.Fatalf("no login page: %s %d %s\nlogs:\n%s\ncalls: %v", login.URL, login.StatusCode, login.Body, a.Logs.String(), a.Recorder.calls())
@@ -265,4 +296,113 @@ func TestOIDCProviderFAPI2MessageSigning(t *testing.T) {
 	}
 	a.useTokens(t, id)
 	t.Logf("requests to the provider:\n%s", strings.Join(a.Recorder.calls(), "\n"))
+}
+
+// testPKI is a CA made for one test, a server certificate for 127.0.0.1,
+// a client certificate it issued and a self-signed one, PEM.
+type testPKI struct {
+	pool                  *x509.CertPool
+	caPEM                 string
+	serverCert, serverKey string
+	clientCert, clientKey string
+	selfCert, selfKey     string
+	clientSubject         string
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	mk := func(tmpl *x509.Certificate, parent *x509.Certificate, parentKey crypto.Signer) (*x509.Certificate, crypto.Signer, string, string) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+		tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = serial, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+		if parent == nil {
+			parent, parentKey = tmpl, key
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, _ := x509.ParseCertificate(der)
+		pk, _ := x509.MarshalPKCS8PrivateKey(key)
+		return cert, key, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+			string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}))
+	}
+	p := &testPKI{pool: x509.NewCertPool()}
+	ca, caKey, caPEM, _ := mk(&x509.Certificate{Subject: pkix.Name{CommonName: "extauth interop CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}, nil, nil)
+	p.pool.AddCert(ca)
+	p.caPEM = caPEM
+	_, _, p.serverCert, p.serverKey = mk(&x509.Certificate{Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}, ca, caKey)
+	client, _, cert, key := mk(&x509.Certificate{Subject: pkix.Name{CommonName: "extauth-client", Organization: []string{"extauth interop"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, ca, caKey)
+	p.clientCert, p.clientKey, p.clientSubject = cert, key, client.Subject.String()
+	_, _, p.selfCert, p.selfKey = mk(&x509.Certificate{Subject: pkix.Name{CommonName: "extauth-self-signed"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, nil, nil)
+	return p
+}
+
+// yamlBlock indents a PEM block under an entry of oidc_additional_settings.
+func yamlBlock(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ") + "\n"
+}
+
+// TestOIDCProviderFAPI2MTLS signs in against oidc-provider in its FAPI 2.0
+// profile over https on loopback, with a CA made for the test: the client
+// authenticates by its TLS certificate (tls_client_auth, chained to the CA
+// with the registered subject; self_signed_tls_client_auth, the
+// certificate published at the JWKS route), and the access token is bound
+// to it. Auth.Client, which presents the certificate, reads UserInfo; the
+// token alone, over a connection without it, does not.
+func TestOIDCProviderFAPI2MTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	trusting := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool}}
+	for _, tc := range []struct {
+		name   string
+		client map[string]any
+		extra  string
+	}{
+		{"tls_client_auth", map[string]any{"token_endpoint_auth_method": "tls_client_auth", "tls_client_auth_subject_dn": pki.clientSubject},
+			"  client_auth_method: tls_client_auth\n  tls_client_certificate: |\n" + yamlBlock(pki.clientCert) + "  tls_client_key: |\n" + yamlBlock(pki.clientKey)},
+		{"self_signed_tls_client_auth", map[string]any{"token_endpoint_auth_method": "self_signed_tls_client_auth"},
+			"  client_auth_method: self_signed_tls_client_auth\n  tls_client_certificate: |\n" + yamlBlock(pki.selfCert) + "  tls_client_key: |\n" + yamlBlock(pki.selfKey)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := map[string]any{"dpop_bound_access_tokens": false, "tls_client_certificate_bound_access_tokens": true}
+			for k, v := range tc.client {
+				client[k] = v
+			}
+			a := startFAPI2With(t, client, "  profile: fapi2\n"+tc.extra, fapi2Env{
+				env: []string{"MTLS=1", "TLS_CERT=" + pki.serverCert, "TLS_KEY=" + pki.serverKey, "TLS_CA=" + pki.caPEM},
+				// The transport must be an *http.Transport, to which
+				// extauth adds the client certificate.
+				httpClient: &http.Client{Transport: trusting.Clone()},
+				browser:    trusting.Clone(),
+			})
+			if !strings.HasPrefix(a.Issuer, "https://") {
+				t.Fatalf("issuer %s", a.Issuer)
+			}
+			id := a.signIn(t)
+			if id.Tokens.TokenType != "Bearer" || id.Tokens.DPoPKey != "" || id.Email != "alice@example.org" {
+				t.Fatalf("identity %+v", id)
+			}
+			// The token alone does not read UserInfo: it is bound to the
+			// certificate.
+			req, _ := http.NewRequest(http.MethodGet, a.Issuer+"/me", nil)
+			req.Header.Set("Authorization", "Bearer "+id.Tokens.AccessToken)
+			resp, err := (&http.Client{Transport: trusting.Clone()}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the bound token without its certificate: %d", resp.StatusCode)
+			}
+			a.useTokens(t, id)
+		})
+	}
 }

@@ -90,7 +90,9 @@ func (s *OIDC) tlsJWKs() []jose.JSONWebKey {
 	}
 	var out []jose.JSONWebKey
 	for _, p := range s.tls {
-		out = append(out, jose.JSONWebKey{Key: p.leaf.PublicKey, KeyID: p.kid, Use: "sig", Certificates: []*x509.Certificate{p.leaf}})
+		sum := sha256.Sum256(p.leaf.Raw)
+		out = append(out, jose.JSONWebKey{Key: p.leaf.PublicKey, KeyID: p.kid, Use: "sig",
+			Certificates: []*x509.Certificate{p.leaf}, CertificateThumbprintSHA256: sum[:]})
 	}
 	return out
 }

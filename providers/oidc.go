@@ -734,11 +734,8 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 				fmt.Errorf("discovery: %s %.200q: %w", ep.name, ep.url, err))
 		}
 	}
+	// None accepted: register refuses the provider.
 	algs := OIDCAcceptedAlgs(doc.SigningAlgs, s.opts.SigningAlgs)
-	if len(algs) == 0 {
-		return nil, NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
-			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
-	}
 	method, style, err := s.authStyle(doc.TokenAuthMethods)
 	if err != nil {
 		return nil, err
@@ -920,6 +917,10 @@ func misconfigured(setting, format string, args ...any) *Error {
 // requests. Each refusal names the setting and what the provider lists.
 func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 	o := &s.opts
+	if len(OIDCAcceptedAlgs(doc.SigningAlgs, o.SigningAlgs)) == 0 {
+		return NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
+			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
+	}
 	if err := s.useMTLSAliases(d, doc); err != nil {
 		return err
 	}

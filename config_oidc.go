@@ -124,12 +124,27 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 	}
 }
 
+// oidcPEMs are the PEM entries of oidc_additional_settings (keys, kept
+// as secrets, and certificates) and what sets each.
+func (s *OIDCAdditionalSettings) oidcPEMs() map[string]func(string) {
+	return map[string]func(string){
+		"private_key":                func(v string) { s.PrivateKey = NewSecret(v) },
+		"private_key_new":            func(v string) { s.PrivateKeyNew = NewSecret(v) },
+		"tls_client_key":             func(v string) { s.TLSClientKey = NewSecret(v) },
+		"tls_client_key_new":         func(v string) { s.TLSClientKeyNew = NewSecret(v) },
+		"tls_client_certificate":     func(v string) { s.TLSClientCertificate = v },
+		"tls_client_certificate_new": func(v string) { s.TLSClientCertificateNew = v },
+	}
+}
+
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object", "dpop",
-		"tls_client_certificate", "tls_client_key", "tls_client_certificate_new", "tls_client_key_new"}
+	out := []string{"pushed_authorization_requests", "request_object", "dpop"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
+		out = append(out, k)
+	}
+	for k := range (&OIDCAdditionalSettings{}).oidcPEMs() {
 		out = append(out, k)
 	}
 	return out
@@ -158,31 +173,13 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			}
 			continue
 		}
+		if dst, ok := s.oidcPEMs()[e.key]; ok {
+			v, _ := l.scalar(OIDC, key, e.val)
+			dst(v)
+			l.notePEM(key, e.val, v)
+			continue
+		}
 		switch e.key {
-		case "private_key", "private_key_new":
-			v, _ := l.scalar(OIDC, key, e.val)
-			if e.key == "private_key" {
-				s.PrivateKey = NewSecret(v)
-			} else {
-				s.PrivateKeyNew = NewSecret(v)
-			}
-			l.notePEM(key, e.val, v)
-		case "tls_client_key", "tls_client_key_new":
-			v, _ := l.scalar(OIDC, key, e.val)
-			if e.key == "tls_client_key" {
-				s.TLSClientKey = NewSecret(v)
-			} else {
-				s.TLSClientKeyNew = NewSecret(v)
-			}
-			l.notePEM(key, e.val, v)
-		case "tls_client_certificate", "tls_client_certificate_new":
-			v, _ := l.scalar(OIDC, key, e.val)
-			if e.key == "tls_client_certificate" {
-				s.TLSClientCertificate = v
-			} else {
-				s.TLSClientCertificateNew = v
-			}
-			l.notePEM(key, e.val, v)
 		case "pushed_authorization_requests":
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
 		case "request_object":

@@ -2,19 +2,12 @@ package extauth_test
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,51 +19,6 @@ import (
 	"github.com/extauth/extauth/extauthtest/oidcop"
 	"github.com/extauth/extauth/internal/harness"
 )
-
-// testCert is a certificate and its key, PEM, with the parsed certificate.
-type testCert struct {
-	cert    *x509.Certificate
-	key     crypto.Signer
-	certPEM string
-	keyPEM  string
-}
-
-// newTestCert makes a certificate for subject cn, signed by parent (self
-// signed when nil), a CA when ca is true, for TLS clients otherwise.
-func newTestCert(t *testing.T, cn string, parent *testCert, ca bool) *testCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: []string{"extauth tests"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	if ca {
-		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
-	} else {
-		tmpl.ExtKeyUsage, tmpl.KeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, x509.KeyUsageDigitalSignature
-	}
-	signer, issuer := crypto.Signer(key), tmpl
-	if parent != nil {
-		signer, issuer = parent.key, parent.cert
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, key.Public(), signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCert{cert: cert, key: key,
-		certPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		keyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}))}
-}
 
 // mtlsApp is an application against a provider served over TLS that
 // requests client certificates.
@@ -140,9 +88,9 @@ func (a *mtlsApp) signIn(t *testing.T) *harness.Response {
 }
 
 // mtlsPKI is a test CA and a client certificate it issued.
-func mtlsPKI(t *testing.T) (ca, client *testCert) {
-	ca = newTestCert(t, "extauth test CA", nil, true)
-	return ca, newTestCert(t, "extauth-client", ca, false)
+func mtlsPKI(t *testing.T) (ca, client *harness.Cert) {
+	ca = harness.NewCert(t, "extauth test CA", nil, harness.CA)
+	return ca, harness.NewCert(t, "extauth-client", ca, harness.TLSClient)
 }
 
 // TestOIDCMTLS signs in with mutual TLS (RFC 8705) under profile fapi2:
@@ -154,8 +102,8 @@ func mtlsPKI(t *testing.T) (ca, client *testCert) {
 // UserInfo; a client without it cannot, with the same token.
 func TestOIDCMTLS(t *testing.T) {
 	ca, client := mtlsPKI(t)
-	self := newTestCert(t, "extauth-self-signed", nil, false)
-	next := newTestCert(t, "extauth-next", nil, false)
+	self := harness.NewCert(t, "extauth-self-signed", nil, harness.TLSClient)
+	next := harness.NewCert(t, "extauth-next", nil, harness.TLSClient)
 	for _, tc := range []struct {
 		name   string
 		op     func(*oidcop.Config)
@@ -166,15 +114,15 @@ func TestOIDCMTLS(t *testing.T) {
 		{"tls_client_auth", func(c *oidcop.Config) {
 			c.AuthMethod, c.Profile = "tls_client_auth", oidcop.FAPI2
 			c.ClientCAs = x509.NewCertPool()
-			c.ClientCAs.AddCert(ca.cert)
-			c.TLSClientSubjectDN = client.cert.Subject.String()
+			c.ClientCAs.AddCert(ca.Cert)
+			c.TLSClientSubjectDN = client.Cert.Subject.String()
 		}, extauth.OIDCAdditionalSettings{Profile: "fapi2", ClientAuthMethod: "tls_client_auth",
-			TLSClientCertificate: client.certPEM, TLSClientKey: extauth.NewSecret(client.keyPEM)}, 0, "tls_client_auth"},
+			TLSClientCertificate: client.CertPEM, TLSClientKey: extauth.NewSecret(client.KeyPEM)}, 0, "tls_client_auth"},
 		{"self_signed_tls_client_auth, a certificate rotated in", func(c *oidcop.Config) {
 			c.AuthMethod, c.Profile = "self_signed_tls_client_auth", oidcop.FAPI2
 		}, extauth.OIDCAdditionalSettings{Profile: "fapi2", ClientAuthMethod: "self_signed_tls_client_auth",
-			TLSClientCertificate: self.certPEM, TLSClientKey: extauth.NewSecret(self.keyPEM),
-			TLSClientCertificateNew: next.certPEM, TLSClientKeyNew: extauth.NewSecret(next.keyPEM)}, 2, "self_signed_tls_client_auth"},
+			TLSClientCertificate: self.CertPEM, TLSClientKey: extauth.NewSecret(self.KeyPEM),
+			TLSClientCertificateNew: next.CertPEM, TLSClientKeyNew: extauth.NewSecret(next.KeyPEM)}, 2, "self_signed_tls_client_auth"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newMTLSApp(t, tc.op, tc.add)
@@ -264,16 +212,16 @@ func TestOIDCMTLS(t *testing.T) {
 // HTTP client that cannot present a certificate is refused by New.
 func TestOIDCMTLSRefusals(t *testing.T) {
 	ca, client := mtlsPKI(t)
-	other := newTestCert(t, "someone-else", ca, false)
+	other := harness.NewCert(t, "someone-else", ca, harness.TLSClient)
 	pki := func(c *oidcop.Config) {
 		c.AuthMethod, c.Profile = "tls_client_auth", oidcop.FAPI2
 		c.ClientCAs = x509.NewCertPool()
-		c.ClientCAs.AddCert(ca.cert)
-		c.TLSClientSubjectDN = client.cert.Subject.String()
+		c.ClientCAs.AddCert(ca.Cert)
+		c.TLSClientSubjectDN = client.Cert.Subject.String()
 	}
-	with := func(c *testCert) extauth.OIDCAdditionalSettings {
+	with := func(c *harness.Cert) extauth.OIDCAdditionalSettings {
 		return extauth.OIDCAdditionalSettings{Profile: "fapi2", ClientAuthMethod: "tls_client_auth",
-			TLSClientCertificate: c.certPEM, TLSClientKey: extauth.NewSecret(c.keyPEM)}
+			TLSClientCertificate: c.CertPEM, TLSClientKey: extauth.NewSecret(c.KeyPEM)}
 	}
 	for _, tc := range []struct {
 		name   string

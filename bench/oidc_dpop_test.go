@@ -22,11 +22,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,19 +39,7 @@ func dpopApp(b *testing.B, dpop bool) (*extauth.Auth, *oidcPeer) {
 	if dpop {
 		p.tokenType = "DPoP"
 	}
-	cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oidcIssuer,
-		Additional: extauth.OIDCAdditionalSettings{DPoP: dpop}}}
-	a, err := extauth.New(cfg, extauth.Options{
-		BaseURL: oidcBase, CookieKey: make([]byte, 32), HTTPClient: p.client,
-		Logger: slog.New(slog.DiscardHandler),
-		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close() })
+	a := newBenchApp(b, p, extauth.OIDCAdditionalSettings{DPoP: dpop})
 	if err := a.Ready(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -174,22 +159,6 @@ func BenchmarkOIDCDPoPFloor(b *testing.B) {
 		{"ecdsa_p256_sign", func() error { _, err := ecdsa.SignASN1(rand.Reader, key, digest); return err }},
 		{"ecdsa_p256_keygen", func() error { _, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader); return err }},
 	} {
-		b.Run(f.name, func(b *testing.B) {
-			var once sync.Once
-			var perOp []float64
-			once.Do(func() {
-				for range *oidcRounds {
-					runtime.GC()
-					start := oidcCPUTime()
-					for range 200 {
-						if err := f.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					perOp = append(perOp, float64((oidcCPUTime()-start).Nanoseconds())/200)
-				}
-			})
-			b.ReportMetric(median(perOp), "ns/op")
-		})
+		b.Run(f.name, func(b *testing.B) { cpuFloor(b, 200, f.run) })
 	}
 }

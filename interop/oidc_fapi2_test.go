@@ -5,21 +5,15 @@ package interop
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -299,50 +293,19 @@ func TestOIDCProviderFAPI2MessageSigning(t *testing.T) {
 }
 
 // testPKI is a CA made for one test, a server certificate for 127.0.0.1,
-// a client certificate it issued and a self-signed one, PEM.
+// a client certificate it issued and a self-signed one.
 type testPKI struct {
-	pool                  *x509.CertPool
-	caPEM                 string
-	serverCert, serverKey string
-	clientCert, clientKey string
-	selfCert, selfKey     string
-	clientSubject         string
+	pool                   *x509.CertPool
+	ca, server, client, ss *harness.Cert
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	mk := func(tmpl *x509.Certificate, parent *x509.Certificate, parentKey crypto.Signer) (*x509.Certificate, crypto.Signer, string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-		tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = serial, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-		if parent == nil {
-			parent, parentKey = tmpl, key
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, _ := x509.ParseCertificate(der)
-		pk, _ := x509.MarshalPKCS8PrivateKey(key)
-		return cert, key, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-			string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}))
-	}
-	p := &testPKI{pool: x509.NewCertPool()}
-	ca, caKey, caPEM, _ := mk(&x509.Certificate{Subject: pkix.Name{CommonName: "extauth interop CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}, nil, nil)
-	p.pool.AddCert(ca)
-	p.caPEM = caPEM
-	_, _, p.serverCert, p.serverKey = mk(&x509.Certificate{Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}, ca, caKey)
-	client, _, cert, key := mk(&x509.Certificate{Subject: pkix.Name{CommonName: "extauth-client", Organization: []string{"extauth interop"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, ca, caKey)
-	p.clientCert, p.clientKey, p.clientSubject = cert, key, client.Subject.String()
-	_, _, p.selfCert, p.selfKey = mk(&x509.Certificate{Subject: pkix.Name{CommonName: "extauth-self-signed"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, nil, nil)
+	p := &testPKI{pool: x509.NewCertPool(), ca: harness.NewCert(t, "extauth interop CA", nil, harness.CA)}
+	p.pool.AddCert(p.ca.Cert)
+	p.server = harness.NewCert(t, "127.0.0.1", p.ca, harness.TLSServer)
+	p.client = harness.NewCert(t, "extauth-client", p.ca, harness.TLSClient)
+	p.ss = harness.NewCert(t, "extauth-self-signed", nil, harness.TLSClient)
 	return p
 }
 
@@ -366,10 +329,10 @@ func TestOIDCProviderFAPI2MTLS(t *testing.T) {
 		client map[string]any
 		extra  string
 	}{
-		{"tls_client_auth", map[string]any{"token_endpoint_auth_method": "tls_client_auth", "tls_client_auth_subject_dn": pki.clientSubject},
-			"  client_auth_method: tls_client_auth\n  tls_client_certificate: |\n" + yamlBlock(pki.clientCert) + "  tls_client_key: |\n" + yamlBlock(pki.clientKey)},
+		{"tls_client_auth", map[string]any{"token_endpoint_auth_method": "tls_client_auth", "tls_client_auth_subject_dn": pki.client.Cert.Subject.String()},
+			"  client_auth_method: tls_client_auth\n  tls_client_certificate: |\n" + yamlBlock(pki.client.CertPEM) + "  tls_client_key: |\n" + yamlBlock(pki.client.KeyPEM)},
 		{"self_signed_tls_client_auth", map[string]any{"token_endpoint_auth_method": "self_signed_tls_client_auth"},
-			"  client_auth_method: self_signed_tls_client_auth\n  tls_client_certificate: |\n" + yamlBlock(pki.selfCert) + "  tls_client_key: |\n" + yamlBlock(pki.selfKey)},
+			"  client_auth_method: self_signed_tls_client_auth\n  tls_client_certificate: |\n" + yamlBlock(pki.ss.CertPEM) + "  tls_client_key: |\n" + yamlBlock(pki.ss.KeyPEM)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := map[string]any{"dpop_bound_access_tokens": false, "tls_client_certificate_bound_access_tokens": true}
@@ -377,7 +340,7 @@ func TestOIDCProviderFAPI2MTLS(t *testing.T) {
 				client[k] = v
 			}
 			a := startFAPI2With(t, client, "  profile: fapi2\n"+tc.extra, fapi2Env{
-				env: []string{"MTLS=1", "TLS_CERT=" + pki.serverCert, "TLS_KEY=" + pki.serverKey, "TLS_CA=" + pki.caPEM},
+				env: []string{"MTLS=1", "TLS_CERT=" + pki.server.CertPEM, "TLS_KEY=" + pki.server.KeyPEM, "TLS_CA=" + pki.ca.CertPEM},
 				// The transport must be an *http.Transport, to which
 				// extauth adds the client certificate.
 				httpClient: &http.Client{Transport: trusting.Clone()},

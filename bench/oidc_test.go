@@ -26,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -447,19 +446,7 @@ func BenchmarkOIDCCallbackRatio(b *testing.B) {
 
 func callbackSides(b *testing.B) (ours, anchor oidcSide) {
 	p := newOIDCPeer(b)
-	a, err := extauth.New(&extauth.Config{OIDC: extauth.OIDCConfig{
-		ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oidcIssuer,
-	}}, extauth.Options{
-		BaseURL: oidcBase, CookieKey: make([]byte, 32), HTTPClient: p.client,
-		Logger: slog.New(slog.DiscardHandler),
-		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close() })
+	a := newBenchApp(b, p, extauth.OIDCAdditionalSettings{})
 	hand := handByHand(b, p)
 	through := func(name string, h http.Handler, authorize string) oidcSide {
 		return oidcSide{name, func(tb testing.TB, n int) func(int) error {

@@ -473,3 +473,38 @@ func TestOIDCClientSendsTokensSafely(t *testing.T) {
 		t.Errorf("saml: %v", err)
 	}
 }
+
+// TestOIDCClientConcurrentDPoP: one Auth.Client used by several
+// goroutines at once signs a proof per request, never the same twice (the
+// provider refuses a replayed jti), through one nonce cache, while the
+// provider moves to a new nonce.
+func TestOIDCClientConcurrentDPoP(t *testing.T) {
+	a := newOIDCApp(t, dpopSetup(nil))
+	if resp := a.signIn(t); resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
+	}
+	id := a.identities()[0]
+	hc, err := a.Auth.Client(context.Background(), id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.OP.RotateDPoPNonce()
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			resp, err := hc.Get(a.OP.Issuer() + "/userinfo")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("UserInfo: %d %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

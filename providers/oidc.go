@@ -133,8 +133,9 @@ type OIDCOptions struct {
 	// refused.
 	ResponseMode string
 	// Profile enforces a security profile's client rules (profile):
-	// OIDCProfileFAPI2 or OIDCProfileFAPI2MessageSigning. See
-	// CheckOIDCConfig for what each requires and implies.
+	// OIDCProfileFAPI2 or OIDCProfileFAPI2MessageSigning, whose doc
+	// comments say what each implies and requires. NewOIDC and
+	// CheckOIDCConfig refuse settings the profile forbids.
 	Profile string
 	// SigningAlgs is the ID token algorithm allow-list. Empty means every
 	// asymmetric algorithm the provider advertises; none and HS* are

@@ -3,10 +3,12 @@ package extauth
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/extauth/extauth/internal/spelling"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -30,8 +32,13 @@ type OIDCAdditionalSettings struct {
 	// Its public half is served at /users/auth/oidc/jwks.
 	PrivateKey Secret
 	// PrivateKeyNew (private_key_new) is the key being rotated in:
-	// published beside PrivateKey and used to decrypt, not yet to sign.
+	// published beside PrivateKey for signing only and used to decrypt,
+	// not yet to sign. PrivateKeyOld (private_key_old) is the key it
+	// replaced once promoted: it decrypts what a provider that has not
+	// read the JWKS since still encrypts to it, and never signs. See
+	// docs/oidc.md, "Keys, the JWKS route and rotation".
 	PrivateKeyNew Secret
+	PrivateKeyOld Secret
 	// ClientAssertionAudience (client_assertion_audience) is the aud of
 	// client assertions: issuer (the default) or token_endpoint, only for
 	// a provider that accepts nothing else; it is warned about.
@@ -130,6 +137,7 @@ func (s *OIDCAdditionalSettings) oidcPEMs() map[string]func(string) {
 	return map[string]func(string){
 		"private_key":                func(v string) { s.PrivateKey = NewSecret(v) },
 		"private_key_new":            func(v string) { s.PrivateKeyNew = NewSecret(v) },
+		"private_key_old":            func(v string) { s.PrivateKeyOld = NewSecret(v) },
 		"tls_client_key":             func(v string) { s.TLSClientKey = NewSecret(v) },
 		"tls_client_key_new":         func(v string) { s.TLSClientKeyNew = NewSecret(v) },
 		"tls_client_certificate":     func(v string) { s.TLSClientCertificate = v },
@@ -156,7 +164,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 			return false
 		}
 	}
-	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
+	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
 		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero()
 }
 
@@ -196,6 +204,25 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 		}
 	}
 	return s
+}
+
+// unusedSecret warns about an oidc_client_secret that private_key_jwt
+// leaves unused: a secret kept where it serves nothing is one more to
+// leak, and its presence suggests it still authenticates the client.
+func (l *loader) unusedSecret(c *Config) {
+	if c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.OIDC.ClientSecret.IsZero() {
+		l.warn("oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret")
+	}
+}
+
+// secretNotNeeded reports whether the client's method needs no
+// oidc_client_secret: private_key_jwt (which a profile implies), mutual
+// TLS, or a misspelling of private_key_jwt, whose problem says so rather
+// than a missing secret.
+func (a OIDCAdditionalSettings) secretNotNeeded() bool {
+	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
+	return a.secretless() ||
+		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
 // strategyConfig is the oidc strategy's configuration: the registration,
@@ -250,6 +277,7 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		Issuer:             c.Issuer,
 		PrivateKey:         a.PrivateKey.Value(),
 		NextPrivateKey:     a.PrivateKeyNew.Value(),
+		OldPrivateKey:      a.PrivateKeyOld.Value(),
 		TLSCertificate:     a.TLSClientCertificate,
 		TLSKey:             a.TLSClientKey.Value(),
 		NextTLSCertificate: a.TLSClientCertificateNew,
@@ -270,6 +298,14 @@ func (c OIDCConfig) additionalProblems() []Problem {
 		ps = append(ps, Problem{Provider: OIDC, Key: p.Setting, Reason: p.Reason, Err: err})
 	}
 	return ps
+}
+
+// ClientKeys describes the client's keys (private_key, private_key_new,
+// private_key_old) as the oidc strategy uses them, with the warnings it
+// logs about them at start-up: extauth check shows them. The error is the
+// first problem of oidc_additional_settings, which Validate reports too.
+func (c OIDCConfig) ClientKeys() ([]providers.OIDCKey, []string, error) {
+	return providers.OIDCKeys(c.strategyConfig(providers.OIDCOptions{}))
 }
 
 // CheckDiscovery returns why this client registration cannot work with a

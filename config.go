@@ -226,7 +226,18 @@ func (c OIDCConfig) Configured() bool {
 }
 
 // keyOnly reports whether the client authenticates with its private key
-// alone, needing no secret.
+// or TLS certificate alone, needing no secret: by private_key_jwt (which
+// a profile implies) or mutual TLS.
 func (c OIDCConfig) keyOnly() bool {
-	return c.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.Additional.PrivateKey.IsZero()
+	return c.Additional.secretless() && (!c.Additional.PrivateKey.IsZero() || c.Additional.TLSClientCertificate != "")
+}
+
+// secretless reports whether the settings authenticate the client
+// without oidc_client_secret.
+func (s OIDCAdditionalSettings) secretless() bool {
+	switch s.ClientAuthMethod {
+	case providers.AuthMethodPrivateKeyJWT, providers.AuthMethodTLS, providers.AuthMethodSelfSignedTLS:
+		return true
+	}
+	return s.ClientAuthMethod == "" && s.Profile != ""
 }

@@ -125,6 +125,14 @@ type Tokens struct {
 	// Tenant is the tenant whose provider issued them ("" for the
 	// application's own). TokenSource refuses them for another tenant.
 	Tenant string
+	// DPoPKey is the private key, a JWK, that the tokens are bound to when
+	// the provider uses DPoP (RFC 9449; dpop: true): a key made for this
+	// sign-in alone. Renewal (TokenSource), revocation and API calls
+	// (Client) sign their proofs with it, so keep it with the tokens, as
+	// secret as the refresh token: encrypted at rest, never in a cookie,
+	// a URL or a log. Tokens without it cannot be used once they are
+	// DPoP-bound.
+	DPoPKey string
 }
 
 // String describes the tokens with every value redacted.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 )
 
@@ -24,15 +23,10 @@ func (s *OIDC) AssuranceLevel(level string) ([]string, bool) {
 // ClockSkew is the leeway allowed on the provider's times.
 func (s *OIDC) ClockSkew() time.Duration { return s.opts.ClockSkew }
 
-// authCodeOptions are the authorization request's parameters beyond
-// client_id, redirect_uri, scope and state: PKCE, the nonce, the
-// configured parameters, and the sign-in's own options over them. It is
-// the one place per-request options enter the request, whether it travels
-// in the URL, a request object or a pushed request.
-func (s *OIDC) authCodeOptions(tx *Transaction) ([]oauth2.AuthCodeOption, error) {
-	opts := make([]oauth2.AuthCodeOption, 0, 6+len(s.authParams))
-	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
+// withRequestOptions appends the sign-in's own options to opts, the
+// request's other parameters, so that they win over the configured ones:
+// the one place per-request options enter an authorization request.
+func (s *OIDC) withRequestOptions(opts []oauth2.AuthCodeOption, tx *Transaction) ([]oauth2.AuthCodeOption, error) {
 	if !tx.HasOptions() {
 		return opts, nil
 	}

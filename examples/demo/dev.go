@@ -81,7 +81,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		}
 	}
 	fakes, err := extauthtest.MountProviders(mux, base, "/dev/", extauthtest.ProvidersOptions{
-		Only: only, Interactive: true, HTTPClient: o.httpClient, OIDCHighAssurance: o.oidcHighAssurance, AppName: appName,
+		Only: only, Interactive: true, HTTPClient: o.httpClient, OIDCHighAssurance: o.oidcHighAssurance, OIDCFAPI2: o.oidcFAPI2, AppName: appName,
 	})
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		samlUser := t.samlUser
 		tf, err := extauthtest.MountProviders(tmux, tenantBase, "/dev/", extauthtest.ProvidersOptions{
 			Only: []extauth.Provider{extauth.SAML, extauth.OIDC}, Interactive: true, HTTPClient: o.httpClient, AppName: appName,
-			SAMLUser: &samlUser, OIDCUsers: t.oidcUsers, OIDCHighAssurance: o.oidcHighAssurance,
+			SAMLUser: &samlUser, OIDCUsers: t.oidcUsers, OIDCHighAssurance: o.oidcHighAssurance, OIDCFAPI2: o.oidcFAPI2,
 		})
 		if err != nil {
 			dev.close()

@@ -104,6 +104,15 @@ type OIDCAdditionalSettings struct {
 	// MaxAge (max_age), whole seconds, is how long ago the user may have
 	// authenticated: the ID token's auth_time must say so.
 	MaxAge string
+	// RequestOptions (request_options) are the per-request sign-in
+	// options the start route takes (login_hint, prompt, max_age,
+	// acr_values, ui_locales, domain_hint, level); they replace
+	// Options.OIDC.RequestOptions.
+	RequestOptions []string
+	// AssuranceLevels (assurance_levels) maps the host's assurance levels
+	// to the acr values that meet each; it replaces
+	// Options.OIDC.AssuranceLevels.
+	AssuranceLevels map[string][]string
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -148,7 +157,7 @@ func (s *OIDCAdditionalSettings) oidcPEMs() map[string]func(string) {
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"pushed_authorization_requests", "request_object", "dpop"}
+	out := []string{"pushed_authorization_requests", "request_object", "dpop", "request_options", "assurance_levels"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
 		out = append(out, k)
 	}
@@ -165,7 +174,8 @@ func (s OIDCAdditionalSettings) isZero() bool {
 		}
 	}
 	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
-		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero()
+		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero() &&
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -192,6 +202,10 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
 		case "request_object":
 			s.RequestObject = l.boolean(OIDC, key, e.val)
+		case "request_options":
+			s.RequestOptions = l.words(OIDC, key, e.val)
+		case "assurance_levels":
+			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
 		case "dpop":
 			s.DPoP = l.boolean(OIDC, key, e.val)
 		default:
@@ -254,6 +268,12 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	}
 	if a.Scope != "" {
 		o.Scopes = strings.Fields(a.Scope)
+	}
+	if a.RequestOptions != nil {
+		o.RequestOptions = a.RequestOptions
+	}
+	if a.AssuranceLevels != nil {
+		o.AssuranceLevels = a.AssuranceLevels
 	}
 	if a.ACRValues != "" || a.MaxAge != "" || len(a.Custom) > 0 {
 		params := maps.Clone(o.AuthParams)

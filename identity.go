@@ -60,6 +60,22 @@ type Identity struct {
 	// SAML is set for SAML sign-ins: what single logout and attribute
 	// mapping need.
 	SAML *SAMLInfo `json:"saml,omitempty"`
+
+	// ACR says how strongly the user authenticated, in the provider's
+	// words: the OpenID Connect acr claim, the SAML AuthnContextClassRef;
+	// "" when the provider does not say (the OAuth providers never do).
+	// Options.AssuranceLevels and the providers' assurance_levels map the
+	// host's levels to these values (Auth.Satisfies).
+	ACR string `json:"acr,omitempty"`
+	// AMR lists the authentication methods (the OpenID Connect amr
+	// claim: "pwd", "otp", "hwk"...), when the provider sends them.
+	AMR []string `json:"amr,omitempty"`
+	// AuthTime is when the user authenticated: the OpenID Connect
+	// auth_time claim, the SAML AuthnInstant. Providers that cannot say
+	// (OAuth 1.0a and 2, goth) get the time of the sign-in; an OpenID
+	// Connect provider that sends no auth_time leaves it zero, which no
+	// max_age is met by.
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 // SAMLInfo is what a SAML assertion says beyond the normalized fields.
@@ -157,6 +173,9 @@ func identityFrom(p *providers.Identity) *Identity {
 		Raw:           p.Raw,
 		SessionID:     p.SessionID,
 		SAML:          (*SAMLInfo)(p.SAML),
+		ACR:           p.ACR,
+		AMR:           p.AMR,
+		AuthTime:      p.AuthTime,
 	}
 }
 
@@ -178,5 +197,8 @@ func (id *Identity) strategyIdentity() *providers.Identity {
 		Raw:           id.Raw,
 		SessionID:     id.SessionID,
 		SAML:          (*providers.SAMLInfo)(id.SAML),
+		ACR:           id.ACR,
+		AMR:           id.AMR,
+		AuthTime:      id.AuthTime,
 	}
 }

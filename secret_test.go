@@ -406,6 +406,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 			Extra: map[string]string{"dpop": string(dpopJWK)}},
 		"Identity":                 extauth.Identity{UID: "u", Tokens: tokens},
 		"*Identity":                &extauth.Identity{UID: "u", Tokens: tokens},
+		"SignInOptions":            extauth.SignInOptions{LoginHint: "u", Account: &extauth.Identity{UID: "u", Tokens: tokens}},
 		"providers.Identity":       providers.Identity{UID: "u", Tokens: providers.Tokens(tokens)},
 		"Tokens":                   tokens,
 		"LogoutSession":            extauth.LogoutSession{IDToken: "LEAK-id-token", NameID: "n"},

@@ -40,6 +40,13 @@ type Identity struct {
 	SessionID string `json:"sid,omitempty"`
 	// SAML is set for SAML sign-ins.
 	SAML *SAMLInfo `json:"saml,omitempty"`
+	// ACR, AMR and AuthTime say how and when the user authenticated: the
+	// OpenID Connect acr, amr and auth_time claims, the SAML
+	// AuthnContextClassRef and AuthnInstant; for providers that cannot
+	// say, AuthTime is the time of the sign-in, set by the routes.
+	ACR      string    `json:"acr,omitempty"`
+	AMR      []string  `json:"amr,omitempty"`
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 // SAMLInfo is what a SAML assertion says beyond the normalized fields, kept

@@ -157,6 +157,16 @@ type OIDCOptions struct {
 	// 13): otherwise the sign-in fails with
 	// CodeInsufficientAuthentication.
 	AuthParams map[string]string
+	// RequestOptions are the per-request sign-in options the start route
+	// takes for this provider, of OIDCRequestOptions(); none when empty.
+	// oidc_additional_settings.request_options sets it. A per-request
+	// acr_values (or level) must lie within a configured acr_values; the
+	// smaller of two max_age wins; the others replace the configured ones.
+	RequestOptions []string
+	// AssuranceLevels maps each of the host's assurance levels to the acr
+	// values that meet it (oidc_additional_settings.assurance_levels):
+	// what the level option asks for, and Auth.Assure checks.
+	AssuranceLevels map[string][]string
 	// ClockSkew is tolerated on exp and iat; default 60 s.
 	ClockSkew time.Duration
 	// DiscoveryRetryMin and DiscoveryRetryMax bound the back-off between
@@ -1065,16 +1075,22 @@ func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	if d.par || d.requestSigner != nil {
 		return s.beginHighAssurance(ctx, d, tx)
 	}
-	return d.oauth.AuthCodeURL(tx.State, s.authCodeOptions(ctx, d, tx)...), nil
+	opts, err := s.authCodeOptions(ctx, d, tx)
+	if err != nil {
+		return "", err
+	}
+	return d.oauth.AuthCodeURL(tx.State, opts...), nil
 }
 
 // authCodeOptions are the parameters of tx's authorization request
 // beyond client_id, redirect_uri, response_type, scope and state: the
 // PKCE challenge, the nonce, the DPoP key's thumbprint when the request
-// is not pushed (a pushed one carries a proof of the key instead), and
-// the configured parameters.
-func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transaction) []oauth2.AuthCodeOption {
-	opts := make([]oauth2.AuthCodeOption, 0, 3+len(s.authParams))
+// is not pushed (a pushed one carries a proof of the key instead), the
+// configured parameters, and the sign-in's own options over them
+// (withRequestOptions). Whether the request travels in the URL, a
+// request object or a pushed request, its parameters are these.
+func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transaction) ([]oauth2.AuthCodeOption, error) {
+	opts := make([]oauth2.AuthCodeOption, 0, 9+len(s.authParams))
 	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
 	if k := dpopFrom(ctx); k != nil && !d.par {
 		// RFC 9449 10: the code is then bound to the key.
@@ -1083,7 +1099,7 @@ func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transacti
 	if s.jarm() {
 		opts = append(opts, oauth2.SetAuthURLParam("response_mode", s.opts.ResponseMode))
 	}
-	return append(opts, s.authParams...)
+	return s.withRequestOptions(append(opts, s.authParams...), tx)
 }
 
 // beginDPoP makes the sign-in's DPoP key, when the client uses DPoP, and
@@ -1193,7 +1209,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkAuthentication(claims.raw); err != nil {
+	want, err := s.asked(tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAuthentication(claims.raw, want); err != nil {
 		return nil, err
 	}
 	var info map[string]any
@@ -1391,9 +1411,13 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Id
 	for k, v := range c.raw {
 		raw[k] = v
 	}
+	acr, amr, authTime := authentication(c.raw)
 	id := &Identity{
 		Provider:      s.name,
 		UID:           c.Subject,
+		ACR:           acr,
+		AMR:           amr,
+		AuthTime:      authTime,
 		Email:         c.Email,
 		EmailVerified: c.EmailVerified && c.Email != "",
 		Name:          c.Name,

@@ -603,11 +603,15 @@ func endpointError(status int, body []byte, what, refused string) *Error {
 
 // authRequestParams returns the parameters of the authorization request for tx,
 // as x/oauth2 would put them in the authorization URL.
-func (s *OIDC) authRequestParams(ctx context.Context, d *discovered, tx *Transaction) url.Values {
+func (s *OIDC) authRequestParams(ctx context.Context, d *discovered, tx *Transaction) (url.Values, error) {
 	conf := d.oauth
 	conf.Endpoint.AuthURL = ""
-	v, _ := url.ParseQuery(strings.TrimPrefix(conf.AuthCodeURL(tx.State, s.authCodeOptions(ctx, d, tx)...), "?"))
-	return v
+	opts, err := s.authCodeOptions(ctx, d, tx)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := url.ParseQuery(strings.TrimPrefix(conf.AuthCodeURL(tx.State, opts...), "?"))
+	return v, nil
 }
 
 // requestObject signs params as a request object (RFC 9101 4): every
@@ -658,7 +662,10 @@ func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (stri
 // beginHighAssurance builds the authorization URL of a sign-in that pushes
 // its request (PAR) or signs it (a request object), or both.
 func (s *OIDC) beginHighAssurance(ctx context.Context, d *discovered, tx *Transaction) (string, error) {
-	params := s.authRequestParams(ctx, d, tx)
+	params, err := s.authRequestParams(ctx, d, tx)
+	if err != nil {
+		return "", err
+	}
 	front := params
 	if d.requestSigner != nil {
 		ro, err := s.requestObject(d, params)

@@ -274,7 +274,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "cannot combine none with other values")
 		}
 	}
-	return ps
+	return append(ps, checkOptionConfig(&o)...)
 }
 
 // needs says what needs a setting: "request_object needs it", "a and b

@@ -280,6 +280,17 @@ func refusals(t *testing.T) []refusal {
 			file: oidcWith("  tls_client_certificate_new: |\n" + block(cert) + "  tls_client_key_new: |\n" + block(key))},
 		{msg: "is missing (client_auth_method %s needs it)", key: "tls_client_certificate", file: oidcWith("  client_auth_method: tls_client_auth\n")},
 
+		// providers/options.go: the per-request options and assurance
+		// levels of oidc_additional_settings and saml_additional_settings.
+		{msg: "names %q, which is not an option this provider takes (%s)", key: "oidc_additional_settings.request_options",
+			file: oidcWith("  request_options: [login_hint, ForceAuthn]\n")},
+		{msg: "has a level name that is not a token of visible ASCII characters", key: "oidc_additional_settings.assurance_levels",
+			file: oidcWith("  assurance_levels:\n    \"very high\": urn:loa:3\n")},
+		{msg: "holds no value, or one that is not valid as %s", key: "saml_additional_settings.assurance_levels.high",
+			file: samlWith("saml_additional_settings:\n  assurance_levels:\n    high: not-a-uri\n")},
+		{msg: "names a value that %s.%s does not list: a sign-in at this level could not be accepted", key: "oidc_additional_settings.assurance_levels.high",
+			file: oidcWith("  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n")},
+
 		// Config.Validate, which the tenant builder runs.
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},
 		{msg: "must be a URN or an absolute URI", none: byValidate},

@@ -87,6 +87,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		return nil, err
 	}
 	dev := &devProviders{cfg: fakes.Config(), fakes: map[string]*extauthtest.Providers{"": fakes}}
+	allowStepUp(dev.cfg)
 	if local && o.samlIdPMetadataURL != "" {
 		dev.cfg.SAML = extauth.SAMLConfig{SPEntityID: base + "/users/auth/saml/metadata", IdPMetadataURL: o.samlIdPMetadataURL}
 	}
@@ -117,6 +118,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		mux.Handle(name+".localhost/dev/", tmux)
 		dev.fakes[name] = tf
 		dev.cfg.Tenants[name] = tf.Config()
+		allowStepUp(dev.cfg.Tenants[name])
 	}
 	return dev, nil
 }
@@ -131,4 +133,28 @@ func (d *devProviders) close() {
 func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// The demo's assurance level "high", as its development providers know it:
+// the fake OpenID provider asserts the first acr value asked for, the fake
+// IdP the first class.
+const (
+	levelHigh = "high"
+	acrHigh   = "urn:extauthtest:loa:high"
+	classHigh = "https://refeds.org/profile/mfa"
+)
+
+// allowStepUp lets the development OpenID provider and SAML IdP take the
+// options a step-up asks for, a level and a max_age, and maps the demo's
+// level high to their values, as an operator's secrets file would
+// (request_options, assurance_levels).
+func allowStepUp(cfg *extauth.Config) {
+	if cfg.OIDC.Configured() {
+		cfg.OIDC.Additional.RequestOptions = []string{"login_hint", "prompt", "max_age", "level"}
+		cfg.OIDC.Additional.AssuranceLevels = map[string][]string{levelHigh: {acrHigh}}
+	}
+	if cfg.SAML.Configured() {
+		cfg.SAML.Additional.RequestOptions = []string{"ForceAuthn", "max_age", "level"}
+		cfg.SAML.Additional.AssuranceLevels = map[string][]string{levelHigh: {classHigh}}
+	}
 }

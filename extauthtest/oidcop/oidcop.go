@@ -306,6 +306,8 @@ type OP struct {
 	// clientSet is the cached client key set (CacheClientJWKS).
 	clientSet       *jose.JSONWebKeySet
 	clientJWKSReads atomic.Int64
+	// answer is the authentication AnswerAt chose.
+	answer Authentication
 }
 
 type signingKey struct {
@@ -325,6 +327,8 @@ type authRequest struct {
 	acrValues   []string
 	maxAge      int64 // -1: none asked
 	expires     time.Time
+	// login: prompt=login asked for a new authentication.
+	login bool
 	// dpopJKT binds the code to a DPoP key: the request's dpop_jkt, or
 	// the key of its pushed request's proof.
 	dpopJKT string
@@ -787,6 +791,7 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		accessType:  q.Get("access_type"),
 		acrValues:   strings.Fields(q.Get("acr_values")),
 		maxAge:      maxAge(q),
+		login:       slices.Contains(strings.Fields(q.Get("prompt")), "login"),
 		expires:     op.now().Add(10 * time.Minute),
 		dpopJKT:     q.Get("dpop_jkt"),
 		mode:        mode,
@@ -943,9 +948,9 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	op.mu.Lock()
 	var sess *session
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		// A session older than max_age means authenticating again: a
-		// new session (OIDC Core 3.1.2.1).
-		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) &&
+		// A session older than max_age, or prompt=login, means
+		// authenticating again: a new session (OIDC Core 3.1.2.1).
+		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) && !req.login &&
 			(req.maxAge < 0 || now.Sub(s.authTime) <= time.Duration(req.maxAge)*time.Second) {
 			sess = s
 		}
@@ -1274,6 +1279,7 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 			claims["acr"] = WeakACRValue
 		}
 	}
+	op.answered(claims)
 	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
 		for k, v := range profileClaims(g.user, g.req.scope) {
 			claims[k] = v

@@ -7,6 +7,10 @@
 //                 backchannel_logout_session_required
 //   AUTH_METHODS  comma-separated token endpoint auth methods to support
 //                 (default: oidc-provider's own list)
+//   ACR_VALUES    space-separated acr values the provider supports: a login
+//                 is asserted at the first of the client's acr_values
+//                 among them, as a provider that honours acr_values does,
+//                 and at none when it asked for none of them
 //   HIGH_ASSURANCE when set, a high-assurance provider: private_key_jwt
 //                 the only client authentication, pushed authorization
 //                 requests (RFC 9126) and signed request objects (RFC
@@ -105,6 +109,37 @@ if (process.env.HIGH_ASSURANCE) {
   configuration.features.encryption = { enabled: true };
 }
 
+const acrValues = (process.env.ACR_VALUES || '').split(' ').filter(Boolean);
+if (acrValues.length) {
+  configuration.acrValues = acrValues;
+}
+
+// honourACR finishes a devInteractions login itself, with the acr the
+// client asked for when the provider supports it (devInteractions asserts
+// none).
+async function honourACR(provider, ctx, next) {
+  if (!acrValues.length || ctx.method !== 'POST' || !/^\/interaction\/[^/]+$/.test(ctx.path)) {
+    return next();
+  }
+  const chunks = [];
+  for await (const chunk of ctx.req) {
+    chunks.push(chunk);
+  }
+  const raw = Buffer.concat(chunks).toString();
+  // devInteractions reads the body parsed already.
+  ctx.req.body = raw;
+  const body = new URLSearchParams(raw);
+  if (body.get('prompt') !== 'login') {
+    return next();
+  }
+  const { params } = await provider.interactionDetails(ctx.req, ctx.res);
+  const acr = (params.acr_values || '').split(' ').find((v) => acrValues.includes(v));
+  ctx.respond = false;
+  await provider.interactionFinished(ctx.req, ctx.res, {
+    login: { accountId: body.get('login'), acr },
+  }, { mergeWithLastSubmission: false });
+}
+
 if (process.env.FAPI2) {
   configuration.clientAuthMethods = ['private_key_jwt'];
   configuration.features.fapi = { enabled: true, profile: '2.0' };
@@ -167,6 +202,7 @@ server.listen(0, '127.0.0.1', () => {
   const scheme = process.env.MTLS ? 'https' : 'http';
   const issuer = `${scheme}://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, configuration);
+  provider.use((ctx, next) => honourACR(provider, ctx, next));
   provider.on('backchannel.error', (_ctx, err, client) => {
     process.stderr.write(`backchannel.error ${client.clientId}: ${err.message}\n`);
   });

@@ -83,8 +83,8 @@ func typeFeatures(prefix string, obj *types.TypeName, q types.Qualifier) []strin
 	name := obj.Name()
 	var out []string
 	add := func(format string, args ...any) { out = append(out, prefix+fmt.Sprintf(format, args...)) }
-	if obj.IsAlias() {
-		add("type %s = %s", name, typ(obj.Type()))
+	if a, ok := obj.Type().(*types.Alias); ok {
+		add("type %s = %s", name, typ(a.Rhs()))
 		return out
 	}
 	named, ok := obj.Type().(*types.Named)

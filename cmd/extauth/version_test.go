@@ -80,7 +80,7 @@ func TestVersionOfABuildInAClone(t *testing.T) {
 		}
 	}
 	git := func(args ...string) string {
-		return strings.TrimSpace(runIn(t, clone, "git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.org"}, args...)...))
+		return strings.TrimSpace(runIn(t, clone, "git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...))
 	}
 	git("init", "-q")
 	git("add", "-A")

@@ -112,6 +112,8 @@ func G() {}
 	m.wantUnnamed(m.check(), "F: removed", false)
 	m.changelog("becomes **v0.2.0**", "### Added\n\n- `G`, which does nothing too.\n\n### Removed\n\n- **Breaking** `F`: call `G`\n  instead ([upgrading](docs/upgrading.md)).\n")
 	m.wantOK()
+	m.changelog("becomes **v0.2.0**", "### Added\n\n- `G`, which does nothing too.\n\n### Removed\n\n- **Breaking:** `F`: call `G`\n  instead ([upgrading](docs/upgrading.md)).\n")
+	m.wantOK()
 
 	// A struct that stops being comparable is a breaking change that no
 	// exported name shows; the record says it too.
@@ -176,7 +178,7 @@ func G() {}
 func TestExportDataRoundTrip(t *testing.T) {
 	m := newScratchModule(t)
 	m.write("m.go", "package m\n\nimport \"net/http\"\n\n// H serves.\ntype H struct{ Next http.Handler }\n\n// ServeHTTP serves.\nfunc (H) ServeHTTP(http.ResponseWriter, *http.Request) {}\n")
-	mod, err := loadModule(m.dir, m.env)
+	mod, err := loadModule(m.dir, m.env, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (r *result) ok() bool {
 // check compares the module in dir with its API record, its latest
 // release and its changelog.
 func check(dir string, env []string) (*result, error) {
-	m, err := loadModule(dir, env)
+	m, err := loadModule(dir, env, false)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +267,8 @@ var (
 	releaseHeading = regexp.MustCompile(`^## \[(v\d+\.\d+\.\d+)\]`)
 	becomes        = regexp.MustCompile(`becomes \*\*(v\d+\.\d+\.\d+)\*\*`)
 	codeSpan       = regexp.MustCompile("`([^`]+)`")
+	// breakingMark is **Breaking**, or **Breaking:**.
+	breakingMark = regexp.MustCompile(`\*\*Breaking:?\*\*`)
 )
 
 func parseChangelog(data []byte) (*changelogSection, error) {
@@ -331,7 +333,7 @@ func (c *changelogSection) names(name string, ok func(entry) bool) bool {
 // change, one marked **Breaking** for a breaking one, one under
 // Deprecated for a deprecation.
 func anyEntry(entry) bool        { return true }
-func breakingEntry(e entry) bool { return strings.Contains(e.text, "**Breaking**") }
+func breakingEntry(e entry) bool { return breakingMark.MatchString(e.text) }
 func deprecatedEntry(e entry) bool {
 	return e.group == "Deprecated"
 }

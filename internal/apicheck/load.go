@@ -28,15 +28,19 @@ type module struct {
 // interop, which hold only tests. env is added to the go command's
 // environment (tests pass GOWORK=off for their own modules).
 //
-// The types come from the compiler's export data, built with -trimpath so
-// that what is written from them names no directory of this machine.
-func loadModule(dir string, env []string) (*module, error) {
+// The types come from the compiler's export data: for a release's record
+// (trim), built with -trimpath, so that what is written from them names no
+// directory of this machine; for a check, as go test builds the packages,
+// so that its build cache serves them.
+func loadModule(dir string, env []string, trim bool) (*module, error) {
 	m := &module{Module: &apidiff.Module{}, fset: token.NewFileSet(), files: map[string][]string{}}
 	cfg := &packages.Config{
-		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedTypes | packages.NeedModule,
-		Dir:        dir,
-		Fset:       m.fset,
-		BuildFlags: []string{"-trimpath"},
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedTypes | packages.NeedModule,
+		Dir:  dir,
+		Fset: m.fset,
+	}
+	if trim {
+		cfg.BuildFlags = []string{"-trimpath"}
 	}
 	if env != nil {
 		cfg.Env = append(os.Environ(), env...)

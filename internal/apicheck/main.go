@@ -59,7 +59,7 @@ func run(w io.Writer, dir, from, release string, env []string) error {
 	if from == "" {
 		from = dir
 	}
-	m, err := loadModule(from, env)
+	m, err := loadModule(from, env, release != "")
 	if err != nil {
 		return err
 	}

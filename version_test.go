@@ -81,10 +81,12 @@ func main() { fmt.Println(extauth.Version()) }
 func moduleFiles(t *testing.T, root string) []zip.File {
 	t.Helper()
 	var files []zip.File
+	seen := map[string]bool{}
 	for _, name := range strings.Split(goGit(t, root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"), "\x00") {
-		if name == "" || name == "go.work" || name == "go.work.sum" || strings.HasPrefix(name, "internal/devdeps/") {
-			continue // the workspace and its other module are not the library's
+		if name == "" || seen[name] || name == "go.work" || name == "go.work.sum" || strings.HasPrefix(name, "internal/devdeps/") {
+			continue // a file unmerged lists its stages; the workspace and its other module are not the library's
 		}
+		seen[name] = true
 		if _, err := os.Lstat(filepath.Join(root, name)); err != nil {
 			continue // deleted, not yet committed
 		}

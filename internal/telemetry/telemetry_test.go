@@ -79,7 +79,7 @@ func TestNoSDKCostsNoAllocation(t *testing.T) {
 // even after New: metrics through the API's delegation, spans as soon as
 // tracing sees the new global provider.
 func TestGlobalProvidersFollowTheHost(t *testing.T) {
-	tel, err := New(Config{})
+	tel, err := New(Config{StoreSpans: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +168,107 @@ func BenchmarkNoSDK(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		signIn(p, "k", s)
+	}
+}
+
+// An outbound span's attributes are made once per method and URL and kept
+// for the next request alike: a request to another URL, or one that ends
+// otherwise, gets its own.
+func TestRequestSpanAttributes(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	tel, err := New(Config{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	other := httptest.NewRequest(http.MethodPost, "https://op2.example:8443/token?code=x", nil)
+	for _, c := range []struct {
+		r      *http.Request
+		status int
+		res    Result
+		want   map[string]string
+	}{
+		{tokenRequest, 200, ResultOK, map[string]string{"server.address": "op.example", "server.port": "443", "url.full": "https://op.example/token", "http.response.status_code": "200"}},
+		{tokenRequest, 200, ResultOK, map[string]string{"url.full": "https://op.example/token", "http.response.status_code": "200"}},
+		{other, 200, ResultOK, map[string]string{"server.address": "op2.example", "server.port": "8443", "url.full": "https://op2.example:8443/token", "http.response.status_code": "200"}},
+		{other, 201, ResultOK, map[string]string{"url.full": "https://op2.example:8443/token", "http.response.status_code": "201"}},
+		{other, 503, ResultServerError, map[string]string{"http.response.status_code": "503", "error.type": "503", "result": "server_error"}},
+		{other, 0, ResultTimeout, map[string]string{"error.type": "timeout", "result": "timeout"}},
+		{other, 200, ResultOK, map[string]string{"http.response.status_code": "200"}},
+	} {
+		before := len(spans.Ended())
+		_, q := p.StartRequest(WithEndpoint(context.Background(), EndpointToken), c.r)
+		q.End(c.status, c.res)
+		ended := spans.Ended()
+		if len(ended) != before+1 {
+			t.Fatalf("%d spans ended", len(ended)-before)
+		}
+		got := map[string]string{}
+		for _, kv := range ended[len(ended)-1].Attributes() {
+			got[string(kv.Key)] = kv.Value.Emit()
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s %d: %s = %q, want %q (%v)", c.r.URL.Host, c.status, k, got[k], v, got)
+			}
+		}
+		for _, k := range []string{"error.type", "result", "http.response.status_code"} {
+			if _, ok := c.want[k]; !ok && got[k] != "" {
+				t.Errorf("%s %d: %s = %q, want none", c.r.URL.Host, c.status, k, got[k])
+			}
+		}
+		if got["provider"] != "oidc" || got["endpoint"] != "token" || got["http.request.method"] != "POST" {
+			t.Errorf("%v", got)
+		}
+	}
+}
+
+// Measurements made within a recorded sign-in keep its trace, so that
+// exemplars name it; outside any trace they are made without the request's
+// context.
+func TestExemplarsNameTheTrace(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	tel, err := New(Config{MeterProvider: mp, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(tel.Site("").Provider("oidc"), "k", &memStore{seen: map[string]bool{}})
+	var cb sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		if s.Name() == "extauth.callback" {
+			cb = s
+		}
+	}
+	if cb == nil {
+		t.Fatal("no callback span")
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				for _, e := range dp.Exemplars {
+					if len(e.TraceID) == 16 && [16]byte(e.TraceID) == [16]byte(cb.SpanContext().TraceID()) {
+						seen[m.Name] = true
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []string{"extauth.callback.duration", "extauth.outbound.duration", "extauth.store.duration"} {
+		if !seen[n] {
+			t.Errorf("no exemplar of %s names the callback's trace: %v", n, seen)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -271,4 +272,50 @@ func TestExemplarsNameTheTrace(t *testing.T) {
 			t.Errorf("no exemplar of %s names the callback's trace: %v", n, seen)
 		}
 	}
+}
+
+// BenchmarkSpanFloor is an authorize request's span made by Op beside the
+// SDK's floor for it: one span started, given the same four attributes
+// and ended, by the same tracing SDK sampling every span into an
+// in-memory exporter through a batch span processor.
+//
+//	go test -run '^$' -bench SpanFloor -benchmem -count 5 ./internal/telemetry/ | go run ./internal/benchratio
+func BenchmarkSpanFloor(b *testing.B) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(exp)))
+	b.Cleanup(func() { tp.Shutdown(context.Background()) })
+	tel, err := New(Config{TracerProvider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	tracer := tp.Tracer(ScopeName)
+	kv := p.signInSet(slotSuccess).kv
+	ctx := context.Background()
+	run := func(b *testing.B, f func()) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i++; i%1000 == 0 {
+				exp.Reset()
+			}
+			f()
+		}
+	}
+	b.Run("sdk/floor", func(b *testing.B) {
+		run(b, func() {
+			_, s := tracer.Start(ctx, "extauth.authorize", trace.WithSpanKind(trace.SpanKindInternal))
+			if s.IsRecording() {
+				s.SetAttributes(kv...)
+			}
+			s.End()
+		})
+	})
+	b.Run("sdk/extauth", func(b *testing.B) {
+		run(b, func() {
+			op := p.Start(ctx, false)
+			op.Started()
+			op.End()
+		})
+	})
 }

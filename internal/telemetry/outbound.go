@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -108,7 +107,7 @@ type Request struct {
 	mctx     context.Context
 	span     trace.Span
 	attrs    *reqAttrs
-	start    time.Time
+	start    monotonic
 	endpoint Endpoint
 	// carrier writes the trace context into the request's headers (see
 	// Inject); kept here so that a Request that lives on the heap needs
@@ -154,7 +153,7 @@ func (p *Provider) StartRequest(ctx context.Context, r *http.Request) (context.C
 	// machines reading it costs more than the rest of this.
 	if p.t.outboundDur.Enabled(ctx) {
 		q.mctx = measureContext(ctx, q.span)
-		q.start = time.Now()
+		q.start = readClock()
 	}
 	return ctx, q
 }
@@ -292,8 +291,8 @@ func (q *Request) End(status int, res Result) {
 	if p == nil {
 		return
 	}
-	if d := p.t.outboundDur; !q.start.IsZero() && d.Enabled(q.mctx) {
-		d.Record(q.mctx, time.Since(q.start).Seconds(), p.outboundSet(q.endpoint, res).rec...)
+	if d := p.t.outboundDur; q.start != 0 && d.Enabled(q.mctx) {
+		d.Record(q.mctx, q.start.seconds(), p.outboundSet(q.endpoint, res).rec...)
 	}
 	if q.span == nil {
 		return

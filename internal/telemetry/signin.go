@@ -139,7 +139,7 @@ type Op struct {
 	// context.Background(), so that the SDK's trace-based exemplar filter
 	// does not walk the request's long chain of contexts at each one.
 	mctx     context.Context
-	start    time.Time
+	start    monotonic
 	began    time.Time
 	code     int
 	callback bool
@@ -184,7 +184,7 @@ func (p *Provider) Start(ctx context.Context, callback bool) *Op {
 	}
 	o.mctx = measureContext(o, o.span)
 	if callback && t.callbackDur.Enabled(ctx) {
-		o.start = time.Now()
+		o.start = readClock()
 	}
 	return o
 }
@@ -244,8 +244,8 @@ func (o *Op) End() {
 		if failed {
 			outcome = slotFailure
 		}
-		if !o.start.IsZero() && t.callbackDur.Enabled(ctx) {
-			t.callbackDur.Record(ctx, time.Since(o.start).Seconds(), p.signInSet(outcome).rec...)
+		if o.start != 0 && t.callbackDur.Enabled(ctx) {
+			t.callbackDur.Record(ctx, o.start.seconds(), p.signInSet(outcome).rec...)
 		}
 		if !o.began.IsZero() && t.signInDur.Enabled(ctx) {
 			t.signInDur.Record(ctx, t.now().Sub(o.began).Seconds(), p.signInSet(outcome).rec...)

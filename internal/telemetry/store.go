@@ -69,7 +69,7 @@ func (p *Provider) Release(ctx context.Context, release func(context.Context) er
 // measurement (see measureContext).
 type storeCall struct {
 	span  trace.Span
-	start time.Time
+	start monotonic
 	mctx  context.Context
 }
 
@@ -81,14 +81,14 @@ func (p *Provider) beginStore(ctx context.Context, name string) (context.Context
 	// The clock is read only for an instrument that records.
 	if p.t.storeDur.Enabled(ctx) {
 		c.mctx = measureContext(ctx, c.span)
-		c.start = time.Now()
+		c.start = readClock()
 	}
 	return ctx, c
 }
 
 func (p *Provider) endStore(ctx context.Context, c storeCall, res int, err error) {
-	if d := p.t.storeDur; !c.start.IsZero() && d.Enabled(c.mctx) {
-		d.Record(c.mctx, time.Since(c.start).Seconds(), p.storeSet(res).rec...)
+	if d := p.t.storeDur; c.start != 0 && d.Enabled(c.mctx) {
+		d.Record(c.mctx, c.start.seconds(), p.storeSet(res).rec...)
 	}
 	if c.span != nil {
 		if c.span.IsRecording() {

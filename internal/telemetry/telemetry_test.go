@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -275,47 +274,57 @@ func TestExemplarsNameTheTrace(t *testing.T) {
 }
 
 // BenchmarkSpanFloor is an authorize request's span made by Op beside the
-// SDK's floor for it: one span started, given the same four attributes
-// and ended, by the same tracing SDK sampling every span into an
-// in-memory exporter through a batch span processor.
+// SDK's floor for it, the span started, given the same attributes when it
+// records, and ended: with every span sampled into an in-memory exporter
+// through a batch span processor (exported), and with a parent-based
+// sampler at 0 (sampled_out).
 //
 //	go test -run '^$' -bench SpanFloor -benchmem -count 5 ./internal/telemetry/ | go run ./internal/benchratio
 func BenchmarkSpanFloor(b *testing.B) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(exp)))
-	b.Cleanup(func() { tp.Shutdown(context.Background()) })
-	tel, err := New(Config{TracerProvider: tp})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := tel.Site("").Provider("oidc")
-	tracer := tp.Tracer(ScopeName)
-	kv := p.signInSet(slotSuccess).kv
-	ctx := context.Background()
-	run := func(b *testing.B, f func()) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if i++; i%1000 == 0 {
-				exp.Reset()
-			}
-			f()
+	for _, c := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+	}{
+		{"exported", sdktrace.AlwaysSample()},
+		{"sampled_out", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))},
+	} {
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(c.sampler), sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(exp)))
+		b.Cleanup(func() { tp.Shutdown(context.Background()) })
+		tel, err := New(Config{TracerProvider: tp})
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
-	b.Run("sdk/floor", func(b *testing.B) {
-		run(b, func() {
-			_, s := tracer.Start(ctx, "extauth.authorize", trace.WithSpanKind(trace.SpanKindInternal))
-			if s.IsRecording() {
-				s.SetAttributes(kv...)
+		p := tel.Site("").Provider("oidc")
+		tracer := tp.Tracer(ScopeName)
+		kv := p.signInSet(slotSuccess).kv
+		ctx := context.Background()
+		run := func(b *testing.B, f func()) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i++; i%1000 == 0 {
+					tp.ForceFlush(ctx)
+					exp.Reset()
+				}
+				f()
 			}
-			s.End()
+		}
+		b.Run(c.name+"/floor", func(b *testing.B) {
+			run(b, func() {
+				_, s := tracer.Start(ctx, "extauth.authorize", internalSpan...)
+				if s.IsRecording() {
+					s.SetAttributes(kv...)
+				}
+				s.End()
+			})
 		})
-	})
-	b.Run("sdk/extauth", func(b *testing.B) {
-		run(b, func() {
-			op := p.Start(ctx, false)
-			op.Started()
-			op.End()
+		b.Run(c.name+"/extauth", func(b *testing.B) {
+			run(b, func() {
+				op := p.Start(ctx, false)
+				op.Started()
+				op.End()
+			})
 		})
-	})
+	}
 }

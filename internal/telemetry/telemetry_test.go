@@ -328,3 +328,44 @@ func BenchmarkSpanFloor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMetricsFloor is what signIn records with the metrics SDK
+// (the completed counter, the callback, sign-in, outbound and store
+// durations), made by the instrumentation (extauth) beside the SDK's floor
+// for the same measurements (floor): the five calls with their attribute
+// sets made beforehand, a background context, and the clock read at the
+// start and the end of each of the three server durations.
+//
+//	go test -run '^$' -bench MetricsFloor -benchmem -count 5 ./internal/telemetry/ | go run ./internal/benchratio
+func BenchmarkMetricsFloor(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { mp.Shutdown(context.Background()) })
+	tel, err := New(Config{MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	s := &memStore{seen: map[string]bool{}}
+	ctx := context.Background()
+	success, token, stored := p.signInSet(slotSuccess), p.outboundSet(EndpointToken, ResultOK), p.storeSet(storeUsed)
+	b.Run("callback/floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			start := readClock()
+			q := readClock()
+			tel.outboundDur.Record(ctx, q.seconds(), token.rec...)
+			st := readClock()
+			s.Consume(ctx, "k", began)
+			tel.storeDur.Record(ctx, st.seconds(), stored.rec...)
+			tel.completed.Add(ctx, 1, success.add...)
+			tel.callbackDur.Record(ctx, start.seconds(), success.rec...)
+			tel.signInDur.Record(ctx, tel.now().Sub(began).Seconds(), success.rec...)
+		}
+	})
+	b.Run("callback/extauth", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			signIn(p, "k", s)
+		}
+	})
+}

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/extauth/extauth"
 )
@@ -33,14 +35,40 @@ func withPrometheus(b *testing.B) func(*extauth.Options) {
 // as a host's exporter is fed, through a batch span processor to an
 // in-memory exporter. reset exports what the processor holds and empties
 // the exporter, so that a long run does not hold every span it made.
-func withExport(b *testing.B) (edit func(*extauth.Options), reset func()) {
+func withExport(b *testing.B) (edit func(*extauth.Options), reset func(), tp *sdktrace.TracerProvider) {
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+	tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(exp)))
 	b.Cleanup(func() { tp.Shutdown(context.Background()) })
 	return func(o *extauth.Options) { o.TracerProvider = tp }, func() {
 		tp.ForceFlush(context.Background())
 		exp.Reset()
+	}, tp
+}
+
+// spanFloor is what the tracing SDK's spans of a request cost at the
+// least, made by hand beside a route with no provider installed: the
+// authorize or callback span, and under a callback's the spans of its two
+// requests to the provider, each with the attributes extauth gives it.
+func spanFloor(tp *sdktrace.TracerProvider) func(callback bool) {
+	tracer := tp.Tracer("floor")
+	route := []attribute.KeyValue{attribute.String("provider", "blog_oauth2"), attribute.String("tenant", ""), attribute.String("outcome", "success")}
+	request := []attribute.KeyValue{attribute.String("http.request.method", "POST"), attribute.String("server.address", "public-api.wordpress.com"),
+		attribute.String("url.full", "https://public-api.wordpress.com/oauth2/token"), attribute.String("endpoint", "token"),
+		attribute.Int("server.port", 443), attribute.String("provider", "blog_oauth2"), attribute.String("tenant", ""),
+		attribute.Int("http.response.status_code", 200)}
+	internal, client := trace.WithSpanKind(trace.SpanKindInternal), trace.WithSpanKind(trace.SpanKindClient)
+	return func(callback bool) {
+		ctx, s := tracer.Start(context.Background(), "extauth.callback", internal)
+		if callback {
+			for range 2 {
+				_, c := tracer.Start(ctx, "POST token", client)
+				c.SetAttributes(request...)
+				c.End()
+			}
+		}
+		s.SetAttributes(route...)
+		s.End()
 	}
 }
 
@@ -117,6 +145,9 @@ type telemetrySetup struct {
 	name  string
 	a     *extauth.Auth
 	reset func()
+	// after, when set, runs after each request, timed with it: the
+	// floor's own spans.
+	after func(callback bool)
 }
 
 // telemetrySetups are the instrumented sides, each measured against
@@ -126,13 +157,13 @@ type telemetrySetup struct {
 // which records nothing; and the metrics and the exported traces
 // together.
 func telemetrySetups(b *testing.B) []telemetrySetup {
-	export, reset := withExport(b)
-	exportToo, resetToo := withExport(b)
+	export, reset, _ := withExport(b)
+	exportToo, resetToo, _ := withExport(b)
 	return []telemetrySetup{
-		{"prometheus", newExtauth(b, withPrometheus(b)), nil},
-		{"exported", newExtauth(b, export), reset},
-		{"sampled_out", newExtauth(b, withSampledOut(b)), nil},
-		{"prometheus_exported", newExtauth(b, withPrometheus(b), exportToo), resetToo},
+		{"prometheus", newExtauth(b, withPrometheus(b)), nil, nil},
+		{"exported", newExtauth(b, export), reset, nil},
+		{"sampled_out", newExtauth(b, withSampledOut(b)), nil, nil},
+		{"prometheus_exported", newExtauth(b, withPrometheus(b), exportToo), resetToo, nil},
 	}
 }
 
@@ -160,9 +191,9 @@ func BenchmarkTelemetry(b *testing.B) {
 func telemetrySides(callbackRoute bool, s telemetrySetup, none *extauth.Auth) (ours, anchor oidcSide) {
 	var sides [2]oidcSide
 	for i, a := range [2]*extauth.Auth{s.a, none} {
-		name, reset := s.name, s.reset
+		name, reset, after := s.name, s.reset, s.after
 		if i == 1 {
-			name, reset = "no_provider", nil
+			name, reset, after = "no_provider", nil, nil
 		}
 		sides[i] = oidcSide{name, func(tb testing.TB, n int) func(int) error {
 			// The exporter is emptied as a host's exporter empties its
@@ -180,6 +211,9 @@ func telemetrySides(callbackRoute bool, s telemetrySetup, none *extauth.Auth) (o
 					a.ServeHTTP(rec, start(appBase+"/users/auth/blog_oauth2"))
 					if rec.Code != http.StatusSeeOther {
 						return fmt.Errorf("authorize: %d", rec.Code)
+					}
+					if after != nil {
+						after(false)
 					}
 					return nil
 				}
@@ -202,6 +236,9 @@ func telemetrySides(callbackRoute bool, s telemetrySetup, none *extauth.Auth) (o
 				if rec.Code != http.StatusSeeOther {
 					return fmt.Errorf("callback: %d", rec.Code)
 				}
+				if after != nil {
+					after(true)
+				}
 				return nil
 			}
 		}}
@@ -212,10 +249,14 @@ func telemetrySides(callbackRoute bool, s telemetrySetup, none *extauth.Auth) (o
 // BenchmarkTelemetryRatio is BenchmarkTelemetry in CPU-time rounds
 // (-oidc.rounds of them, the order flipping each round; see cpuRatio):
 // what each of telemetrySetups costs the OAuth 2 routes over no provider
-// installed.
+// installed, and, as exported_sdk_floor, what the exported spans cost at
+// the least: the route with no provider, followed by the same spans made
+// by hand (spanFloor) with the same SDK and exporter.
 func BenchmarkTelemetryRatio(b *testing.B) {
 	none := newExtauth(b)
-	for _, s := range telemetrySetups(b) {
+	_, floorReset, floorTP := withExport(b)
+	setups := append(telemetrySetups(b), telemetrySetup{"exported_sdk_floor", none, floorReset, spanFloor(floorTP)})
+	for _, s := range setups {
 		for _, route := range []string{"authorize", "callback"} {
 			n := 6000
 			if route == "callback" {

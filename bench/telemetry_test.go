@@ -7,10 +7,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -29,6 +31,43 @@ func withPrometheus(b *testing.B) func(*extauth.Options) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	b.Cleanup(func() { mp.Shutdown(context.Background()) })
 	return func(o *extauth.Options) { o.MeterProvider = mp }
+}
+
+// withPrometheusProvider is withPrometheus's MeterProvider itself.
+func withPrometheusProvider(b *testing.B) *sdkmetric.MeterProvider {
+	var o extauth.Options
+	withPrometheus(b)(&o)
+	return o.MeterProvider.(*sdkmetric.MeterProvider)
+}
+
+// metricsFloor is what the metrics SDK's measurements of a request cost at
+// the least, made by hand beside a route with no provider installed: on
+// authorize one counter add, on the callback a counter add and the five
+// durations (callback, sign-in, two outbound requests, the store call),
+// with their attribute sets made beforehand, no context, and the clock
+// read once per duration.
+func metricsFloor(b *testing.B, mp *sdkmetric.MeterProvider) func(callback bool) {
+	m := mp.Meter("floor")
+	counter, err := m.Int64Counter("floor.count")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist, err := m.Float64Histogram("floor.duration")
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(attribute.String("provider", "blog_oauth2"), attribute.String("tenant", ""), attribute.String("outcome", "success")))
+	add, rec := []metric.AddOption{set}, []metric.RecordOption{set}
+	ctx := context.Background()
+	epoch := time.Now()
+	return func(callback bool) {
+		counter.Add(ctx, 1, add...)
+		if callback {
+			for range 5 {
+				hist.Record(ctx, time.Since(epoch).Seconds(), rec...)
+			}
+		}
+	}
 }
 
 // withExport installs the tracing SDK sampling every span and feeding it,
@@ -249,13 +288,16 @@ func telemetrySides(callbackRoute bool, s telemetrySetup, none *extauth.Auth) (o
 // BenchmarkTelemetryRatio is BenchmarkTelemetry in CPU-time rounds
 // (-oidc.rounds of them, the order flipping each round; see cpuRatio):
 // what each of telemetrySetups costs the OAuth 2 routes over no provider
-// installed, and, as exported_sdk_floor, what the exported spans cost at
-// the least: the route with no provider, followed by the same spans made
-// by hand (spanFloor) with the same SDK and exporter.
+// installed, and, as prometheus_sdk_floor and exported_sdk_floor, what the
+// measurements and the exported spans cost at the least: the route with no
+// provider, followed by the same measurements or spans made by hand
+// (metricsFloor, spanFloor) with the same SDK and exporter.
 func BenchmarkTelemetryRatio(b *testing.B) {
 	none := newExtauth(b)
 	_, floorReset, floorTP := withExport(b)
-	setups := append(telemetrySetups(b), telemetrySetup{"exported_sdk_floor", none, floorReset, spanFloor(floorTP)})
+	setups := append(telemetrySetups(b),
+		telemetrySetup{"prometheus_sdk_floor", none, nil, metricsFloor(b, withPrometheusProvider(b))},
+		telemetrySetup{"exported_sdk_floor", none, floorReset, spanFloor(floorTP)})
 	for _, s := range setups {
 		for _, route := range []string{"authorize", "callback"} {
 			n := 6000

@@ -87,9 +87,10 @@ func withExport(b *testing.B) (edit func(*extauth.Options), reset func(), tp *sd
 
 // spanFloor is what the tracing SDK's spans of a request cost at the
 // least, made by hand beside a route with no provider installed: the
-// authorize or callback span, and under a callback's the spans of its two
-// requests to the provider, each with the attributes extauth gives it.
-func spanFloor(tp *sdktrace.TracerProvider) func(callback bool) {
+// authorize or callback span, and, when it records, under a callback's the
+// spans of its two requests to the provider, each with the attributes
+// extauth gives it.
+func spanFloor(tp trace.TracerProvider) func(callback bool) {
 	tracer := tp.Tracer("floor")
 	route := []attribute.KeyValue{attribute.String("provider", "blog_oauth2"), attribute.String("tenant", ""), attribute.String("outcome", "success")}
 	request := []attribute.KeyValue{attribute.String("http.request.method", "POST"), attribute.String("server.address", "public-api.wordpress.com"),
@@ -99,6 +100,10 @@ func spanFloor(tp *sdktrace.TracerProvider) func(callback bool) {
 	internal, client := trace.WithSpanKind(trace.SpanKindInternal), trace.WithSpanKind(trace.SpanKindClient)
 	return func(callback bool) {
 		ctx, s := tracer.Start(context.Background(), "extauth.callback", internal)
+		if !s.IsRecording() {
+			s.End()
+			return
+		}
 		if callback {
 			for range 2 {
 				_, c := tracer.Start(ctx, "POST token", client)
@@ -119,6 +124,13 @@ func withSampledOut(b *testing.B) func(*extauth.Options) {
 		sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(tracetest.NewInMemoryExporter())))
 	b.Cleanup(func() { tp.Shutdown(context.Background()) })
 	return func(o *extauth.Options) { o.TracerProvider = tp }
+}
+
+// sampledOutProvider is withSampledOut's TracerProvider itself.
+func sampledOutProvider(b *testing.B) trace.TracerProvider {
+	var o extauth.Options
+	withSampledOut(b)(&o)
+	return o.TracerProvider
 }
 
 // callbackRequest starts a sign-in at a and returns its callback request,
@@ -288,8 +300,9 @@ func telemetrySides(callbackRoute bool, s telemetrySetup, none *extauth.Auth) (o
 // BenchmarkTelemetryRatio is BenchmarkTelemetry in CPU-time rounds
 // (-oidc.rounds of them, the order flipping each round; see cpuRatio):
 // what each of telemetrySetups costs the OAuth 2 routes over no provider
-// installed, and, as prometheus_sdk_floor and exported_sdk_floor, what the
-// measurements and the exported spans cost at the least: the route with no
+// installed, and, as prometheus_sdk_floor, exported_sdk_floor and
+// sampled_out_sdk_floor, what the measurements and the spans cost at the
+// least: the route with no
 // provider, followed by the same measurements or spans made by hand
 // (metricsFloor, spanFloor) with the same SDK and exporter.
 func BenchmarkTelemetryRatio(b *testing.B) {
@@ -297,7 +310,8 @@ func BenchmarkTelemetryRatio(b *testing.B) {
 	_, floorReset, floorTP := withExport(b)
 	setups := append(telemetrySetups(b),
 		telemetrySetup{"prometheus_sdk_floor", none, nil, metricsFloor(b, withPrometheusProvider(b))},
-		telemetrySetup{"exported_sdk_floor", none, floorReset, spanFloor(floorTP)})
+		telemetrySetup{"exported_sdk_floor", none, floorReset, spanFloor(floorTP)},
+		telemetrySetup{"sampled_out_sdk_floor", none, nil, spanFloor(sampledOutProvider(b))})
 	for _, s := range setups {
 		for _, route := range []string{"authorize", "callback"} {
 			n := 6000

@@ -45,7 +45,7 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 	case !fresh:
 		res = storeUsed
 	}
-	p.endStore(ctx, c, res, err)
+	p.endStore(c, res, err)
 	return fresh, err
 }
 
@@ -60,7 +60,7 @@ func (p *Provider) Release(ctx context.Context, release func(context.Context) er
 	if err != nil {
 		res = storeError
 	}
-	p.endStore(ctx, c, res, err)
+	p.endStore(c, res, err)
 	return err
 }
 
@@ -86,7 +86,7 @@ func (p *Provider) beginStore(ctx context.Context, name string) (context.Context
 	return ctx, c
 }
 
-func (p *Provider) endStore(ctx context.Context, c storeCall, res int, err error) {
+func (p *Provider) endStore(c storeCall, res int, err error) {
 	if d := p.t.storeDur; c.start != 0 && d.Enabled(c.mctx) {
 		d.Record(c.mctx, c.start.seconds(), p.storeSet(res).rec...)
 	}

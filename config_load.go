@@ -893,9 +893,14 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.MetadataCacheDuration = l.duration(key, e.val, "must be between 1 minute and 3650 days")
 		case "security":
 			s.Security = l.security(e.val)
+		case "request_options":
+			s.RequestOptions = l.words(SAML, key, e.val)
+		case "assurance_levels":
+			s.AssuranceLevels = l.assuranceLevels(SAML, key, e.val)
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
-				"certificate_old", "private_key_old", "idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security"}
+				"certificate_old", "private_key_old", "idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security",
+				"request_options", "assurance_levels"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}

@@ -120,5 +120,5 @@ type Transaction struct {
 	// Expires is when the transaction stops being accepted.
 	Expires time.Time `json:"e"`
 	// Extra holds strategy-specific values (a goth session, for example).
-	Extra map[string]string `json:"x,omitempty"`
+	Extra map[string]string `json:"x,omitempty" redact:"secret"`
 }

@@ -185,6 +185,12 @@ type Options struct {
 	// to providers (default: the global one, which writes nothing until the
 	// host sets one, e.g. propagation.TraceContext{}).
 	Propagator propagation.TextMapPropagator `json:"-"`
+	// TraceStoreCalls makes a span of each call to Store within a traced
+	// sign-in (extauth.store.consume, extauth.store.release). Off by
+	// default: a memory store's call costs far less than its span, and the
+	// store duration histogram measures every call either way; turn it on
+	// to see a shared store's round trips in traces.
+	TraceStoreCalls bool
 
 	// Store keeps single-use values (default: NewMemoryStore with the
 	// default bound and the clock Now, for one instance only; see

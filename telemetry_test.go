@@ -55,9 +55,10 @@ func newOtelKit(t *testing.T) *otelKit {
 }
 
 // options installs the kit in o, with W3C trace context on outbound
-// requests.
+// requests and the spans of store calls.
 func (k *otelKit) options(o *extauth.Options) {
 	o.MeterProvider, o.TracerProvider, o.Propagator = k.mp, k.tp, propagation.TraceContext{}
+	o.TraceStoreCalls = true
 }
 
 // point is one data point: a counter's or gauge's value, a histogram's
@@ -269,6 +270,38 @@ func TestTelemetrySignIn(t *testing.T) {
 				t.Errorf("span %s attribute %s = %q", s.Name(), k, v)
 			}
 		}
+	}
+}
+
+// Store calls make spans only with Options.TraceStoreCalls: by default a
+// traced callback has the spans of its outbound requests under its own,
+// and its store call is measured by the store duration histogram alone.
+func TestTelemetryStoreSpansOff(t *testing.T) {
+	k := newOtelKit(t)
+	a := newApp(t, func(o *extauth.Options) {
+		k.options(o)
+		o.TraceStoreCalls = false
+	})
+	b := harness.NewBrowser(t).NoFollow()
+	if resp := b.Get(a.approve(b, a.start(b, nil))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+	}
+	if d := k.point(t, "extauth.store.duration", blog("result", "new")); d.count != 1 {
+		t.Errorf("store calls: %d", d.count)
+	}
+	cbs := k.ended("extauth.callback")
+	if len(cbs) != 1 {
+		t.Fatalf("%d callback spans", len(cbs))
+	}
+	var children []string
+	for _, s := range k.spans.Ended() {
+		if s.Parent().SpanID() == cbs[0].SpanContext().SpanID() {
+			children = append(children, s.Name())
+		}
+	}
+	slices.Sort(children)
+	if want := []string{"GET userinfo", "POST token"}; !slices.Equal(children, want) {
+		t.Errorf("spans under the callback's: %v, want %v", children, want)
 	}
 }
 

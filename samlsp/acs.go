@@ -656,11 +656,11 @@ func (sp *SP) consume(ctx context.Context, a *Assertion, requestID string) *prov
 	if min := sp.env.Now().Add(sp.opts.ClockSkew); until.Before(min) {
 		until = min
 	}
-	keys := []string{"saml:assertion:" + digest(a.Issuer, a.ID)}
+	keys, n := [2]string{storeKey("saml:assertion:", a.Issuer, a.ID)}, 1
 	if requestID != "" {
-		keys = append(keys, "saml:request:"+digest(requestID))
+		keys[1], n = storeKey("saml:request:", requestID), 2
 	}
-	for _, k := range keys {
+	for _, k := range keys[:n] {
 		fresh, err := sp.env.Store.Consume(ctx, k, until)
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
@@ -672,13 +672,22 @@ func (sp *SP) consume(ctx context.Context, a *Assertion, requestID string) *prov
 	return nil
 }
 
-// digest keeps store keys short and free of whatever characters an IdP
-// puts in its IDs.
-func digest(parts ...string) string {
-	h := sha256.New()
+// storeKey is a single-use store key: prefix and a digest of parts, which
+// keeps keys short and free of whatever characters an IdP puts in its IDs
+// (the hex of the first 20 bytes of the SHA-256 of each part followed by a
+// zero byte), made in one allocation.
+func storeKey(prefix string, parts ...string) string {
+	var buf [512]byte
+	b := buf[:0]
 	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+		b = append(append(b, p...), 0)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:20])
+	sum := sha256.Sum256(b)
+	var hx [40]byte
+	hex.Encode(hx[:], sum[:20])
+	var k strings.Builder
+	k.Grow(len(prefix) + len(hx))
+	k.WriteString(prefix)
+	k.Write(hx[:])
+	return k.String()
 }

@@ -100,7 +100,7 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	exp := sp.env.Now().Add(logoutLifetime)
 	na := exp.UTC()
 	req.NotOnOrAfter = &na
-	if _, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(req.ID), exp); err != nil {
+	if _, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", req.ID), exp); err != nil {
 		return "", &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	el := req.Element()
@@ -483,14 +483,14 @@ func (sp *SP) checkLogoutResponse(ctx context.Context, msg *logoutMessage) *prov
 	// means we never sent that request. The answered marker makes the
 	// response single-use.
 	exp := sp.env.Now().Add(logoutLifetime)
-	issued, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(irt), exp)
+	issued, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", irt), exp)
 	if err != nil {
 		return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	if issued {
 		return invalid("the logout response answers a request we did not send", nil)
 	}
-	fresh, err := sp.env.Store.Consume(ctx, "saml:slo:answered:"+digest(irt), exp)
+	fresh, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:answered:", irt), exp)
 	if err != nil {
 		return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
@@ -535,7 +535,7 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 		} else if ok && !sp.env.Now().Before(na.Add(sp.opts.ClockSkew)) {
 			return invalid("the logout request has expired", nil)
 		}
-		fresh, err := sp.env.Store.Consume(r.Context(), "saml:slo:request:"+digest(md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
+		fresh, err := sp.env.Store.Consume(r.Context(), storeKey("saml:slo:request:", md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 		}

@@ -123,8 +123,11 @@ type SAMLConfig struct {
 	Additional SAMLAdditionalSettings
 }
 
-// Configured reports whether SAML has its required settings.
-func (c SAMLConfig) Configured() bool { return c.SPEntityID != "" && c.IdPMetadataURL != "" }
+// Configured reports whether SAML has its required settings: the entity
+// ID, and the IdP's metadata URL or a federation's.
+func (c SAMLConfig) Configured() bool {
+	return c.SPEntityID != "" && (c.IdPMetadataURL != "" || c.Additional.Federation.MetadataURL != "")
+}
 
 // SAMLAdditionalSettings is the saml_additional_settings mapping.
 type SAMLAdditionalSettings struct {
@@ -156,6 +159,9 @@ type SAMLAdditionalSettings struct {
 	IdPMetadataCertificate string
 	// Security is the security mapping.
 	Security SAMLSecurity
+	// Federation (federation) signs users in through the IdPs of a
+	// federation instead of one IdP: see docs/saml.md, "Federations".
+	Federation SAMLFederation
 	// Custom holds every other entry, in file order, sent to the IdP as
 	// query parameters of the sign-in request (e.g. organization).
 	Custom []Param
@@ -181,6 +187,37 @@ type SAMLSecurity struct {
 	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
 	// logout requests encrypted to the IdP's encryption certificate.
 	NameIDEncrypted bool
+}
+
+// SAMLFederation is saml_additional_settings.federation: a federation's
+// signed aggregate of IdPs, which users choose from on a discovery page.
+type SAMLFederation struct {
+	// MetadataURL (metadata_url) is the federation's signed aggregate.
+	// saml_idp_metadata_url is then left empty.
+	MetadataURL string
+	// SigningCertificate (signing_certificate) is the federation's
+	// metadata signing certificate (PEM), pinned: an aggregate is used
+	// only when its signature verifies with it.
+	SigningCertificate string
+	// BackingFile (backing_file), an absolute path, keeps the last
+	// aggregate that verified, for a restart while the federation's
+	// server is down.
+	BackingFile string
+	// MaxValidity (max_validity) refuses an aggregate valid for longer
+	// (default 28 days).
+	MaxValidity time.Duration
+	// EntityIDs (entity_ids), RegistrationAuthorities
+	// (registration_authorities) and EntityCategories (entity_categories)
+	// restrict the IdPs users may choose; each list given restricts.
+	EntityIDs               []string
+	RegistrationAuthorities []string
+	EntityCategories        []string
+}
+
+// isZero reports whether no federation setting is given.
+func (f SAMLFederation) isZero() bool {
+	return f.MetadataURL == "" && f.SigningCertificate == "" && f.BackingFile == "" && f.MaxValidity == 0 &&
+		len(f.EntityIDs) == 0 && len(f.RegistrationAuthorities) == 0 && len(f.EntityCategories) == 0
 }
 
 // Param is one custom name/value entry.

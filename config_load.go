@@ -900,9 +900,11 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.MetadataCacheDuration = l.duration(key, e.val)
 		case "security":
 			s.Security = l.security(e.val)
+		case "federation":
+			s.Federation = l.federation(e.val)
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
-				"idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security"}
+				"idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security", "federation"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}
@@ -956,6 +958,66 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 		*f = l.boolean(SAML, key+"."+e.key, e.val)
 	}
 	return s
+}
+
+// federationEntries are the entries of saml_additional_settings.federation.
+var federationEntries = []string{"metadata_url", "signing_certificate", "backing_file", "max_validity",
+	"entity_ids", "registration_authorities", "entity_categories"}
+
+// federation reads saml_additional_settings.federation.
+func (l *loader) federation(n *yaml.Node) SAMLFederation {
+	const key = keyAdditional + ".federation"
+	var f SAMLFederation
+	for _, e := range l.mapping(SAML, key, n) {
+		k := key + "." + e.key
+		switch e.key {
+		case "metadata_url":
+			f.MetadataURL, _ = l.scalar(SAML, k, e.val)
+		case "signing_certificate":
+			f.SigningCertificate, _ = l.scalar(SAML, k, e.val)
+			l.notePEM(k, e.val, f.SigningCertificate)
+		case "backing_file":
+			f.BackingFile, _ = l.scalar(SAML, k, e.val)
+		case "max_validity":
+			f.MaxValidity = l.duration(k, e.val)
+		case "entity_ids":
+			f.EntityIDs = l.list(SAML, k, e.val)
+		case "registration_authorities":
+			f.RegistrationAuthorities = l.list(SAML, k, e.val)
+		case "entity_categories":
+			f.EntityCategories = l.list(SAML, k, e.val)
+		default:
+			hint := ""
+			if near := suggest(e.key, federationEntries, nil); near != "" {
+				hint = "; did you mean " + near + "?"
+			}
+			l.warn(fmt.Sprintf("%s is not supported and is ignored%s", k, hint))
+		}
+	}
+	return f
+}
+
+// list reads a list of strings: a YAML sequence, or one value for a list
+// of one. Empty entries are left out.
+func (l *loader) list(p Provider, key string, n *yaml.Node) []string {
+	n, err := deref(n)
+	if err != nil {
+		l.problem(p, key, "is an alias that does not resolve", ErrInvalidSetting)
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		if v, ok := l.scalar(p, key, n); ok && v != "" {
+			return []string{v}
+		}
+		return nil
+	}
+	var out []string
+	for _, item := range n.Content {
+		if v, ok := l.scalar(p, key, item); ok && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // duration reads a duration setting: an xs:duration as SAML metadata

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
@@ -209,7 +211,8 @@ func (c *Config) problems(base *Config) []Problem {
 			}
 			v := f.get()
 			switch {
-			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT):
+			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT) &&
+				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
@@ -220,6 +223,7 @@ func (c *Config) problems(base *Config) []Problem {
 	}
 	if base == nil || !c.sameProvider(base, SAML) {
 		ps = append(ps, c.SAML.Additional.problems()...)
+		ps = append(ps, c.SAML.federationProblems()...)
 	}
 	if base == nil || !c.sameProvider(base, OIDC) {
 		ps = append(ps, c.OIDC.additionalProblems()...)
@@ -261,7 +265,8 @@ func (c *Config) configured(p Provider) bool {
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
-		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0
+		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
+		s.Federation.isZero()
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {
@@ -310,6 +315,54 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 		} else if rest := pemRest(s.IdPMetadataCertificate); rest != "" {
 			bad("idp_metadata_certificate", rest, ErrInvalidSetting)
 		}
+	}
+	return ps
+}
+
+// federationProblems checks saml_additional_settings.federation, and that
+// it does not meet the settings of a single IdP.
+func (c SAMLConfig) federationProblems() []Problem {
+	f := c.Additional.Federation
+	if f.isZero() {
+		return nil
+	}
+	const pre = keyAdditional + ".federation."
+	var ps []Problem
+	bad := func(key, reason string, err error) {
+		ps = append(ps, Problem{Provider: SAML, Key: key, Reason: reason, Err: err})
+	}
+	switch {
+	case f.MetadataURL == "":
+		bad(pre+"metadata_url", "is missing", ErrMissingSetting)
+	default:
+		if reason := checkMetadataURL(f.MetadataURL); reason != "" {
+			bad(pre+"metadata_url", reason, ErrInvalidSetting)
+		}
+	}
+	switch {
+	case f.SigningCertificate == "":
+		bad(pre+"signing_certificate", "is missing: the aggregate is used only when its signature verifies with it", ErrMissingSetting)
+	default:
+		if _, reason := parseCertificatePEM(f.SigningCertificate); reason != "" {
+			bad(pre+"signing_certificate", reason, ErrInvalidSetting)
+		} else if rest := pemRest(f.SigningCertificate); rest != "" {
+			bad(pre+"signing_certificate", rest, ErrInvalidSetting)
+		}
+	}
+	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
+		bad(pre+"backing_file", "must be an absolute path", ErrInvalidSetting)
+	}
+	if v := f.MaxValidity; v != 0 && (v < time.Hour || v > samlsp.MaxMetadataValidFor) {
+		bad(pre+"max_validity", "must be between 1 hour and 3650 days", ErrInvalidSetting)
+	}
+	if c.IdPMetadataURL != "" {
+		bad("saml_idp_metadata_url", "and saml_additional_settings.federation are both given: a federation lists the IdPs; keep one", ErrInvalidSetting)
+	}
+	if c.IdPSSOServiceURL != "" {
+		bad("saml_idp_sso_service_url", "does not apply to a federation, whose IdPs each have their own; leave it empty", ErrInvalidSetting)
+	}
+	if c.Additional.IdPMetadataCertificate != "" {
+		bad(keyAdditional+".idp_metadata_certificate", "does not apply to a federation, whose aggregate is verified with federation.signing_certificate; leave it empty", ErrInvalidSetting)
 	}
 	return ps
 }

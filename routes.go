@@ -364,6 +364,22 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "malformed request", Err: err})
 		return
 	}
+	chooser, _ := s.(providers.IdPChooser)
+	if chooser != nil && !chooser.ChoosesIdP() {
+		chooser = nil
+	}
+	idp := ""
+	if chooser != nil {
+		// A page to choose the IdP starts nothing: it needs none of the
+		// start rules, which apply to the choice it posts.
+		if idp = r.Form.Get("idp"); idp == "" {
+			if err := chooser.Discover(w, r, providers.Discovery{Action: m.base.Path + m.authorizePath(name),
+				ReturnTo: safeReturnField(r.Form.Get("return_to")), LastChoice: m.lastChoice(r), JSON: format == "json"}); err != nil {
+				a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
+			}
+			return
+		}
+	}
 	switch verdict, why := a.startVerdict(r, m); {
 	case verdict == startRefuse:
 		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
@@ -374,7 +390,11 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
-		a.confirmPage(w, m, "", r.Form.Get("return_to"))
+		var extra []formField
+		if idp != "" {
+			extra = append(extra, formField{"idp", idp})
+		}
+		a.confirmPage(w, m, "", r.Form.Get("return_to"), extra...)
 		return
 	}
 	now := a.now()
@@ -392,11 +412,12 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
 		Suffix:   format,
 		Expires:  now.Add(a.ttl),
+		IdP:      idp,
 	}
 	var target string
 	var form url.Values
 	var err error
-	if ps, ok := s.(providers.PostStarter); ok && ps.StartsWithPost() {
+	if ps, ok := s.(providers.PostStarter); ok && (chooser != nil && chooser.StartsWithPostAt(r.Context(), tx) || chooser == nil && ps.StartsWithPost()) {
 		target, form, err = ps.BeginPost(r.Context(), tx)
 	} else {
 		target, err = s.Begin(r.Context(), tx)
@@ -417,6 +438,9 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	}
 	a.pruneTransactions(w, r, m)
 	m.setTxCookie(w, cookieName, value, int(a.ttl.Seconds()))
+	if chooser != nil {
+		m.rememberChoice(w, tx.IdP)
+	}
 	telemetry.FromContext(r.Context()).Started()
 	if form != nil {
 		if format == "json" {
@@ -772,4 +796,50 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// lastChoiceMaxAge is how long a browser remembers the IdP it chose.
+const lastChoiceMaxAge = 180 * 24 * 60 * 60
+
+// choiceCookieName names the cookie that remembers the IdP this browser
+// last chose at a provider that lets users choose one.
+func (m mount) choiceCookieName() string {
+	prefix := "extauth_"
+	if m.secure {
+		prefix = "__Host-extauth_"
+	}
+	if m.tenant != "" {
+		return prefix + m.tenant + "." + m.name + "_idp"
+	}
+	return prefix + m.name + "_idp"
+}
+
+// rememberChoice sets the cookie of the IdP a sign-in started at, for the
+// discovery page to show it first next time. It is no secret and grants
+// nothing: the page only looks it up among the IdPs it lists.
+func (m mount) rememberChoice(w http.ResponseWriter, idp string) {
+	http.SetCookie(w, &http.Cookie{Name: m.choiceCookieName(), Value: base64.RawURLEncoding.EncodeToString([]byte(idp)),
+		Path: "/", MaxAge: lastChoiceMaxAge, HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// lastChoice reads the cookie rememberChoice set, "" when there is none.
+func (m mount) lastChoice(r *http.Request) string {
+	c, err := r.Cookie(m.choiceCookieName())
+	if err != nil || len(c.Value) > 2048 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// safeReturnField is return_to as a form field carries it on: a path of
+// this site, "" for none or for the default.
+func safeReturnField(s string) string {
+	if p := SafeReturnTo(s); p != "/" {
+		return p
+	}
+	return ""
 }

@@ -151,7 +151,13 @@ func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saml metadata: %w", err)
 	}
-	defaultRefresh := sp.opts.MetadataRefresh
+	md := sp.newIdPMetadata(pm, now)
+	return md, sp.prepare(md)
+}
+
+// newIdPMetadata reduces pm to what the SP uses, and schedules its next
+// refresh.
+func (sp *SP) newIdPMetadata(pm *IdPMetadata, now time.Time) *idpMetadata {
 	md := &idpMetadata{entity: pm.Entity, certs: pm.SigningCerts, fetched: now, signed: pm.Signed, sha1: pm.SHA1Use()}
 	for _, d := range pm.Entity.IDPSSODescriptors {
 		for _, s := range d.SingleSignOnServices {
@@ -169,7 +175,7 @@ func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 		}
 	}
 
-	refresh := defaultRefresh
+	refresh := sp.opts.MetadataRefresh
 	if pm.CacheDuration > 0 && pm.CacheDuration < refresh {
 		refresh = pm.CacheDuration
 	}
@@ -181,7 +187,7 @@ func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 			md.refreshAt = early
 		}
 	}
-	return md, sp.prepare(md)
+	return md
 }
 
 // prepare builds md's AuthnRequest templates, once per copy of the

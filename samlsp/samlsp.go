@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,11 @@ type Config struct {
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
+	// Federation, when enabled, signs users in through the IdPs of a
+	// federation's signed aggregate (saml_additional_settings.federation)
+	// instead of IdPMetadataURL's one IdP; IdPMetadataURL,
+	// IdPSSOServiceURL and IdPMetadataCertificatePEM are then empty.
+	Federation FederationConfig
 }
 
 // Param is one custom name/value entry of saml_additional_settings.
@@ -202,6 +208,17 @@ type Options struct {
 	// practical, so a signature over SHA-1 no longer binds the IdP to what
 	// it signed.
 	AllowSHA1 bool
+	// Federations shares federation aggregates between SPs (extauth.New
+	// sets one per Auth, for its tenants); nil gives the SP its own.
+	Federations *Federations
+	// MaxAggregateBytes bounds a federation's aggregate (default
+	// DefaultMaxAggregateBytes).
+	MaxAggregateBytes int64
+	// IdPCacheSize bounds how many of a federation's IdPs the SP keeps
+	// parsed (default DefaultIdPCacheSize); others are parsed again from
+	// the aggregate when a sign-in needs them.
+	IdPCacheSize int
+
 	// AllowRSA15KeyTransport accepts encrypted assertions whose key is
 	// wrapped with RSAES-PKCS1-v1_5 (xmlenc#rsa-1_5) instead of RSA-OAEP.
 	// Off by default, and New logs a warning when it is on: that padding is
@@ -242,7 +259,11 @@ type SP struct {
 	// customQuery is Config.Custom, encoded once.
 	customQuery string
 
-	md *metadataCache
+	// md is the one IdP's metadata; fed, instead, a federation's IdPs.
+	md  *metadataCache
+	fed *federation
+	// fedCert is the federation's signing certificate.
+	fedCert *x509.Certificate
 	// expiry rate-limits the log lines about certificates that expire.
 	expiry   expiryWatch
 	stop     context.CancelFunc
@@ -275,9 +296,15 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if env.Store == nil {
 		problems = append(problems, errors.New("a replay store is required"))
 	}
-	idpMeta, err := checkMetadataURL(cfg.IdPMetadataURL)
-	if err != nil {
-		problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+	var idpMeta, fedURL *url.URL
+	var fedCert *x509.Certificate
+	if cfg.Federation.Enabled() {
+		fedURL, fedCert, problems = checkFederation(cfg, problems)
+	} else {
+		var err error
+		if idpMeta, err = checkMetadataURL(cfg.IdPMetadataURL); err != nil {
+			problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+		}
 	}
 	if cfg.IdPSSOServiceURL != "" {
 		if u, err := url.Parse(cfg.IdPSSOServiceURL); err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") {
@@ -306,7 +333,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		opts.MetadataRetry = 5 * time.Second
 	}
 
-	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, fedCert: fedCert, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
 	if sp.log == nil {
 		sp.log = slog.New(slog.DiscardHandler)
 	}
@@ -413,6 +440,15 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
+	if fedURL != nil {
+		fs := opts.Federations
+		if fs == nil {
+			fs = &Federations{}
+		}
+		sp.fed = newFederation(sp, fs.acquire(sp, fedCert, fedURL))
+		sp.checkExpiry()
+		return sp, nil
+	}
 	sp.md = newMetadataCache(sp)
 	sp.checkExpiry()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -425,9 +461,45 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	return sp, nil
 }
 
+// checkFederation checks the federation settings of cfg.
+func checkFederation(cfg Config, problems []error) (*url.URL, *x509.Certificate, []error) {
+	const pre = "saml_additional_settings.federation."
+	f := cfg.Federation
+	if cfg.IdPMetadataURL != "" {
+		problems = append(problems, errors.New("saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other"))
+	}
+	if cfg.IdPSSOServiceURL != "" {
+		problems = append(problems, errors.New("saml_idp_sso_service_url: the IdPs of a federation each have their own; leave it empty"))
+	}
+	if cfg.IdPMetadataCertificatePEM != "" {
+		problems = append(problems, errors.New("saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty"))
+	}
+	u, err := checkMetadataURL(f.MetadataURL)
+	if err != nil {
+		problems = append(problems, fmt.Errorf("%smetadata_url: %w", pre, err))
+	}
+	var cert *x509.Certificate
+	if f.SigningCertificatePEM == "" {
+		problems = append(problems, errors.New(pre+"signing_certificate is required: nothing of the aggregate is used unless its signature verifies with it"))
+	} else if cert, err = ParseCertificatePEM(f.SigningCertificatePEM); err != nil {
+		problems = append(problems, fmt.Errorf("%ssigning_certificate: %w", pre, err))
+	}
+	if f.MaxValidity < 0 {
+		problems = append(problems, errors.New(pre+"max_validity: must be positive"))
+	}
+	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
+		problems = append(problems, errors.New(pre+"backing_file: must be an absolute path"))
+	}
+	return u, cert, problems
+}
+
 // Close stops the background metadata refresh and waits for it to end.
 func (sp *SP) Close() error {
 	sp.closeOne.Do(func() {
+		if sp.fed != nil {
+			sp.fed.src.release()
+			return
+		}
 		sp.stop()
 		<-sp.done
 	})

@@ -1,0 +1,359 @@
+package extauth_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/internal/harness"
+)
+
+// federation is a signed aggregate of two fake IdPs, served with an ETag,
+// and an application that signs in through it.
+type federation struct {
+	t      *testing.T
+	A, B   *samlidp.IdP
+	signer *samlidp.MetadataSigner
+	// hits counts aggregate fetches; full counts those answered in whole.
+	hits, full atomic.Int64
+	mu         sync.Mutex
+	doc        []byte
+	down       bool
+	URL        string
+	app        *samlApp
+}
+
+func newFederation(t *testing.T) *federation {
+	t.Helper()
+	k, c, err := samlidp.NewKeyPair("Test Federation", time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &federation{t: t, A: newSAMLIdP(t), B: newSAMLIdP(t), signer: &samlidp.MetadataSigner{Key: k, Cert: c}}
+	f.publish(time.Now().Add(7 * 24 * time.Hour))
+	srv := harness.Serve(t, func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f.hits.Add(1)
+			f.mu.Lock()
+			doc, down := f.doc, f.down
+			f.mu.Unlock()
+			if down {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			etag := `"` + base64.RawURLEncoding.EncodeToString([]byte(time.Now().Format(time.DateOnly)+string(rune(len(doc))))) + `"`
+			w.Header().Set("ETag", etag)
+			if r.Header.Get("If-None-Match") == etag {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			f.full.Add(1)
+			w.Header().Set("Content-Type", "application/samlmetadata+xml")
+			w.Write(doc)
+		})
+	})
+	f.URL = srv.URL + "/aggregate.xml"
+	return f
+}
+
+// publish signs a new aggregate of A and B valid until validUntil.
+func (f *federation) publish(validUntil time.Time) {
+	f.t.Helper()
+	ea, err := samlidp.Decorate(f.A.Metadata(), samlidp.Entity{
+		DisplayNames: map[string]string{"en": "University of Aa", "de": "Universität Aa"},
+		Logos:        []samlidp.Logo{{URL: "https://aa.example.org/logo.png", Width: 64, Height: 32}},
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	eb, err := samlidp.Decorate(f.B.Metadata(), samlidp.Entity{
+		DisplayNames: map[string]string{"en": "Bee College"},
+		Logos:        []samlidp.Logo{{URL: "javascript:alert(1)"}},
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	doc, err := samlidp.Aggregate([][]byte{ea, eb}, samlidp.AggregateOptions{Signer: f.signer, ValidUntil: validUntil})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.doc = doc
+	f.mu.Unlock()
+}
+
+func (f *federation) certPEM() string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.signer.Cert.Raw}))
+}
+
+// start mounts an application that signs in through the federation and
+// registers its SP metadata with both IdPs.
+func (f *federation) start(edit func(*extauth.Config, *extauth.Options)) *samlApp {
+	f.t.Helper()
+	a := &samlApp{t: f.t, IdP: f.A, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
+	srv := harness.Serve(f.t, func(base string) http.Handler {
+		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, Additional: extauth.SAMLAdditionalSettings{
+			Federation: extauth.SAMLFederation{MetadataURL: f.URL, SigningCertificate: f.certPEM()}}}}
+		o := extauth.Options{BaseURL: base, CookieKey: testKey, Store: a.store, Logger: slog.New(slog.DiscardHandler), OnSuccess: a.onSuccess}
+		if edit != nil {
+			edit(cfg, &o)
+		}
+		auth, err := extauth.New(cfg, o)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		f.t.Cleanup(func() { auth.Close() })
+		a.Auth = auth
+		mux := http.NewServeMux()
+		auth.Mount(mux)
+		return mux
+	})
+	a.URL = srv.URL
+	a.register()
+	a.IdP = f.B
+	a.register()
+	a.IdP = f.A
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Auth.Ready(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	f.app = a
+	return a
+}
+
+// startAt starts a sign-in at idp through the .json route, as the
+// discovery page's button would, and returns the IdP redirect.
+func (a *samlApp) startAt(b *harness.Browser, idp string) string {
+	a.t.Helper()
+	resp := b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {idp}})
+	var out struct {
+		RedirectTo string `json:"redirect_to"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(resp.Body), &out) != nil {
+		a.t.Fatalf("authorize at %s: %d %s", idp, resp.StatusCode, resp.Body)
+	}
+	return out.RedirectTo
+}
+
+func TestSAMLFederationSignInThroughRoutes(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(nil)
+	for _, idp := range []*samlidp.IdP{f.A, f.B} {
+		b := harness.NewBrowser(t)
+		redirect := a.startAt(b, idp.EntityID())
+		if !strings.HasPrefix(redirect, idp.SSOURL()) {
+			t.Fatalf("redirect %s, want %s's SSO", redirect, idp.EntityID())
+		}
+		resp := a.callback(b, idpForm(t, b, redirect))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+		}
+		ids := a.identities()
+		id := ids[len(ids)-1]
+		if id == nil || id.SAML == nil || id.SAML.IdP != idp.EntityID() {
+			t.Fatalf("identity %+v, want one asserted by %s", id, idp.EntityID())
+		}
+		if ls := id.LogoutSession(); ls.IdP != idp.EntityID() {
+			t.Fatalf("logout session names IdP %q", ls.IdP)
+		}
+	}
+}
+
+// An IdP of the federation cannot answer for another: a sign-in started at
+// A accepts only A's answer, signed with A's key and issued by A, whatever
+// B (a member too, with keys the federation vouches for) sends back.
+func TestSAMLFederationIdPCannotAssertForAnother(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(nil)
+	b := harness.NewBrowser(t)
+	redirect := a.startAt(b, f.A.EntityID())
+	form := idpForm(t, b, redirect)
+	raw, _ := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+	root, err := samlidp.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requestID := root.SelectAttrValue("InResponseTo", "")
+	// B answers the same request, with its own key and its own name.
+	forged, err := f.B.Forge(f.B.DefaultSpec(samlEntityID, a.URL+"/users/auth/saml/callback", requestID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form.Set("SAMLResponse", base64.StdEncoding.EncodeToString(forged))
+	resp := a.callback(b, form)
+	if resp.StatusCode == http.StatusOK || len(a.identities()) != 0 || !strings.Contains(resp.Body, string(extauth.CodeInvalidResponse)) {
+		t.Fatalf("B's answer to a sign-in at A was accepted: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestSAMLFederationDiscoveryPage(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(nil)
+	b := harness.NewBrowser(t)
+	page := b.Get(a.URL + "/users/auth/saml?return_to=/after")
+	if page.StatusCode != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("discovery: %d %s", page.StatusCode, page.Body)
+	}
+	for _, want := range []string{"University of Aa", "Bee College", `name="idp" value="` + f.A.EntityID() + `"`,
+		`src="https://aa.example.org/logo.png"`, `name="return_to" value="/after"`, `method="get"`, `name="q"`} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("the page lacks %s:\n%s", want, page.Body)
+		}
+	}
+	if strings.Contains(page.Body, "javascript:") {
+		t.Errorf("a javascript: logo was shown:\n%s", page.Body)
+	}
+	if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+
+	// The browser's language.
+	de := harness.NewBrowser(t)
+	de.Header.Set("Accept-Language", "de-CH, de;q=0.9, en;q=0.5")
+	if p := de.Get(a.URL + "/users/auth/saml"); !strings.Contains(p.Body, "Universität Aa") {
+		t.Errorf("German page:\n%s", p.Body)
+	}
+	// A search without JavaScript, accents aside.
+	if p := b.Get(a.URL + "/users/auth/saml?q=universitat"); !strings.Contains(p.Body, "University of Aa") || strings.Contains(p.Body, "Bee College") {
+		t.Errorf("search:\n%s", p.Body)
+	}
+	// The page's choice starts the sign-in, and is remembered.
+	resp := b.NoFollow().PostForm(a.URL+"/users/auth/saml", url.Values{"idp": {f.B.EntityID()}, "return_to": {"/after"}})
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), f.B.SSOURL()) {
+		t.Fatalf("choice: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	again := b.Get(a.URL + "/users/auth/saml")
+	last := strings.Index(again.Body, "Your last choice")
+	if last < 0 || !strings.Contains(again.Body[last:], f.B.EntityID()) {
+		t.Errorf("the last choice is not shown first:\n%s", again.Body)
+	}
+	// The JSON list.
+	j := b.Get(a.URL + "/users/auth/saml.json?q=bee")
+	var list struct {
+		IdPs []struct {
+			EntityID string `json:"entity_id"`
+			Name     string `json:"name"`
+		} `json:"idps"`
+	}
+	if err := json.Unmarshal([]byte(j.Body), &list); err != nil || len(list.IdPs) != 1 || list.IdPs[0].EntityID != f.B.EntityID() {
+		t.Errorf("JSON list: %s", j.Body)
+	}
+	// An IdP the federation does not list starts nothing.
+	if resp := b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {"https://evil.example.org/idp"}}); resp.StatusCode == http.StatusOK {
+		t.Errorf("an unknown IdP: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// The host restricts the federation to some of its IdPs.
+func TestSAMLFederationAllowList(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(func(c *extauth.Config, _ *extauth.Options) {
+		c.SAML.Additional.Federation.EntityIDs = []string{f.A.EntityID()}
+	})
+	b := harness.NewBrowser(t)
+	if p := b.Get(a.URL + "/users/auth/saml"); !strings.Contains(p.Body, "University of Aa") || strings.Contains(p.Body, "Bee College") {
+		t.Errorf("page:\n%s", p.Body)
+	}
+	if resp := b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {f.B.EntityID()}}); resp.StatusCode == http.StatusOK {
+		t.Errorf("an IdP left out: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// The aggregate is fetched again conditionally; a restart while the
+// federation's server is down signs in from the backing file; an aggregate
+// whose signature does not verify is never used.
+func TestSAMLFederationRefreshAndBackingFile(t *testing.T) {
+	f := newFederation(t)
+	backing := filepath.Join(t.TempDir(), "federation.xml")
+	a := f.start(func(c *extauth.Config, o *extauth.Options) {
+		c.SAML.Additional.Federation.BackingFile = backing
+		o.SAML.MetadataRefresh = 50 * time.Millisecond
+		o.SAML.MetadataRetry = 20 * time.Millisecond
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for f.hits.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if full := f.full.Load(); full != 1 {
+		t.Errorf("%d full fetches of an aggregate that did not change, want 1 (then 304s)", full)
+	}
+	if _, err := os.Stat(backing); err != nil {
+		t.Fatalf("backing file: %v", err)
+	}
+	a.Auth.Close()
+
+	// The federation's server is down: a new instance starts from the file.
+	f.mu.Lock()
+	f.down = true
+	f.mu.Unlock()
+	again := f.start(func(c *extauth.Config, _ *extauth.Options) { c.SAML.Additional.Federation.BackingFile = backing })
+	b := harness.NewBrowser(t)
+	redirect := again.startAt(b, f.A.EntityID())
+	if resp := again.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in from the backing file: %d %s", resp.StatusCode, resp.Body)
+	}
+
+	// A backing file altered on disk is refused like a bad download.
+	data, _ := os.ReadFile(backing)
+	os.WriteFile(backing, []byte(strings.Replace(string(data), "Bee College", "Evil College", 1)), 0o600)
+	bad := &samlApp{t: t}
+	srv := harness.Serve(t, func(base string) http.Handler {
+		auth, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, Additional: extauth.SAMLAdditionalSettings{
+			Federation: extauth.SAMLFederation{MetadataURL: f.URL, SigningCertificate: f.certPEM(), BackingFile: backing}}}},
+			extauth.Options{BaseURL: base, CookieKey: testKey, Logger: slog.New(slog.DiscardHandler), OnSuccess: bad.onSuccess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		bad.Auth = auth
+		return http.NotFoundHandler()
+	})
+	_ = srv
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := bad.Auth.Ready(ctx); err == nil || !strings.Contains(err.Error(), "federation") {
+		t.Fatalf("Ready with an altered backing file and the server down: %v", err)
+	}
+}
+
+// An expired aggregate is never used: Ready says why.
+func TestSAMLFederationExpiredAggregate(t *testing.T) {
+	f := newFederation(t)
+	f.publish(time.Now().Add(-time.Minute))
+	bad := &samlApp{t: t}
+	harness.Serve(t, func(base string) http.Handler {
+		auth, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, Additional: extauth.SAMLAdditionalSettings{
+			Federation: extauth.SAMLFederation{MetadataURL: f.URL, SigningCertificate: f.certPEM()}}}},
+			extauth.Options{BaseURL: base, CookieKey: testKey, Logger: slog.New(slog.DiscardHandler), OnSuccess: bad.onSuccess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		bad.Auth = auth
+		return http.NotFoundHandler()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := bad.Auth.Ready(ctx); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("Ready: %v", err)
+	}
+	_ = io.Discard
+}

@@ -686,3 +686,27 @@ func TestTelemetryKnowsEveryCode(t *testing.T) {
 		t.Errorf("errors.go has the codes %q, internal/telemetry %q", codes, want)
 	}
 }
+
+// A federation reports its aggregate as a document, its entities and IdPs,
+// and its signing certificate alone: not the certificates of its
+// thousands of IdPs, which would make a time series each.
+func TestTelemetrySAMLFederation(t *testing.T) {
+	k := newOtelKit(t)
+	f := newFederation(t)
+	f.start(func(c *extauth.Config, o *extauth.Options) {
+		k.options(o)
+		c.SAML.Additional.Federation.EntityIDs = []string{f.A.EntityID()}
+	})
+	saml := map[string]string{"provider": "saml", "tenant": ""}
+	if p := k.point(t, "extauth.federation.entities", saml); p.value != 2 {
+		t.Errorf("entities %v, want 2", p.value)
+	}
+	if p := k.point(t, "extauth.federation.idps", saml); p.value != 1 {
+		t.Errorf("IdPs %v, want the 1 the allow-list keeps", p.value)
+	}
+	k.point(t, "extauth.document.age", map[string]string{"provider": "saml", "tenant": "", "document": "metadata"})
+	certs := k.points(t, "extauth.certificate.expiry")
+	if len(certs) != 1 || certs[0].attrs["role"] != "federation" {
+		t.Errorf("certificates: %v", certs)
+	}
+}

@@ -22,6 +22,29 @@ func (sp *SP) MetadataStatus() (fetched, nextRefresh, lastFailure time.Time) {
 	return fetched, unixNano(sp.md.nextAt.Load()), unixNano(sp.md.failedAt.Load())
 }
 
+// FederationStatus reports on a federation's aggregate, for monitoring:
+// how many entities it lists (service providers included), and how many of
+// its IdPs users may choose (the host's restrictions applied); ok is false
+// without a federation or before a first copy.
+func (sp *SP) FederationStatus() (entities, idps int, ok bool) {
+	if sp.fed == nil {
+		return 0, 0, false
+	}
+	c := sp.fed.src.current()
+	if c == nil {
+		return 0, 0, false
+	}
+	if sp.fed.entityIDs == nil && sp.fed.authority == nil && sp.fed.categories == nil {
+		return c.agg.entities, len(c.agg.idps), true
+	}
+	for _, e := range c.agg.idps {
+		if sp.fed.allows(e) {
+			idps++
+		}
+	}
+	return c.agg.entities, idps, true
+}
+
 func unixNano(ns int64) time.Time {
 	if ns == 0 {
 		return time.Time{}

@@ -14,6 +14,10 @@ type (
 	metadataStatus interface {
 		MetadataStatus() (fetched, nextRefresh, lastFailure time.Time)
 	}
+	// federationStatus: a SAML SP's federation aggregate.
+	federationStatus interface {
+		FederationStatus() (entities, idps int, ok bool)
+	}
 	// discoveryStatus: an OpenID Connect discovery document.
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
@@ -51,6 +55,13 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 		}
 		if !failed.IsZero() {
 			o.ObserveFloat64(t.docFailure, float64(failed.UnixMilli())/1e3, attrs)
+		}
+	}
+	if s, ok := p.strategy.(federationStatus); ok {
+		if entities, idps, ok := s.FederationStatus(); ok {
+			attrs := metric.WithAttributes(p.base...)
+			o.ObserveInt64(t.fedEntities, int64(entities), attrs)
+			o.ObserveInt64(t.fedIdPs, int64(idps), attrs)
 		}
 	}
 	if p.certificates == nil {

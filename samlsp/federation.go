@@ -482,3 +482,68 @@ func (sp *SP) parseEntity(agg *aggregate, e *fedIdP) (*idpMetadata, error) {
 	md := sp.newIdPMetadata(pm, now)
 	return md, sp.prepare(md)
 }
+
+// FederationMetadata is what a federation's aggregate holds, as the SAML
+// strategy reads it.
+type FederationMetadata struct {
+	// Entities counts its entities, service providers included; IdPs its
+	// IdPs in use, and ExpiredIdPs those left out for their own
+	// validUntil.
+	Entities, IdPs, ExpiredIdPs int
+	// Allowed counts the IdPs the rules' restrictions leave users; Missing
+	// lists the rules' entity IDs the aggregate does not list as IdPs.
+	Allowed int
+	Missing []string
+	// ValidUntil and CacheDuration are the aggregate's own.
+	ValidUntil    time.Time
+	CacheDuration time.Duration
+	// SignatureMethod and DigestMethod are those of its signature.
+	SignatureMethod, DigestMethod string
+}
+
+// FederationRules are the rules ParseFederationMetadata applies, the
+// strategy's.
+type FederationRules struct {
+	// Certificate is the federation's signing certificate.
+	Certificate *x509.Certificate
+	// Now is the time validUntil is checked against.
+	Now time.Time
+	// MaxValidity is FederationConfig.MaxValidity (default
+	// DefaultMaxValidity).
+	MaxValidity time.Duration
+	// AllowSHA1 applies Options.AllowSHA1 to the aggregate's signature.
+	AllowSHA1 bool
+	// EntityIDs, RegistrationAuthorities and EntityCategories are the
+	// restrictions of FederationConfig.
+	EntityIDs, RegistrationAuthorities, EntityCategories []string
+}
+
+// ParseFederationMetadata verifies and reads a federation's aggregate by
+// the rules the SAML strategy applies to every copy it fetches, so that a
+// tool (extauth check) can tell whether the strategy would use it.
+func ParseFederationMetadata(body []byte, rules FederationRules) (*FederationMetadata, error) {
+	if rules.MaxValidity <= 0 {
+		rules.MaxValidity = DefaultMaxValidity
+	}
+	agg, err := scanAggregate(body, aggregateRules{cert: rules.Certificate, now: rules.Now,
+		policy: algPolicy{allowSHA1: rules.AllowSHA1}, maxValidity: rules.MaxValidity})
+	if err != nil {
+		return nil, err
+	}
+	sp := &SP{cfg: Config{Federation: FederationConfig{EntityIDs: rules.EntityIDs,
+		RegistrationAuthorities: rules.RegistrationAuthorities, EntityCategories: rules.EntityCategories}}}
+	f := newFederation(sp, nil)
+	out := &FederationMetadata{Entities: agg.entities, IdPs: len(agg.idps), ExpiredIdPs: agg.expired,
+		ValidUntil: agg.validUntil, CacheDuration: agg.cacheDuration, SignatureMethod: agg.sigMethod, DigestMethod: agg.digestMethod}
+	for _, e := range agg.idps {
+		if f.allows(e) {
+			out.Allowed++
+		}
+	}
+	for _, id := range rules.EntityIDs {
+		if agg.byID[id] == nil {
+			out.Missing = append(out.Missing, id)
+		}
+	}
+	return out, nil
+}

@@ -84,6 +84,13 @@ func refusals(t *testing.T) []refusal {
 	junk := func(typ string) string {
 		return "-----BEGIN " + typ + "-----\nbm90IGEga2V5\n-----END " + typ + "-----\n"
 	}
+	// federation is saml_additional_settings with a federation at
+	// metadataURL signed with certPEM, and extra lines after it.
+	federation := func(metadataURL, certPEM, extra string) string {
+		return "saml_additional_settings:\n  federation:\n    metadata_url: " + metadataURL + "\n    signing_certificate: |\n" +
+			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
+	}
+	fedOnly := func(settings string) string { return "saml_sp_entity_id: https://app.example.org/saml\n" + settings }
 	p384, ed := otherKeys(t)
 	return []refusal{
 		// New itself, and the site and tenant builders.
@@ -248,6 +255,22 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must be a whole number of seconds", key: "max_age", file: oidcWith("  max_age: soon\n")},
 		{msg: "must be none, login, consent or select_account, or several of the last three", key: "prompt", file: oidcWith("  prompt: sometimes\n")},
 		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
+
+		// samlsp/samlsp.go: a federation instead of one IdP.
+		{msg: "saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other",
+			key: "saml_idp_metadata_url", file: samlWith(federation("https://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "saml_idp_sso_service_url: the IdPs of a federation each have their own; leave it empty", key: "saml_idp_sso_service_url",
+			file: "saml_idp_sso_service_url: https://idp.example.invalid/sso\n" + fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty",
+			key: "idp_metadata_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "  idp_metadata_certificate: |\n"+block(cert)))},
+		{msg: "%smetadata_url: %w", key: "metadata_url", file: fedOnly(federation("http://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "%ssigning_certificate is required: nothing of the aggregate is used unless its signature verifies with it", key: "signing_certificate",
+			file: fedOnly("saml_additional_settings:\n  federation:\n    metadata_url: https://fed.example.invalid/aggregate.xml\n")},
+		{msg: "%ssigning_certificate: %w", key: "signing_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", notACertificate, ""))},
+		{msg: "%smax_validity: must be positive", key: "max_validity",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    max_validity: -24h\n"))},
+		{msg: "%sbacking_file: must be an absolute path", key: "backing_file",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    backing_file: federation.xml\n"))},
 
 		// Config.Validate, which the tenant builder runs.
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},

@@ -357,3 +357,14 @@ func TestSAMLFederationExpiredAggregate(t *testing.T) {
 	}
 	_ = io.Discard
 }
+
+// federationCertPEM is a federation signing certificate, for tests of the
+// configuration.
+func federationCertPEM(t *testing.T) string {
+	t.Helper()
+	_, c, err := samlidp.NewKeyPair("Test Federation", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
+}

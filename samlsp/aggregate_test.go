@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/providers"
 )
 
 // fedKeys is the federation's signing key pair of the aggregate tests.
@@ -263,4 +266,59 @@ func resign(t *testing.T, k fedKeys, doc []byte, edit func(ref *etree.Element)) 
 		t.Fatal(err)
 	}
 	return out
+}
+
+// The discovery page leaves out IdPs that ask to be hidden and those the
+// host's restrictions exclude, shows a hidden one only as the browser's
+// own last choice, escapes what the metadata says and shows only safe
+// logos.
+func TestDiscoverHidesAndEscapes(t *testing.T) {
+	k := newFedKeys(t)
+	a, ea := testIdPEntity(t, "https://idp-a.example.org/idp", samlidp.Entity{
+		DisplayNames:          map[string]string{"en": `<script>alert("a")</script> University`},
+		Logos:                 []samlidp.Logo{{URL: `https://a.example.org/logo.png" onerror="alert(1)`}},
+		RegistrationAuthority: "https://fed.example.org",
+	})
+	h, eh := testIdPEntity(t, "https://idp-h.example.org/idp", samlidp.Entity{
+		DisplayNames: map[string]string{"en": "Hidden College"}, RegistrationAuthority: "https://fed.example.org",
+		Categories: []string{CategoryHideFromDiscovery},
+	})
+	o, eo := testIdPEntity(t, "https://idp-o.example.org/idp", samlidp.Entity{
+		DisplayNames: map[string]string{"en": "Other Federation College"}, RegistrationAuthority: "https://other.example.org",
+		Logos: []samlidp.Logo{{URL: "data:text/html;base64,PHNjcmlwdD4="}, {URL: "http://o.example.org/logo.png"}},
+	})
+	agg, err := scanAggregate(testAggregate(t, k, time.Now().Add(time.Hour), ea, eh, eo), rulesFor(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(cfg FederationConfig, last string) string {
+		cfg.MetadataURL, cfg.SigningCertificatePEM = "http://127.0.0.1:1/agg", pemCert(k.cert)
+		sp := offlineSP(t, Config{IdPMetadataURL: "-", Federation: cfg}, Options{}, time.Now())
+		sp.fed.src.keep(agg, time.Now())
+		r := httptest.NewRequest(http.MethodGet, "/users/auth/saml", nil)
+		r.ParseForm()
+		w := httptest.NewRecorder()
+		if err := sp.Discover(w, r, providers.Discovery{Action: "/users/auth/saml", LastChoice: last}); err != nil {
+			t.Fatal(err)
+		}
+		return w.Body.String()
+	}
+	all := page(FederationConfig{}, "")
+	if !strings.Contains(all, "Other Federation College") || strings.Contains(all, "Hidden College") {
+		t.Errorf("page without restrictions:\n%s", all)
+	}
+	if strings.Contains(all, "<script>") || !strings.Contains(all, "&lt;script&gt;") || strings.Contains(all, `onerror="alert`) {
+		t.Errorf("metadata not escaped:\n%s", all)
+	}
+	if strings.Contains(all, "data:text/html") || strings.Contains(all, "http://o.example.org") {
+		t.Errorf("an unsafe logo is shown:\n%s", all)
+	}
+	if p := page(FederationConfig{}, h.EntityID()); !strings.Contains(p, "Hidden College") || !strings.Contains(p, "Your last choice") {
+		t.Errorf("the hidden IdP the browser chose last is not offered:\n%s", p)
+	}
+	if p := page(FederationConfig{RegistrationAuthorities: []string{"https://fed.example.org"}}, ""); strings.Contains(p, "Other Federation College") ||
+		!strings.Contains(p, a.EntityID()) {
+		t.Errorf("registration_authorities:\n%s", p)
+	}
+	_ = o
 }

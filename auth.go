@@ -482,6 +482,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			MetadataCacheDuration:     c.Additional.MetadataCacheDuration,
 			Federation: samlsp.FederationConfig{
 				MetadataURL:             c.Additional.Federation.MetadataURL,
+				MDQURL:                  c.Additional.Federation.MDQURL,
+				MDQSHA1:                 c.Additional.Federation.MDQSHA1,
 				SigningCertificatePEM:   c.Additional.Federation.SigningCertificate,
 				BackingFile:             c.Additional.Federation.BackingFile,
 				MaxValidity:             c.Additional.Federation.MaxValidity,

@@ -126,7 +126,8 @@ type SAMLConfig struct {
 // Configured reports whether SAML has its required settings: the entity
 // ID, and the IdP's metadata URL or a federation's.
 func (c SAMLConfig) Configured() bool {
-	return c.SPEntityID != "" && (c.IdPMetadataURL != "" || c.Additional.Federation.MetadataURL != "")
+	f := c.Additional.Federation
+	return c.SPEntityID != "" && (c.IdPMetadataURL != "" || f.MetadataURL != "" || f.MDQURL != "")
 }
 
 // SAMLAdditionalSettings is the saml_additional_settings mapping.
@@ -195,6 +196,12 @@ type SAMLFederation struct {
 	// MetadataURL (metadata_url) is the federation's signed aggregate.
 	// saml_idp_metadata_url is then left empty.
 	MetadataURL string
+	// MDQURL (mdq_url), instead of MetadataURL, is the federation's MDQ
+	// server, asked for each IdP's metadata when a sign-in needs it;
+	// EntityIDs then lists the IdPs users may choose. MDQSHA1 (mdq_sha1)
+	// asks for {sha1}<hex> identifiers instead of the entity IDs.
+	MDQURL  string
+	MDQSHA1 bool
 	// SigningCertificate (signing_certificate) is the federation's
 	// metadata signing certificate (PEM), pinned: an aggregate is used
 	// only when its signature verifies with it.
@@ -216,7 +223,7 @@ type SAMLFederation struct {
 
 // isZero reports whether no federation setting is given.
 func (f SAMLFederation) isZero() bool {
-	return f.MetadataURL == "" && f.SigningCertificate == "" && f.BackingFile == "" && f.MaxValidity == 0 &&
+	return f.MetadataURL == "" && f.MDQURL == "" && !f.MDQSHA1 && f.SigningCertificate == "" && f.BackingFile == "" && f.MaxValidity == 0 &&
 		len(f.EntityIDs) == 0 && len(f.RegistrationAuthorities) == 0 && len(f.EntityCategories) == 0
 }
 

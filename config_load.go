@@ -961,7 +961,7 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 }
 
 // federationEntries are the entries of saml_additional_settings.federation.
-var federationEntries = []string{"metadata_url", "signing_certificate", "backing_file", "max_validity",
+var federationEntries = []string{"metadata_url", "mdq_url", "mdq_sha1", "signing_certificate", "backing_file", "max_validity",
 	"entity_ids", "registration_authorities", "entity_categories"}
 
 // federation reads saml_additional_settings.federation.
@@ -973,6 +973,10 @@ func (l *loader) federation(n *yaml.Node) SAMLFederation {
 		switch e.key {
 		case "metadata_url":
 			f.MetadataURL, _ = l.scalar(SAML, k, e.val)
+		case "mdq_url":
+			f.MDQURL, _ = l.scalar(SAML, k, e.val)
+		case "mdq_sha1":
+			f.MDQSHA1 = l.boolean(SAML, k, e.val)
 		case "signing_certificate":
 			f.SigningCertificate, _ = l.scalar(SAML, k, e.val)
 			l.notePEM(k, e.val, f.SigningCertificate)

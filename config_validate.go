@@ -332,8 +332,20 @@ func (c SAMLConfig) federationProblems() []Problem {
 		ps = append(ps, Problem{Provider: SAML, Key: key, Reason: reason, Err: err})
 	}
 	switch {
-	case f.MetadataURL == "":
-		bad(pre+"metadata_url", "is missing", ErrMissingSetting)
+	case f.MetadataURL == "" && f.MDQURL == "":
+		bad(pre+"metadata_url", "is missing (or mdq_url, for an MDQ server)", ErrMissingSetting)
+	case f.MetadataURL != "" && f.MDQURL != "":
+		bad(pre+"mdq_url", "and metadata_url are both given: an aggregate or an MDQ server; keep one", ErrInvalidSetting)
+	case f.MDQURL != "":
+		if reason := checkMetadataURL(f.MDQURL); reason != "" {
+			bad(pre+"mdq_url", reason, ErrInvalidSetting)
+		}
+		if len(f.EntityIDs) == 0 {
+			bad(pre+"entity_ids", "is missing: with an MDQ server, list the IdPs users may choose", ErrMissingSetting)
+		}
+		if f.BackingFile != "" {
+			bad(pre+"backing_file", "applies to an aggregate (metadata_url), not to an MDQ server", ErrInvalidSetting)
+		}
 	default:
 		if reason := checkMetadataURL(f.MetadataURL); reason != "" {
 			bad(pre+"metadata_url", reason, ErrInvalidSetting)

@@ -2,6 +2,8 @@ package extauth_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -367,4 +369,123 @@ func federationCertPEM(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
+}
+
+// mdqServer answers MDQ requests (draft-young-md-query) with each entity's
+// metadata signed by the federation's key, revalidates with ETags, and
+// counts what it is asked, by entity path.
+type mdqServer struct {
+	URL  string
+	mu   sync.Mutex
+	docs map[string][]byte // by the path's identifier, decoded
+	hits map[string]int
+}
+
+func newMDQServer(t *testing.T, signer *samlidp.MetadataSigner, sha1IDs bool, entities ...[]byte) *mdqServer {
+	t.Helper()
+	s := &mdqServer{docs: map[string][]byte{}, hits: map[string]int{}}
+	for _, e := range entities {
+		root, err := samlidp.Parse(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := root.SelectAttrValue("entityID", "")
+		if sha1IDs {
+			sum := sha1.Sum([]byte(id))
+			id = "{sha1}" + hex.EncodeToString(sum[:])
+		}
+		signed, err := samlidp.SignMetadata(e, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.docs[id] = signed
+	}
+	srv := harness.Serve(t, func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, ok := strings.CutPrefix(r.URL.Path, "/mdq/entities/")
+			s.mu.Lock()
+			s.hits[id]++
+			doc := s.docs[id]
+			s.mu.Unlock()
+			if !ok || doc == nil {
+				http.NotFound(w, r)
+				return
+			}
+			etag := `"v1"`
+			w.Header().Set("ETag", etag)
+			if r.Header.Get("If-None-Match") == etag {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			w.Header().Set("Content-Type", "application/samlmetadata+xml")
+			w.Write(doc)
+		})
+	})
+	s.URL = srv.URL + "/mdq/"
+	return s
+}
+
+func (s *mdqServer) asked(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[id]
+}
+
+// Signing in through an MDQ server: each IdP's metadata fetched when a
+// sign-in needs it and kept; an entity the server does not know refused and
+// remembered as unknown; one outside entity_ids never asked for.
+func TestSAMLFederationMDQ(t *testing.T) {
+	for _, sha1IDs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "entity IDs", true: "{sha1} identifiers"}[sha1IDs], func(t *testing.T) {
+			f := newFederation(t)
+			ea, _ := samlidp.Decorate(f.A.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "University of Aa"}})
+			eb, _ := samlidp.Decorate(f.B.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "Bee College"}})
+			mdq := newMDQServer(t, f.signer, sha1IDs, ea, eb)
+			const gone = "https://gone.example.org/idp"
+			a := f.start(func(c *extauth.Config, _ *extauth.Options) {
+				c.SAML.Additional.Federation = extauth.SAMLFederation{MDQURL: mdq.URL, MDQSHA1: sha1IDs, SigningCertificate: f.certPEM(),
+					EntityIDs: []string{f.A.EntityID(), f.B.EntityID(), gone}}
+			})
+			pathID := func(id string) string {
+				if !sha1IDs {
+					return id
+				}
+				sum := sha1.Sum([]byte(id))
+				return "{sha1}" + hex.EncodeToString(sum[:])
+			}
+			b := harness.NewBrowser(t)
+			page := b.Get(a.URL + "/users/auth/saml")
+			if !strings.Contains(page.Body, "University of Aa") || !strings.Contains(page.Body, "Bee College") || strings.Contains(page.Body, gone) {
+				t.Fatalf("discovery page:\n%s", page.Body)
+			}
+			for range 2 {
+				for _, idp := range []*samlidp.IdP{f.A, f.B} {
+					redirect := a.startAt(b, idp.EntityID())
+					if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+						t.Fatalf("sign-in at %s: %d %s", idp.EntityID(), resp.StatusCode, resp.Body)
+					}
+				}
+			}
+			if n := mdq.asked(pathID(f.A.EntityID())); n != 1 {
+				t.Errorf("A asked for %d times; the cache should have answered after the first", n)
+			}
+			// Unknown to the server: refused, then not asked again.
+			for range 3 {
+				if resp := b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {gone}}); resp.StatusCode == http.StatusOK {
+					t.Fatalf("an entity the MDQ server does not know: %d %s", resp.StatusCode, resp.Body)
+				}
+			}
+			if n := mdq.asked(pathID(gone)); n != 1 {
+				t.Errorf("the unknown entity asked for %d times, want 1 (then the negative cache)", n)
+			}
+			// Not in entity_ids: never asked.
+			junk := "https://junk.example.org/" + strings.Repeat("x", 10)
+			if resp := b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {junk}}); resp.StatusCode == http.StatusOK {
+				t.Fatalf("a junk entity: %d", resp.StatusCode)
+			}
+			if n := mdq.asked(pathID(junk)); n != 0 {
+				t.Errorf("a junk entity ID reached the MDQ server %d times", n)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package samlsp
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -67,7 +68,7 @@ type discoveryPage struct {
 // under a Content-Security-Policy that lets the page load images and
 // nothing else.
 func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Discovery) error {
-	agg, perr := sp.aggregate(r.Context())
+	refs, perr := sp.discoverable(r.Context())
 	if perr != nil {
 		return perr
 	}
@@ -79,7 +80,8 @@ func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Disco
 	folded := fold(q)
 	page := discoveryPage{Action: d.Action, ReturnTo: d.ReturnTo, Query: q}
 	listed := 0
-	for _, e := range agg.idps {
+	for _, ref := range refs {
+		agg, e := ref.agg, ref.e
 		if !sp.fed.allows(e) {
 			continue
 		}
@@ -141,6 +143,34 @@ func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Disco
 	h.Set("Referrer-Policy", "no-referrer")
 	w.Write(b.Bytes())
 	return nil
+}
+
+// idpRef is an IdP of the index and the document it lies in.
+type idpRef struct {
+	agg *aggregate
+	e   *fedIdP
+}
+
+// discoverable returns the IdPs a discovery page may list: the
+// aggregate's, or with an MDQ server those of entity_ids that it knows.
+func (sp *SP) discoverable(ctx context.Context) ([]idpRef, *providers.Error) {
+	var refs []idpRef
+	if sp.fed.mdq != nil {
+		for _, id := range sp.cfg.Federation.EntityIDs {
+			if e, perr := sp.fed.mdq.lookup(ctx, id); perr == nil {
+				refs = append(refs, idpRef{e.agg, e.e})
+			}
+		}
+		return refs, nil
+	}
+	agg, perr := sp.aggregate(ctx)
+	if perr != nil {
+		return nil, perr
+	}
+	for _, e := range agg.idps {
+		refs = append(refs, idpRef{agg, e})
+	}
+	return refs, nil
 }
 
 // showIdP is what the page shows of e for the languages prefs.

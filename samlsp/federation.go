@@ -33,6 +33,14 @@ type FederationConfig struct {
 	// MetadataURL is the federation's signed aggregate: an
 	// md:EntitiesDescriptor signed with the key of SigningCertificatePEM.
 	MetadataURL string
+	// MDQURL, instead, is the federation's MDQ server
+	// (draft-young-md-query): each IdP's metadata is asked for when a
+	// sign-in needs it, signed with the key of SigningCertificatePEM.
+	// EntityIDs then lists the IdPs users may choose.
+	MDQURL string
+	// MDQSHA1 asks the MDQ server for {sha1}<hex SHA-1 of the entity ID>
+	// instead of the entity ID itself.
+	MDQSHA1 bool
 	// SigningCertificatePEM is the federation's metadata signing
 	// certificate, pinned: nothing of an aggregate is used unless its
 	// signature verifies with it.
@@ -56,7 +64,7 @@ type FederationConfig struct {
 }
 
 // Enabled reports whether the configuration names a federation.
-func (f FederationConfig) Enabled() bool { return f.MetadataURL != "" }
+func (f FederationConfig) Enabled() bool { return f.MetadataURL != "" || f.MDQURL != "" }
 
 // Defaults of a federation.
 const (
@@ -180,6 +188,16 @@ func (s *aggregateSource) current() *aggCopy { return s.cur.Load() }
 
 func (s *aggregateSource) rules() aggregateRules {
 	return aggregateRules{cert: s.cert, now: s.now(), policy: algPolicy{allowSHA1: s.allowSHA1}, maxValidity: s.maxValidity}
+}
+
+// aggRules are the rules every signed document of sp's federation is read
+// by: an aggregate, an MDQ answer.
+func (sp *SP) aggRules() aggregateRules {
+	maxValidity := sp.cfg.Federation.MaxValidity
+	if maxValidity <= 0 {
+		maxValidity = DefaultMaxValidity
+	}
+	return aggregateRules{cert: sp.fedCert, now: sp.env.Now(), policy: sp.policy, maxValidity: maxValidity}
 }
 
 func (s *aggregateSource) run(ctx context.Context) {
@@ -341,7 +359,9 @@ func writeFileAtomic(path string, data []byte) error {
 // federation is an SP's view of its federation: the shared aggregate, the
 // host's restrictions, and the IdPs it has parsed.
 type federation struct {
+	// src is the aggregate; mdq, instead, the MDQ client.
 	src        *aggregateSource
+	mdq        *mdqClient
 	entityIDs  map[string]bool
 	authority  map[string]bool
 	categories map[string]bool
@@ -421,6 +441,12 @@ func (sp *SP) currentMetadata() *idpMetadata {
 func (sp *SP) federationReadyError() error {
 	src := sp.fed.src
 	now := sp.env.Now()
+	if src == nil {
+		if now.After(sp.fedCert.NotAfter) {
+			return fmt.Errorf("the federation's signing certificate expired on %s", sp.fedCert.NotAfter.UTC().Format(time.RFC3339))
+		}
+		return nil
+	}
 	c := src.current()
 	switch {
 	case c == nil && src.err() != nil:
@@ -448,6 +474,13 @@ func (sp *SP) idpFor(ctx context.Context, entityID string) (*idpMetadata, *provi
 	}
 	if entityID == "" {
 		return nil, invalid("no identity provider was chosen", errUnknownIdP)
+	}
+	if sp.fed.mdq != nil {
+		e, perr := sp.fed.mdq.lookup(ctx, entityID)
+		if perr != nil {
+			return nil, perr
+		}
+		return e.md, nil
 	}
 	agg, perr := sp.aggregate(ctx)
 	if perr != nil {

@@ -296,10 +296,10 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if env.Store == nil {
 		problems = append(problems, errors.New("a replay store is required"))
 	}
-	var idpMeta, fedURL *url.URL
+	var idpMeta, fedURL, mdqURL *url.URL
 	var fedCert *x509.Certificate
 	if cfg.Federation.Enabled() {
-		fedURL, fedCert, problems = checkFederation(cfg, problems)
+		fedURL, mdqURL, fedCert, problems = checkFederation(cfg, problems)
 	} else {
 		var err error
 		if idpMeta, err = checkMetadataURL(cfg.IdPMetadataURL); err != nil {
@@ -440,7 +440,13 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
-	if fedURL != nil {
+	switch {
+	case mdqURL != nil:
+		sp.fed = newFederation(sp, nil)
+		sp.fed.mdq = newMDQClient(sp, mdqURL)
+		sp.checkExpiry()
+		return sp, nil
+	case fedURL != nil:
 		fs := opts.Federations
 		if fs == nil {
 			fs = &Federations{}
@@ -462,7 +468,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 }
 
 // checkFederation checks the federation settings of cfg.
-func checkFederation(cfg Config, problems []error) (*url.URL, *x509.Certificate, []error) {
+func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cert *x509.Certificate, _ []error) {
 	const pre = "saml_additional_settings.federation."
 	f := cfg.Federation
 	if cfg.IdPMetadataURL != "" {
@@ -474,11 +480,25 @@ func checkFederation(cfg Config, problems []error) (*url.URL, *x509.Certificate,
 	if cfg.IdPMetadataCertificatePEM != "" {
 		problems = append(problems, errors.New("saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty"))
 	}
-	u, err := checkMetadataURL(f.MetadataURL)
-	if err != nil {
-		problems = append(problems, fmt.Errorf("%smetadata_url: %w", pre, err))
+	var err error
+	switch {
+	case f.MetadataURL != "" && f.MDQURL != "":
+		problems = append(problems, errors.New(pre+"mdq_url: the aggregate (metadata_url) or an MDQ server: set one"))
+	case f.MDQURL != "":
+		if mdq, err = checkMetadataURL(f.MDQURL); err != nil {
+			problems = append(problems, fmt.Errorf("%smdq_url: %w", pre, err))
+		}
+		if len(f.EntityIDs) == 0 {
+			problems = append(problems, errors.New(pre+"entity_ids: with an MDQ server, list the IdPs users may choose"))
+		}
+		if f.BackingFile != "" {
+			problems = append(problems, errors.New(pre+"backing_file: applies to an aggregate (metadata_url), not to an MDQ server"))
+		}
+	default:
+		if aggregate, err = checkMetadataURL(f.MetadataURL); err != nil {
+			problems = append(problems, fmt.Errorf("%smetadata_url: %w", pre, err))
+		}
 	}
-	var cert *x509.Certificate
 	if f.SigningCertificatePEM == "" {
 		problems = append(problems, errors.New(pre+"signing_certificate is required: nothing of the aggregate is used unless its signature verifies with it"))
 	} else if cert, err = ParseCertificatePEM(f.SigningCertificatePEM); err != nil {
@@ -490,14 +510,16 @@ func checkFederation(cfg Config, problems []error) (*url.URL, *x509.Certificate,
 	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
 		problems = append(problems, errors.New(pre+"backing_file: must be an absolute path"))
 	}
-	return u, cert, problems
+	return aggregate, mdq, cert, problems
 }
 
 // Close stops the background metadata refresh and waits for it to end.
 func (sp *SP) Close() error {
 	sp.closeOne.Do(func() {
 		if sp.fed != nil {
-			sp.fed.src.release()
+			if sp.fed.src != nil {
+				sp.fed.src.release()
+			}
 			return
 		}
 		sp.stop()

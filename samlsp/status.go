@@ -11,6 +11,9 @@ import "time"
 func (sp *SP) MetadataStatus() (fetched, nextRefresh, lastFailure time.Time) {
 	if sp.fed != nil {
 		src := sp.fed.src
+		if src == nil {
+			return fetched, nextRefresh, lastFailure
+		}
 		if c := src.current(); c != nil {
 			fetched = c.fetched
 		}
@@ -27,7 +30,7 @@ func (sp *SP) MetadataStatus() (fetched, nextRefresh, lastFailure time.Time) {
 // its IdPs users may choose (the host's restrictions applied); ok is false
 // without a federation or before a first copy.
 func (sp *SP) FederationStatus() (entities, idps int, ok bool) {
-	if sp.fed == nil {
+	if sp.fed == nil || sp.fed.src == nil {
 		return 0, 0, false
 	}
 	c := sp.fed.src.current()

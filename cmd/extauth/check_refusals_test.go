@@ -90,6 +90,10 @@ func refusals(t *testing.T) []refusal {
 		return "saml_additional_settings:\n  federation:\n    metadata_url: " + metadataURL + "\n    signing_certificate: |\n" +
 			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
 	}
+	mdqFederation := func(mdqURL, certPEM, extra string) string {
+		return "saml_additional_settings:\n  federation:\n    mdq_url: " + mdqURL + "\n    signing_certificate: |\n" +
+			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
+	}
 	fedOnly := func(settings string) string { return "saml_sp_entity_id: https://app.example.org/saml\n" + settings }
 	p384, ed := otherKeys(t)
 	return []refusal{
@@ -271,6 +275,14 @@ func refusals(t *testing.T) []refusal {
 			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    max_validity: -24h\n"))},
 		{msg: "%sbacking_file: must be an absolute path", key: "backing_file",
 			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    backing_file: federation.xml\n"))},
+
+		{msg: "%smdq_url: the aggregate (metadata_url) or an MDQ server: set one", key: "mdq_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    mdq_url: https://mdq.example.invalid/\n    entity_ids: [https://idp.example.invalid/idp]\n"))},
+		{msg: "%smdq_url: %w", key: "mdq_url", file: fedOnly(mdqFederation("http://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n"))},
+		{msg: "%sentity_ids: with an MDQ server, list the IdPs users may choose", key: "entity_ids",
+			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, ""))},
+		{msg: "%sbacking_file: applies to an aggregate (metadata_url), not to an MDQ server", key: "backing_file",
+			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n    backing_file: /tmp/x.xml\n"))},
 
 		// Config.Validate, which the tenant builder runs.
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},

@@ -382,3 +382,50 @@ func (pr *prober) federation(ctx context.Context, cfg extauth.SAMLConfig) {
 		}
 	}
 }
+
+// maxMDQProbes bounds the entity_ids check asks an MDQ server for.
+const maxMDQProbes = 20
+
+// mdq asks the federation's MDQ server for the IdPs of entity_ids (the
+// first maxMDQProbes) and verifies each answer as the application will.
+func (pr *prober) mdq(ctx context.Context, cfg extauth.SAMLConfig) {
+	f := cfg.Additional.Federation
+	s := pr.r.section("SAML")
+	s.add("MDQ server", redactURL(f.MDQURL))
+	base, err := url.Parse(f.MDQURL)
+	cert, _ := samlsp.ParseCertificatePEM(f.SigningCertificate)
+	if err != nil || cert == nil {
+		// Validate has said what is wrong.
+		return
+	}
+	now := pr.r.now
+	s.add("federation signing certificate", describeCert(cert, now))
+	answered := 0
+	for i, id := range f.EntityIDs {
+		if i == maxMDQProbes {
+			s.add("not asked", fmt.Sprintf("%d more entity_ids", len(f.EntityIDs)-maxMDQProbes))
+			break
+		}
+		body, err := pr.fetch(ctx, "the MDQ answer for "+clean(id), samlsp.MDQEntityURL(base, id, f.MDQSHA1), "application/samlmetadata+xml")
+		if err != nil {
+			pr.r.warn("saml: the MDQ server has no usable answer for %s: %s", clean(id), clean(err.Error()))
+			continue
+		}
+		md, err := samlsp.ParseFederationMetadata(body, samlsp.FederationRules{Certificate: cert, Now: now, MaxValidity: f.MaxValidity,
+			AllowSHA1: cfg.Additional.Security.AllowSHA1, EntityIDs: []string{id}, RegistrationAuthorities: f.RegistrationAuthorities,
+			EntityCategories: f.EntityCategories})
+		if err != nil {
+			pr.r.warn("saml: the MDQ answer for %s is refused: %s", clean(id), clean(err.Error()))
+			continue
+		}
+		if len(md.Missing) > 0 || md.Allowed == 0 {
+			pr.r.warn("saml: the MDQ answer for %s does not describe it as an IdP users may choose", clean(id))
+			continue
+		}
+		answered++
+		s.add("IdP", clean(id)+", valid until "+md.ValidUntil.UTC().Format(time.RFC3339))
+	}
+	if answered == 0 {
+		pr.r.fail(extauth.SAML, "federation MDQ server: no IdP of entity_ids has a verified answer")
+	}
+}

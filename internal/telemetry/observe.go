@@ -18,6 +18,10 @@ type (
 	federationStatus interface {
 		FederationStatus() (entities, idps int, ok bool)
 	}
+	// mdqStats: a SAML SP's MDQ look-ups, by result (a fixed list).
+	mdqStats interface {
+		MDQStats() map[string]int64
+	}
 	// discoveryStatus: an OpenID Connect discovery document.
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
@@ -62,6 +66,11 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 			attrs := metric.WithAttributes(p.base...)
 			o.ObserveInt64(t.fedEntities, int64(entities), attrs)
 			o.ObserveInt64(t.fedIdPs, int64(idps), attrs)
+		}
+	}
+	if s, ok := p.strategy.(mdqStats); ok {
+		for result, n := range s.MDQStats() {
+			o.ObserveInt64(t.fedMDQ, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
 		}
 	}
 	if p.certificates == nil {

@@ -136,6 +136,7 @@ type T struct {
 	certExpiry      metric.Float64ObservableGauge
 	fedEntities     metric.Int64ObservableGauge
 	fedIdPs         metric.Int64ObservableGauge
+	fedMDQ          metric.Int64ObservableCounter
 
 	buildSets [numBuilds]*optSet
 	evictSets [numEvictions]*optSet
@@ -244,6 +245,9 @@ func New(c Config) (*T, error) {
 	t.fedIdPs, err = m.Int64ObservableGauge("extauth.federation.idps", metric.WithUnit("{idp}"),
 		metric.WithDescription("IdPs of the SAML federation aggregate in use that users may choose."))
 	check(err)
+	t.fedMDQ, err = m.Int64ObservableCounter("extauth.federation.mdq.lookups", metric.WithUnit("{lookup}"),
+		metric.WithDescription("Look-ups of IdPs at a SAML federation's MDQ server, by result: hit (the cache), fetched, unknown, error, limited, not_listed."))
+	check(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -300,7 +304,7 @@ func (t *T) Observe(sites func(yield func(*Site) bool), tenants func() int64) er
 			}
 		}
 		return nil
-	}, t.tenantsCached, t.docAge, t.docNext, t.docFailure, t.certExpiry, t.fedEntities, t.fedIdPs)
+	}, t.tenantsCached, t.docAge, t.docNext, t.docFailure, t.certExpiry, t.fedEntities, t.fedIdPs, t.fedMDQ)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}

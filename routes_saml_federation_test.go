@@ -3,8 +3,8 @@ package extauth_test
 import (
 	"context"
 	"crypto/sha1"
-	"encoding/hex"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"io"

@@ -301,7 +301,7 @@ func BenchmarkFederationVerifyDOM(b *testing.B) {
 		for b.Loop() {
 			peak, _ = heapPeak(f)
 		}
-		b.ReportMetric((cpuTime() - start).Seconds()/float64(b.N), "cpu-s/op")
+		b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(peak)/1e6, "peak-MB")
 		b.ReportMetric(float64(peak)/float64(len(doc)), "x-file")
 	}

@@ -271,3 +271,148 @@ func samlifyForm(t *testing.T, b *harness.Browser, u string) url.Values {
 	}
 	return form
 }
+
+// xmlsec1Entity has xmlsec1 sign one entity's metadata as an MDQ server
+// serves it: an ID and a validUntil on the EntityDescriptor, the signature
+// its first child.
+func xmlsec1Entity(t *testing.T, signer pair, validUntil time.Time, entity []byte) []byte {
+	t.Helper()
+	root, err := samlidp.Parse(entity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"ID", "validUntil", "cacheDuration"} {
+		root.RemoveAttr(a)
+	}
+	root.CreateAttr("ID", "_entity-1")
+	root.CreateAttr("validUntil", validUntil.UTC().Format(time.RFC3339))
+	for _, c := range root.ChildElements() {
+		if c.Tag == "Signature" {
+			root.RemoveChild(c)
+		}
+	}
+	tmpl, err := samlidp.Parse([]byte(strings.Replace(signatureTemplate, "#_aggregate-1", "#_entity-1", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.InsertChildAt(0, tmpl)
+	doc, err := samlidp.Serialize(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "template.xml"), filepath.Join(dir, "signed.xml")
+	if err := os.WriteFile(in, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command("xmlsec1", "--sign", "--privkey-pem", signer.keyPath+","+signer.certPath,
+		"--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:metadata:EntityDescriptor", "--output", out, in).CombinedOutput(); err != nil {
+		t.Fatalf("xmlsec1 --sign: %v\n%s\n%s", err, msg, doc)
+	}
+	signed, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed
+}
+
+// TestFederationMDQSignIn signs in through SimpleSAMLphp and samlify whose
+// metadata an MDQ responder serves one entity at a time, each answer signed
+// by xmlsec1; an entity the responder does not know is refused.
+func TestFederationMDQSignIn(t *testing.T) {
+	fedKeys, spKeys := newPair(t, "federation"), newPair(t, "sp")
+	ssp := startSimpleSAMLphp(t, newPair(t, "ssp"))
+	samlifyURL := startSamlify(t, newPair(t, "samlify"))
+	week := time.Now().Add(7 * 24 * time.Hour)
+	answers := map[string][]byte{}
+	for id, u := range map[string]string{ssp.MetadataURL(): ssp.MetadataURL(), samlifyURL + "/metadata": samlifyURL + "/metadata"} {
+		r := harness.NewBrowser(t).Get(u)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", u, r.StatusCode)
+		}
+		answers["/entities/"+url.PathEscape(id)] = xmlsec1Entity(t, fedKeys, week, []byte(r.Body))
+	}
+	var asked sync.Map
+	mdq := harness.Serve(t, func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n, _ := asked.LoadOrStore(r.URL.EscapedPath(), new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			doc, ok := answers[r.URL.EscapedPath()]
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/samlmetadata+xml")
+			w.Write(doc)
+		})
+	})
+	const gone = "https://gone.example.org/idp"
+	a := &fedApp{}
+	srv := harness.Serve(t, func(base string) http.Handler {
+		auth, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: base + "/saml", Additional: extauth.SAMLAdditionalSettings{
+			Certificate: spKeys.certPEM, PrivateKey: extauth.NewSecret(spKeys.keyPEM),
+			Federation: extauth.SAMLFederation{MDQURL: mdq.URL + "/", SigningCertificate: fedKeys.certPEM,
+				EntityIDs: []string{ssp.MetadataURL(), samlifyURL + "/metadata", gone}}}}},
+			extauth.Options{BaseURL: base, CookieKey: bytes.Repeat([]byte{9}, 32), Logger: slog.New(slog.DiscardHandler),
+				OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
+					t.Logf("sign-in failed: %v", err)
+					http.Error(w, string(err.Code), err.Code.HTTPStatus())
+				},
+				OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
+					a.mu.Lock()
+					a.got = append(a.got, id)
+					a.mu.Unlock()
+					io.WriteString(w, "signed in")
+				}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { auth.Close() })
+		a.Auth = auth
+		mux := http.NewServeMux()
+		auth.Mount(mux)
+		return mux
+	})
+	a.URL = srv.URL
+	ssp.trustSP(t, a.URL+"/users/auth/saml/metadata", &spKeys, nil)
+	md := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/metadata")
+	if resp, err := http.Post(samlifyURL+"/register?encrypt=0", "application/xml", strings.NewReader(md.Body)); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("samlify register: %v %v", resp, err)
+	}
+
+	b := harness.NewBrowser(t)
+	login := b.PostForm(a.URL+"/users/auth/saml", url.Values{"idp": {ssp.MetadataURL()}})
+	if !isLoginForm(login) {
+		t.Fatalf("expected SimpleSAMLphp's login form, got %s (%d):\n%s", login.URL, login.StatusCode, login.Body)
+	}
+	action, form := htmlForm(t, login)
+	form.Set("username", sspUser)
+	form.Set("password", sspPassword)
+	action, form = htmlForm(t, b.PostForm(action, form))
+	if cb := b.PostForm(action, form); cb.StatusCode != http.StatusOK {
+		t.Fatalf("callback from SimpleSAMLphp: %d %s", cb.StatusCode, cb.Body)
+	}
+	checkGrace(t, a.last())
+
+	nb := harness.NewBrowser(t).NoFollow()
+	start := nb.PostForm(a.URL+"/users/auth/saml", url.Values{"idp": {samlifyURL + "/metadata"}})
+	if start.StatusCode != http.StatusSeeOther {
+		t.Fatalf("start at samlify: %d %s", start.StatusCode, start.Body)
+	}
+	if cb := nb.PostForm(a.URL+"/users/auth/saml/callback", samlifyForm(t, nb, start.Header.Get("Location"))); cb.StatusCode != http.StatusOK {
+		t.Fatalf("callback from samlify: %d %s", cb.StatusCode, cb.Body)
+	}
+	if got := a.last(); got.SAML.IdP != samlifyURL+"/metadata" {
+		t.Fatalf("asserted by %q", got.SAML.IdP)
+	}
+
+	// The responder does not know this one: refused, and asked once.
+	for range 2 {
+		if r := nb.PostForm(a.URL+"/users/auth/saml", url.Values{"idp": {gone}}); r.StatusCode == http.StatusSeeOther {
+			t.Fatalf("an entity missing from MDQ started a sign-in: %s", r.Header.Get("Location"))
+		}
+	}
+	if n, ok := asked.Load("/entities/" + url.PathEscape(gone)); !ok || n.(*atomic.Int64).Load() != 1 {
+		t.Fatalf("the missing entity was asked for %v times, want once", n)
+	}
+}

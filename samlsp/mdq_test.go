@@ -95,3 +95,49 @@ func TestMDQAnswersVerified(t *testing.T) {
 		})
 	}
 }
+
+// SPs that share a Federations (the tenants of one Auth) and a federation
+// share one copy of its aggregate: fetched once, stopped with the last.
+func TestFederationsShareAggregates(t *testing.T) {
+	k := newFedKeys(t)
+	_, ea := testIdPEntity(t, "https://idp-a.example.org/idp", samlidp.Entity{})
+	doc := testAggregate(t, k, time.Now().Add(time.Hour), ea)
+	var fetched atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		w.Write(doc)
+	}))
+	defer srv.Close()
+	fs := &Federations{}
+	newSP := func(entityID string) *SP {
+		sp, err := New(Config{SPEntityID: entityID, Federation: FederationConfig{MetadataURL: srv.URL + "/agg", SigningCertificatePEM: pemCert(k.cert)}},
+			providers.Env{CallbackURL: testACS, HTTPClient: outbound.NewClient(nil, 2*time.Second, 0), Store: store.NewMemory(nil, 0), Now: time.Now},
+			Options{Federations: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	a, b := newSP("https://a.example.org/saml"), newSP("https://b.example.org/saml")
+	deadline := time.Now().Add(5 * time.Second)
+	for !a.Ready() || !b.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a.fed.src != b.fed.src || fetched.Load() != 1 {
+		t.Fatalf("two copies (%v), %d fetches", a.fed.src != b.fed.src, fetched.Load())
+	}
+	a.Close()
+	if _, err := b.idpFor(context.Background(), "https://idp-a.example.org/idp/metadata"); err != nil {
+		t.Fatalf("the other SP lost the aggregate: %v", err)
+	}
+	b.Close()
+	fs.mu.Lock()
+	n := len(fs.sources)
+	fs.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d sources after the last SP closed", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/extauth/extauth/internal/redact"
 	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // Config is the typed form of the secrets file: the sixteen settings of the
@@ -163,6 +164,10 @@ type SAMLAdditionalSettings struct {
 	// Federation (federation) signs users in through the IdPs of a
 	// federation instead of one IdP: see docs/saml.md, "Federations".
 	Federation SAMLFederation
+	// SPMetadata (sp_metadata) is what the SP metadata says of the
+	// application besides its endpoints and keys, as federations ask for
+	// it: see docs/saml.md, "What a federation asks of our metadata".
+	SPMetadata SAMLSPMetadata
 	// Custom holds every other entry, in file order, sent to the IdP as
 	// query parameters of the sign-in request (e.g. organization).
 	Custom []Param
@@ -221,6 +226,47 @@ type SAMLFederation struct {
 	EntityCategories        []string
 }
 
+// SAMLSPMetadata is saml_additional_settings.sp_metadata.
+type SAMLSPMetadata struct {
+	// DisplayName and Description (display_name, description) map an
+	// xml:lang to the text; a single value in the file is English.
+	DisplayName, Description map[string]string
+	// Logo (logo: url, width, height) is an https URL.
+	Logo                  string
+	LogoWidth, LogoHeight int
+	// InformationURL and PrivacyStatementURL (information_url,
+	// privacy_statement_url).
+	InformationURL, PrivacyStatementURL string
+	// Organization (organization: name, display_name, url).
+	OrganizationName, OrganizationDisplayName, OrganizationURL string
+	// Contacts (contacts: a list of type, name, email); type is one of
+	// technical, support, administrative, billing, other, security (the
+	// REFEDS security contact Sirtfi asks for).
+	Contacts []SAMLContact
+	// EntityCategories (entity_categories) and AssuranceCertifications
+	// (assurance_certifications, e.g. https://refeds.org/sirtfi).
+	EntityCategories, AssuranceCertifications []string
+	// RequestedAttributes (requested_attributes: a list of name,
+	// friendly_name, required).
+	RequestedAttributes []SAMLRequestedAttribute
+}
+
+// SAMLContact is one entry of sp_metadata.contacts.
+type SAMLContact struct{ Type, Name, Email string }
+
+// SAMLRequestedAttribute is one entry of sp_metadata.requested_attributes.
+type SAMLRequestedAttribute struct {
+	Name, FriendlyName string
+	Required           bool
+}
+
+// isZero reports whether no sp_metadata setting is given.
+func (m SAMLSPMetadata) isZero() bool {
+	return len(m.DisplayName) == 0 && len(m.Description) == 0 && m.Logo == "" && m.InformationURL == "" && m.PrivacyStatementURL == "" &&
+		m.OrganizationName == "" && m.OrganizationDisplayName == "" && m.OrganizationURL == "" && len(m.Contacts) == 0 &&
+		len(m.EntityCategories) == 0 && len(m.AssuranceCertifications) == 0 && len(m.RequestedAttributes) == 0
+}
+
 // isZero reports whether no federation setting is given.
 func (f SAMLFederation) isZero() bool {
 	return f.MetadataURL == "" && f.MDQURL == "" && !f.MDQSHA1 && f.SigningCertificate == "" && f.BackingFile == "" && f.MaxValidity == 0 &&
@@ -256,4 +302,19 @@ func (c OIDCConfig) Configured() bool {
 // alone, needing no secret.
 func (c OIDCConfig) keyOnly() bool {
 	return c.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.Additional.PrivateKey.IsZero()
+}
+
+// info is the SP metadata's part of the samlsp configuration.
+func (m SAMLSPMetadata) info() samlsp.SPInfo {
+	i := samlsp.SPInfo{DisplayNames: m.DisplayName, Descriptions: m.Description, Logo: m.Logo, LogoWidth: m.LogoWidth,
+		LogoHeight: m.LogoHeight, InformationURL: m.InformationURL, PrivacyStatementURL: m.PrivacyStatementURL,
+		OrganizationName: m.OrganizationName, OrganizationDisplayName: m.OrganizationDisplayName, OrganizationURL: m.OrganizationURL,
+		EntityCategories: m.EntityCategories, AssuranceCertifications: m.AssuranceCertifications}
+	for _, c := range m.Contacts {
+		i.Contacts = append(i.Contacts, samlsp.Contact{Type: c.Type, Name: c.Name, Email: c.Email})
+	}
+	for _, a := range m.RequestedAttributes {
+		i.RequestedAttributes = append(i.RequestedAttributes, samlsp.RequestedAttribute{Name: a.Name, FriendlyName: a.FriendlyName, Required: a.Required})
+	}
+	return i
 }

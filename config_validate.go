@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,6 +225,7 @@ func (c *Config) problems(base *Config) []Problem {
 	if base == nil || !c.sameProvider(base, SAML) {
 		ps = append(ps, c.SAML.Additional.problems()...)
 		ps = append(ps, c.SAML.federationProblems()...)
+		ps = append(ps, c.SAML.Additional.SPMetadata.problems()...)
 	}
 	if base == nil || !c.sameProvider(base, OIDC) {
 		ps = append(ps, c.OIDC.additionalProblems()...)
@@ -266,7 +268,7 @@ func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
 		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
-		s.Federation.isZero()
+		s.Federation.isZero() && s.SPMetadata.isZero()
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {
@@ -375,6 +377,43 @@ func (c SAMLConfig) federationProblems() []Problem {
 	}
 	if c.Additional.IdPMetadataCertificate != "" {
 		bad(keyAdditional+".idp_metadata_certificate", "does not apply to a federation, whose aggregate is verified with federation.signing_certificate; leave it empty", ErrInvalidSetting)
+	}
+	return ps
+}
+
+// problems checks sp_metadata: https URLs, known contact types with an
+// address, attributes with a name.
+func (m SAMLSPMetadata) problems() []Problem {
+	const pre = keyAdditional + ".sp_metadata."
+	var ps []Problem
+	bad := func(key, reason string) {
+		ps = append(ps, Problem{Provider: SAML, Key: pre + key, Reason: reason, Err: ErrInvalidSetting})
+	}
+	https := func(key, v string) {
+		if u, err := url.Parse(v); v != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+			bad(key, "must be an absolute https URL")
+		}
+	}
+	https("information_url", m.InformationURL)
+	https("privacy_statement_url", m.PrivacyStatementURL)
+	https("organization.url", m.OrganizationURL)
+	https("logo.url", m.Logo)
+	if m.Logo != "" && (m.LogoWidth <= 0 || m.LogoHeight <= 0) {
+		bad("logo", "needs its width and height in pixels")
+	}
+	for i, c := range m.Contacts {
+		key := fmt.Sprintf("contacts[%d]", i)
+		if !slices.Contains(samlsp.ContactTypes, c.Type) {
+			bad(key+".type", "must be one of "+strings.Join(samlsp.ContactTypes, ", "))
+		}
+		if e := strings.TrimPrefix(c.Email, "mailto:"); !strings.Contains(e, "@") || strings.ContainsAny(e, " <>") {
+			bad(key+".email", "must be an e-mail address")
+		}
+	}
+	for i, a := range m.RequestedAttributes {
+		if a.Name == "" {
+			bad(fmt.Sprintf("requested_attributes[%d].name", i), "is missing")
+		}
 	}
 	return ps
 }

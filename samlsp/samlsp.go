@@ -143,6 +143,9 @@ type Config struct {
 	// instead of IdPMetadataURL's one IdP; IdPMetadataURL,
 	// IdPSSOServiceURL and IdPMetadataCertificatePEM are then empty.
 	Federation FederationConfig
+	// Info is what the SP metadata says of the application besides its
+	// endpoints and keys (saml_additional_settings.sp_metadata).
+	Info SPInfo
 }
 
 // Param is one custom name/value entry of saml_additional_settings.

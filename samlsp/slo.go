@@ -646,6 +646,7 @@ func (sp *SP) Metadata() ([]byte, error) {
 		return nil, err
 	}
 	root := doc.Root()
+	addSPInfo(root, &sp.cfg.Info)
 	root.RemoveAttr("validUntil")
 	root.RemoveAttr("cacheDuration")
 	if v := sp.cfg.MetadataValidFor; v > 0 {

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/pem"
+	"encoding/xml"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth/extauthtest/samlidp"
 )
@@ -111,5 +114,77 @@ func TestCheckFederationMDQ(t *testing.T) {
 	out = runAt(t, testNow, "check", "-config", path)
 	if out.code != exitFail || !strings.Contains(brokenReasons(out.stdout), "no IdP of entity_ids has a verified answer") {
 		t.Fatalf("a forged answer: exit %d:\n%s%s", out.code, out.stdout, out.stderr)
+	}
+}
+
+// extauth metadata prints what a federation asks of our SP metadata, from
+// sp_metadata: mdui:UIInfo, the organisation, the contacts (the REFEDS
+// security contact among them), entity categories and Sirtfi, and the
+// attributes asked for; the document stays valid for crewjam's types.
+func TestMetadataForAFederation(t *testing.T) {
+	path := writeRaw(t, "sp.yml", `saml_sp_entity_id: https://app.example.org/saml
+saml_idp_metadata_url: https://idp.example.org/metadata
+saml_additional_settings:
+  sp_metadata:
+    display_name:
+      en: Research Platform
+      de: Forschungsplattform
+    description: A platform for research & teaching
+    logo: {url: "https://app.example.org/logo.png", width: 80, height: 60}
+    information_url: https://app.example.org/about
+    privacy_statement_url: https://app.example.org/privacy
+    organization: {name: Example University, display_name: Example University, url: "https://www.example.org/"}
+    contacts:
+      - {type: technical, name: Ops, email: ops@example.org}
+      - {type: security, name: CSIRT, email: "mailto:csirt@example.org"}
+    entity_categories: [http://refeds.org/category/research-and-scholarship]
+    assurance_certifications: [https://refeds.org/sirtfi]
+    requested_attributes:
+      - {name: "urn:oid:1.3.6.1.4.1.5923.1.1.1.6", friendly_name: eduPersonPrincipalName, required: true}
+      - {name: "urn:oid:0.9.2342.19200300.100.1.3", friendly_name: mail}
+`)
+	out := runAt(t, testNow, "metadata", "-config", path, "-base-url", "https://app.example.org")
+	if out.code != exitOK {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	md := out.stdout
+	for _, want := range []string{
+		`<mdui:DisplayName xml:lang="de">Forschungsplattform</mdui:DisplayName>`,
+		`<mdui:Description xml:lang="en">A platform for research &amp; teaching</mdui:Description>`,
+		`<mdui:Logo height="60" width="80">https://app.example.org/logo.png</mdui:Logo>`,
+		`<mdui:PrivacyStatementURL xml:lang="en">https://app.example.org/privacy</mdui:PrivacyStatementURL>`,
+		`<saml:AttributeValue>http://refeds.org/category/research-and-scholarship</saml:AttributeValue>`,
+		`Name="urn:oasis:names:tc:SAML:attribute:assurance-certification"`, `<saml:AttributeValue>https://refeds.org/sirtfi</saml:AttributeValue>`,
+		`contactType="other" xmlns:remd="http://refeds.org/metadata" remd:contactType="http://refeds.org/metadata/contactType/security"`,
+		`<EmailAddress>mailto:csirt@example.org</EmailAddress>`, `<EmailAddress>mailto:ops@example.org</EmailAddress>`,
+		`<RequestedAttribute Name="urn:oid:1.3.6.1.4.1.5923.1.1.1.6" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:uri" FriendlyName="eduPersonPrincipalName" isRequired="true"/>`,
+		`<OrganizationURL xml:lang="en">https://www.example.org/</OrganizationURL>`,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the metadata lacks %s:\n%s", want, md)
+		}
+	}
+	var ed saml.EntityDescriptor
+	if err := xml.Unmarshal([]byte(md), &ed); err != nil || ed.Organization == nil || len(ed.SPSSODescriptors) != 1 ||
+		len(ed.SPSSODescriptors[0].AttributeConsumingServices) != 1 || len(ed.SPSSODescriptors[0].AttributeConsumingServices[0].RequestedAttributes) != 2 {
+		t.Fatalf("crewjam reads %+v, %v", ed, err)
+	}
+	// Schema order: Extensions first, Organization and ContactPerson after
+	// the role; AttributeConsumingService after the ACS.
+	if !(strings.Index(md, "<Extensions>") < strings.Index(md, "<SPSSODescriptor") &&
+		strings.Index(md, "</SPSSODescriptor>") < strings.Index(md, "<Organization>") &&
+		strings.Index(md, "<Organization>") < strings.Index(md, "<ContactPerson") &&
+		strings.Index(md, "<AssertionConsumerService") < strings.Index(md, "<AttributeConsumingService")) {
+		t.Errorf("elements out of schema order:\n%s", md)
+	}
+
+	bad := writeRaw(t, "bad.yml", "saml_sp_entity_id: https://app.example.org/saml\nsaml_idp_metadata_url: https://idp.example.org/metadata\n"+
+		"saml_additional_settings:\n  sp_metadata:\n    information_url: http://app.example.org/about\n    contacts:\n      - {type: boss, email: nobody}\n")
+	out = runAt(t, testNow, "check", "-config", bad, "-offline")
+	for _, want := range []string{"sp_metadata.information_url must be an absolute https URL", "sp_metadata.contacts[0].type must be one of",
+		"sp_metadata.contacts[0].email must be an e-mail address"} {
+		if out.code != exitFail || !strings.Contains(out.stdout, want) {
+			t.Errorf("check: exit %d, want %q:\n%s", out.code, want, out.stdout)
+		}
 	}
 }

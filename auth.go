@@ -480,7 +480,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
 			MetadataValidFor:          c.Additional.MetadataValidFor,
 			MetadataCacheDuration:     c.Additional.MetadataCacheDuration,
-			Info: c.Additional.SPMetadata.info(),
+			Info:                      c.Additional.SPMetadata.info(),
 			Federation: samlsp.FederationConfig{
 				MetadataURL:             c.Additional.Federation.MetadataURL,
 				MDQURL:                  c.Additional.Federation.MDQURL,

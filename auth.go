@@ -491,6 +491,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 				EntityIDs:               c.Additional.Federation.EntityIDs,
 				RegistrationAuthorities: c.Additional.Federation.RegistrationAuthorities,
 				EntityCategories:        c.Additional.Federation.EntityCategories,
+				DiscoveryURL:            c.Additional.Federation.DiscoveryURL,
 			},
 		}, env, o.SAML)
 	}

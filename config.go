@@ -224,6 +224,10 @@ type SAMLFederation struct {
 	EntityIDs               []string
 	RegistrationAuthorities []string
 	EntityCategories        []string
+	// DiscoveryURL (discovery_url) is an external discovery service (the
+	// SAML IdP Discovery Protocol) users choose their IdP at, instead of
+	// the discovery page.
+	DiscoveryURL string
 }
 
 // SAMLSPMetadata is saml_additional_settings.sp_metadata.
@@ -270,7 +274,7 @@ func (m SAMLSPMetadata) isZero() bool {
 // isZero reports whether no federation setting is given.
 func (f SAMLFederation) isZero() bool {
 	return f.MetadataURL == "" && f.MDQURL == "" && !f.MDQSHA1 && f.SigningCertificate == "" && f.BackingFile == "" && f.MaxValidity == 0 &&
-		len(f.EntityIDs) == 0 && len(f.RegistrationAuthorities) == 0 && len(f.EntityCategories) == 0
+		len(f.EntityIDs) == 0 && len(f.RegistrationAuthorities) == 0 && len(f.EntityCategories) == 0 && f.DiscoveryURL == ""
 }
 
 // Param is one custom name/value entry.

@@ -964,7 +964,7 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 
 // federationEntries are the entries of saml_additional_settings.federation.
 var federationEntries = []string{"metadata_url", "mdq_url", "mdq_sha1", "signing_certificate", "backing_file", "max_validity",
-	"entity_ids", "registration_authorities", "entity_categories"}
+	"entity_ids", "registration_authorities", "entity_categories", "discovery_url"}
 
 // federation reads saml_additional_settings.federation.
 func (l *loader) federation(n *yaml.Node) SAMLFederation {
@@ -992,6 +992,8 @@ func (l *loader) federation(n *yaml.Node) SAMLFederation {
 			f.RegistrationAuthorities = l.list(SAML, k, e.val)
 		case "entity_categories":
 			f.EntityCategories = l.list(SAML, k, e.val)
+		case "discovery_url":
+			f.DiscoveryURL, _ = l.scalar(SAML, k, e.val)
 		default:
 			hint := ""
 			if near := suggest(e.key, federationEntries, nil); near != "" {

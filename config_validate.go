@@ -342,8 +342,8 @@ func (c SAMLConfig) federationProblems() []Problem {
 		if reason := checkMetadataURL(f.MDQURL); reason != "" {
 			bad(pre+"mdq_url", reason, ErrInvalidSetting)
 		}
-		if len(f.EntityIDs) == 0 {
-			bad(pre+"entity_ids", "is missing: with an MDQ server, list the IdPs users may choose", ErrMissingSetting)
+		if len(f.EntityIDs) == 0 && f.DiscoveryURL == "" {
+			bad(pre+"entity_ids", "is missing: with an MDQ server, list the IdPs users may choose, or set discovery_url", ErrMissingSetting)
 		}
 		if f.BackingFile != "" {
 			bad(pre+"backing_file", "applies to an aggregate (metadata_url), not to an MDQ server", ErrInvalidSetting)
@@ -362,6 +362,9 @@ func (c SAMLConfig) federationProblems() []Problem {
 		} else if rest := pemRest(f.SigningCertificate); rest != "" {
 			bad(pre+"signing_certificate", rest, ErrInvalidSetting)
 		}
+	}
+	if u, err := url.Parse(f.DiscoveryURL); f.DiscoveryURL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "") {
+		bad(pre+"discovery_url", "must be an absolute https URL", ErrInvalidSetting)
 	}
 	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
 		bad(pre+"backing_file", "must be an absolute path", ErrInvalidSetting)

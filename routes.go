@@ -373,14 +373,23 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		// A page to choose the IdP starts nothing: it needs none of the
 		// start rules, which apply to the choice it posts.
 		if idp = r.Form.Get("idp"); idp == "" {
-			if err := chooser.Discover(w, r, providers.Discovery{Action: m.base.Path + m.authorizePath(name),
-				ReturnTo: safeReturnField(r.Form.Get("return_to")), LastChoice: m.lastChoice(r), JSON: format == "json"}); err != nil {
+			returnTo := safeReturnField(r.Form.Get("return_to"))
+			d := providers.Discovery{Action: m.base.Path + m.authorizePath(name), ReturnTo: returnTo, LastChoice: m.lastChoice(r),
+				JSON: format == "json", Return: func() string { return a.discoveryReturn(w, m, returnTo) }}
+			if err := chooser.Discover(w, r, d); err != nil {
 				a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
 			}
 			return
 		}
 	}
-	switch verdict, why := a.startVerdict(r, m); {
+	verdict, why := a.startVerdict(r, m)
+	if chooser != nil && verdict != startAllow && m.discoveryReturned(w, r) {
+		// The browser comes back from the external discovery service it
+		// was sent to: a cross-site navigation, but one this browser
+		// started here, as its cookie proves.
+		verdict = startAllow
+	}
+	switch {
 	case verdict == startRefuse:
 		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
@@ -803,15 +812,21 @@ const lastChoiceMaxAge = 180 * 24 * 60 * 60
 
 // choiceCookieName names the cookie that remembers the IdP this browser
 // last chose at a provider that lets users choose one.
-func (m mount) choiceCookieName() string {
+// Its name does not start with the stem of the transaction cookies, which
+// pruneTransactions expires when they do not open.
+func (m mount) choiceCookieName() string { return m.idpCookieName("idpchoice_") }
+
+// idpCookieName names a cookie of the IdP choice: kind, then the tenant
+// and the provider.
+func (m mount) idpCookieName(kind string) string {
 	prefix := "extauth_"
 	if m.secure {
 		prefix = "__Host-extauth_"
 	}
 	if m.tenant != "" {
-		return prefix + m.tenant + "." + m.name + "_idp"
+		return prefix + kind + m.tenant + "." + m.name
 	}
-	return prefix + m.name + "_idp"
+	return prefix + kind + m.name
 }
 
 // rememberChoice sets the cookie of the IdP a sign-in started at, for the
@@ -842,4 +857,44 @@ func safeReturnField(s string) string {
 		return p
 	}
 	return ""
+}
+
+// discoveryField carries, through an external discovery service and back,
+// the handle of the cookie discoveryReturn sets.
+const discoveryField = "ds"
+
+// discoveryCookieName names the cookie of a browser's round trip to an
+// external discovery service.
+func (m mount) discoveryCookieName() string { return m.idpCookieName("idpds_") }
+
+// discoveryReturn arms a round trip to an external discovery service: a
+// random handle, in a cookie the service's cross-site return carries
+// (SameSite=Lax, a top-level GET) and in the return URL it is given, which
+// is the authorize route's absolute URL.
+func (a *Auth) discoveryReturn(w http.ResponseWriter, m mount, returnTo string) string {
+	handle := randomString(16)
+	http.SetCookie(w, &http.Cookie{Name: m.discoveryCookieName(), Value: handle, Path: "/", MaxAge: int(a.ttl.Seconds()),
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
+	q := url.Values{discoveryField: {handle}}
+	if returnTo != "" {
+		q.Set("return_to", returnTo)
+	}
+	return m.url(m.authorizePath(m.name)) + "?" + q.Encode()
+}
+
+// discoveryReturned reports whether r is this browser's return from the
+// external discovery service it was sent to (its handle matches its
+// cookie), and spends the cookie.
+func (m mount) discoveryReturned(w http.ResponseWriter, r *http.Request) bool {
+	handle := r.Form.Get(discoveryField)
+	if handle == "" || r.Method != http.MethodGet {
+		return false
+	}
+	c, err := r.Cookie(m.discoveryCookieName())
+	if err != nil || c.Value == "" {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: m.discoveryCookieName(), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
+	return subtle.ConstantTimeCompare([]byte(handle), []byte(c.Value)) == 1
 }

@@ -239,6 +239,8 @@ func TestSAMLFederationDiscoveryPage(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), f.B.SSOURL()) {
 		t.Fatalf("choice: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// A second start (which prunes the transaction cookies) keeps it.
+	b.NoFollow().PostForm(a.URL+"/users/auth/saml", url.Values{"idp": {f.B.EntityID()}})
 	again := b.Get(a.URL + "/users/auth/saml")
 	last := strings.Index(again.Body, "Your last choice")
 	if last < 0 || !strings.Contains(again.Body[last:], f.B.EntityID()) {
@@ -487,5 +489,79 @@ func TestSAMLFederationMDQ(t *testing.T) {
 				t.Errorf("a junk entity ID reached the MDQ server %d times", n)
 			}
 		})
+	}
+}
+
+// With discovery_url, users choose at an external discovery service (the
+// SAML IdP Discovery Protocol): the start goes there with our entity ID and
+// a return URL, and the service's cross-site return starts the sign-in at
+// the IdP chosen, for the browser that went there only.
+func TestSAMLFederationExternalDiscovery(t *testing.T) {
+	f := newFederation(t)
+	var seen atomic.Pointer[url.Values]
+	ds := harness.Serve(t, func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			seen.Store(&q)
+			back, err := url.Parse(q.Get("return"))
+			if err != nil {
+				http.Error(w, "bad return", http.StatusBadRequest)
+				return
+			}
+			bq := back.Query()
+			bq.Set(q.Get("returnIDParam"), f.B.EntityID())
+			back.RawQuery = bq.Encode()
+			http.Redirect(w, r, back.String(), http.StatusFound)
+		})
+	})
+	a := f.start(func(c *extauth.Config, _ *extauth.Options) {
+		c.SAML.Additional.Federation.DiscoveryURL = strings.Replace(ds.URL, "http://", "https://", 1) + "/ds"
+	})
+	// The test's discovery service is served over http: rewrite the
+	// scheme that the configuration had to give as https.
+	b := harness.NewBrowser(t).NoFollow()
+	toDS := b.Get(a.URL + "/users/auth/saml?return_to=/after")
+	loc := strings.Replace(toDS.Header.Get("Location"), "https://", "http://", 1)
+	if toDS.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, ds.URL+"/ds?") {
+		t.Fatalf("to the discovery service: %d %s", toDS.StatusCode, loc)
+	}
+	back := b.Get(loc)
+	if q := seen.Load(); q == nil || q.Get("entityID") != samlEntityID || q.Get("returnIDParam") != "idp" ||
+		!strings.HasPrefix(q.Get("return"), a.URL+"/users/auth/saml?") {
+		t.Fatalf("the discovery service was asked %v", seen.Load())
+	}
+	ret := back.Header.Get("Location")
+	// The return is a navigation from the service's site.
+	cross := func(b *harness.Browser) *harness.Response {
+		saved := b.Header.Get("Sec-Fetch-Site")
+		defer b.Header.Set("Sec-Fetch-Site", saved)
+		b.Header.Set("Sec-Fetch-Site", "cross-site")
+		return b.Get(ret)
+	}
+	// Another browser, without the round trip's cookie: a cross-site start,
+	// refused.
+	if r := cross(harness.NewBrowser(t).NoFollow()); r.StatusCode == http.StatusFound || r.StatusCode == http.StatusSeeOther {
+		t.Fatalf("a return without the cookie started a sign-in: %s", r.Header.Get("Location"))
+	}
+	// The browser that went there: the sign-in starts at the IdP chosen.
+	start := cross(b)
+	if start.StatusCode != http.StatusFound || !strings.HasPrefix(start.Header.Get("Location"), f.B.SSOURL()) {
+		t.Fatalf("the return: %d %s %s", start.StatusCode, start.Header.Get("Location"), start.Body)
+	}
+	// Once only.
+	if r := cross(b); r.StatusCode == http.StatusFound || r.StatusCode == http.StatusSeeOther {
+		t.Fatalf("the return started a second sign-in: %s %v", r.Header.Get("Location"), r.Header["Set-Cookie"])
+	}
+	redirect := start.Header.Get("Location")
+	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+	}
+	if ret := a.signIns.Ret; ret[len(ret)-1] != "/after" {
+		t.Errorf("return_to %q", ret[len(ret)-1])
+	}
+	// The SP metadata names the return for the service.
+	md := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/metadata")
+	if !strings.Contains(md.Body, `<idpdisc:DiscoveryResponse xmlns:idpdisc="urn:oasis:names:tc:SAML:profiles:SSO:idp-discovery-protocol" Binding="urn:oasis:names:tc:SAML:profiles:SSO:idp-discovery-protocol" Location="`+a.URL+`/users/auth/saml" index="0"/>`) {
+		t.Errorf("metadata:\n%s", md.Body)
 	}
 }

@@ -113,6 +113,13 @@ type Discovery struct {
 	LastChoice string
 	// JSON asks for the list of IdPs as JSON (the .json route).
 	JSON bool
+	// Return, for a strategy that sends the browser to an external
+	// discovery service instead (the SAML IdP Discovery Protocol), returns
+	// the URL the service sends the browser back to with its choice in the
+	// idp field, and arms the cookie that lets that cross-site return
+	// start the sign-in: a return without it is refused like any
+	// cross-site start.
+	Return func() string
 }
 
 // MetadataPublisher is implemented by strategies that publish a metadata

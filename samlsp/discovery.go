@@ -67,7 +67,31 @@ type discoveryPage struct {
 // escaped, and a logo is shown only from an https URL or a data: image,
 // under a Content-Security-Policy that lets the page load images and
 // nothing else.
+//
+// With FederationConfig.DiscoveryURL, the browser goes to that discovery
+// service instead (the SAML IdP Discovery Protocol: entityID, return,
+// returnIDParam=idp), which sends it back to the authorize route with its
+// choice.
 func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Discovery) error {
+	if ds := sp.cfg.Federation.DiscoveryURL; ds != "" && d.Return != nil {
+		q := url.Values{"entityID": {sp.cfg.SPEntityID}, "return": {d.Return()}, "returnIDParam": {"idp"}}
+		sep := "?"
+		if strings.Contains(ds, "?") {
+			sep = "&"
+		}
+		if d.JSON {
+			body, err := json.Marshal(map[string]string{"redirect_to": ds + sep + q.Encode()})
+			if err != nil {
+				return err
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(append(body, '\n'))
+			return nil
+		}
+		w.Header().Set("Location", ds+sep+q.Encode())
+		w.WriteHeader(http.StatusSeeOther)
+		return nil
+	}
 	refs, perr := sp.discoverable(r.Context())
 	if perr != nil {
 		return perr

@@ -61,6 +61,10 @@ type FederationConfig struct {
 	EntityIDs               []string
 	RegistrationAuthorities []string
 	EntityCategories        []string
+	// DiscoveryURL, when set, is an external discovery service (the SAML
+	// IdP Discovery Protocol, such as SeamlessAccess's) that users choose
+	// their IdP at, instead of the SP's own page.
+	DiscoveryURL string
 }
 
 // Enabled reports whether the configuration names a federation.

@@ -491,8 +491,8 @@ func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cer
 		if mdq, err = checkMetadataURL(f.MDQURL); err != nil {
 			problems = append(problems, fmt.Errorf("%smdq_url: %w", pre, err))
 		}
-		if len(f.EntityIDs) == 0 {
-			problems = append(problems, errors.New(pre+"entity_ids: with an MDQ server, list the IdPs users may choose"))
+		if len(f.EntityIDs) == 0 && f.DiscoveryURL == "" {
+			problems = append(problems, errors.New(pre+"entity_ids: with an MDQ server, list the IdPs users may choose, or set discovery_url"))
 		}
 		if f.BackingFile != "" {
 			problems = append(problems, errors.New(pre+"backing_file: applies to an aggregate (metadata_url), not to an MDQ server"))
@@ -506,6 +506,11 @@ func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cer
 		problems = append(problems, errors.New(pre+"signing_certificate is required: nothing of the aggregate is used unless its signature verifies with it"))
 	} else if cert, err = ParseCertificatePEM(f.SigningCertificatePEM); err != nil {
 		problems = append(problems, fmt.Errorf("%ssigning_certificate: %w", pre, err))
+	}
+	if f.DiscoveryURL != "" {
+		if u, err := url.Parse(f.DiscoveryURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "" {
+			problems = append(problems, errors.New(pre+"discovery_url: must be an absolute https URL"))
+		}
 	}
 	if f.MaxValidity < 0 {
 		problems = append(problems, errors.New(pre+"max_validity: must be positive"))

@@ -646,7 +646,11 @@ func (sp *SP) Metadata() ([]byte, error) {
 		return nil, err
 	}
 	root := doc.Root()
-	addSPInfo(root, &sp.cfg.Info)
+	var discoveryResponse string
+	if sp.cfg.Federation.DiscoveryURL != "" {
+		discoveryResponse = strings.TrimSuffix(sp.acs.String(), "/callback")
+	}
+	addSPInfo(root, &sp.cfg.Info, discoveryResponse)
 	root.RemoveAttr("validUntil")
 	root.RemoveAttr("cacheDuration")
 	if v := sp.cfg.MetadataValidFor; v > 0 {

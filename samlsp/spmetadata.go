@@ -71,15 +71,26 @@ func (i *SPInfo) zero() bool {
 
 // addSPInfo writes i into the SP metadata root (an EntityDescriptor in
 // the metadata namespace, unprefixed), where the schemas put each part.
-func addSPInfo(root *etree.Element, i *SPInfo) {
-	if i.zero() {
-		return
-	}
+func addSPInfo(root *etree.Element, i *SPInfo, discoveryResponse string) {
 	var sso *etree.Element
 	for _, c := range root.ChildElements() {
 		if c.Tag == "SPSSODescriptor" {
 			sso = c
 		}
+	}
+	if sso != nil && discoveryResponse != "" {
+		// Where an external discovery service may send the browser back
+		// (the SAML IdP Discovery Protocol, 2.4.1).
+		ext := etree.NewElement("Extensions")
+		dr := ext.CreateElement("idpdisc:DiscoveryResponse")
+		dr.CreateAttr("xmlns:idpdisc", nsIdPDisc)
+		dr.CreateAttr("Binding", nsIdPDisc)
+		dr.CreateAttr("Location", discoveryResponse)
+		dr.CreateAttr("index", "0")
+		sso.InsertChildAt(0, ext)
+	}
+	if i.zero() {
+		return
 	}
 	if attrs := entityAttributes(i); attrs != nil {
 		ext := etree.NewElement("Extensions")
@@ -88,9 +99,12 @@ func addSPInfo(root *etree.Element, i *SPInfo) {
 	}
 	if sso != nil {
 		if ui := uiInfo(i); ui != nil {
-			ext := etree.NewElement("Extensions")
-			ext.AddChild(ui)
-			sso.InsertChildAt(0, ext)
+			ext := sso.SelectElement("Extensions")
+			if ext == nil {
+				ext = etree.NewElement("Extensions")
+				sso.InsertChildAt(0, ext)
+			}
+			ext.InsertChildAt(0, ui)
 		}
 		if len(i.RequestedAttributes) > 0 {
 			acs := sso.CreateElement("AttributeConsumingService")

@@ -279,12 +279,19 @@ func refusals(t *testing.T) []refusal {
 		{msg: "%smdq_url: the aggregate (metadata_url) or an MDQ server: set one", key: "mdq_url",
 			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    mdq_url: https://mdq.example.invalid/\n    entity_ids: [https://idp.example.invalid/idp]\n"))},
 		{msg: "%smdq_url: %w", key: "mdq_url", file: fedOnly(mdqFederation("http://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n"))},
-		{msg: "%sentity_ids: with an MDQ server, list the IdPs users may choose", key: "entity_ids",
+		{msg: "%sentity_ids: with an MDQ server, list the IdPs users may choose, or set discovery_url", key: "entity_ids",
 			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, ""))},
 		{msg: "%sbacking_file: applies to an aggregate (metadata_url), not to an MDQ server", key: "backing_file",
 			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n    backing_file: /tmp/x.xml\n"))},
 
+		{msg: "%sdiscovery_url: must be an absolute https URL", key: "discovery_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    discovery_url: http://ds.example.invalid/ds\n"))},
+
 		// Config.Validate, which the tenant builder runs.
+		{msg: "must be an absolute https URL", none: byValidate},
+		{msg: "needs its width and height in pixels", none: byValidate},
+		{msg: "must be an e-mail address", none: byValidate},
+		{msg: "is missing", none: byValidate},
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},
 		{msg: "must be a URN or an absolute URI", none: byValidate},
 		{msg: "is a parameter of the SAML binding and cannot be a custom entry", none: byValidate},

@@ -471,6 +471,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
 			CertificateNewPEM:    c.Additional.CertificateNew,
 			PrivateKeyNewPEM:     c.Additional.PrivateKeyNew.Value(),
+			CertificateOldPEM:    c.Additional.CertificateOld,
+			PrivateKeyOldPEM:     c.Additional.PrivateKeyOld.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
 			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
 			AllowSHA1:            c.Additional.Security.AllowSHA1,

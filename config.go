@@ -143,11 +143,16 @@ type SAMLAdditionalSettings struct {
 	PrivateKey Secret
 	// CertificateNew and PrivateKeyNew (certificate_new, private_key_new)
 	// are the next key pair during a key rotation: the SP metadata
-	// publishes both certificates and assertions encrypted to either key
-	// are decrypted, while requests are still signed with the current key.
-	// See docs/saml.md, "Rotating the SP key pair".
+	// publishes its certificate for signing, assertions encrypted to it are
+	// decrypted, and requests are still signed with the current key.
+	// CertificateOld and PrivateKeyOld (certificate_old, private_key_old)
+	// are the retiring pair once the next one is promoted: it decrypts
+	// what the IdP still encrypts to it and never signs. See docs/saml.md,
+	// "Rotating the SP key pair".
 	CertificateNew string
 	PrivateKeyNew  Secret
+	CertificateOld string
+	PrivateKeyOld  Secret
 	// MetadataValidFor (metadata_valid_for) puts a validUntil that far
 	// after the time it is served on the SP metadata; zero, the default,
 	// puts none. MetadataCacheDuration (metadata_cache_duration) is its
@@ -174,7 +179,8 @@ type SAMLAdditionalSettings struct {
 }
 
 // HasKeyPair reports whether both halves of the SP key pair are set.
-// The next pair of a rotation (CertificateNew) does not count.
+// The next and retiring pairs of a rotation (CertificateNew,
+// CertificateOld) do not count.
 func (s SAMLAdditionalSettings) HasKeyPair() bool {
 	return s.Certificate != "" && !s.PrivateKey.IsZero()
 }

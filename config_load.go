@@ -216,6 +216,7 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 			l.warn(f.key + " uses plain http outside localhost; use https")
 		}
 	}
+	l.unusedSecret(cfg)
 	problems := l.scope.finish(cfg.problems(nil))
 	if tenants != nil {
 		problems = append(problems, l.tenants(cfg, tenants.val)...)
@@ -877,27 +878,19 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.RelayState, _ = l.scalar(SAML, key, e.val)
 		case "authn_context":
 			s.AuthnContext, _ = l.scalar(SAML, key, e.val)
-		case "certificate":
-			s.Certificate, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.Certificate)
-		case "idp_metadata_certificate":
-			s.IdPMetadataCertificate, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.IdPMetadataCertificate)
-		case "private_key":
+		case "certificate", "certificate_new", "certificate_old", "idp_metadata_certificate":
+			dst := map[string]*string{"certificate": &s.Certificate, "certificate_new": &s.CertificateNew,
+				"certificate_old": &s.CertificateOld, "idp_metadata_certificate": &s.IdPMetadataCertificate}[e.key]
+			*dst, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, *dst)
+		case "private_key", "private_key_new", "private_key_old":
 			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKey = NewSecret(v)
-			l.notePEM(key, e.val, v)
-		case "certificate_new":
-			s.CertificateNew, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.CertificateNew)
-		case "private_key_new":
-			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKeyNew = NewSecret(v)
+			*map[string]*Secret{"private_key": &s.PrivateKey, "private_key_new": &s.PrivateKeyNew, "private_key_old": &s.PrivateKeyOld}[e.key] = NewSecret(v)
 			l.notePEM(key, e.val, v)
 		case "metadata_valid_for":
-			s.MetadataValidFor = l.duration(key, e.val)
+			s.MetadataValidFor = l.duration(key, e.val, "must be between 1 hour and 3650 days")
 		case "metadata_cache_duration":
-			s.MetadataCacheDuration = l.duration(key, e.val)
+			s.MetadataCacheDuration = l.duration(key, e.val, "must be between 1 minute and 3650 days")
 		case "security":
 			s.Security = l.security(e.val)
 		case "federation":
@@ -906,7 +899,8 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.SPMetadata = l.spMetadata(e.val)
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
-				"idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security", "federation", "sp_metadata"}
+				"certificate_old", "private_key_old", "idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security",
+				"federation", "sp_metadata"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}
@@ -985,7 +979,7 @@ func (l *loader) federation(n *yaml.Node) SAMLFederation {
 		case "backing_file":
 			f.BackingFile, _ = l.scalar(SAML, k, e.val)
 		case "max_validity":
-			f.MaxValidity = l.duration(k, e.val)
+			f.MaxValidity = l.duration(k, e.val, "must be between 1 hour and 3650 days")
 		case "entity_ids":
 			f.EntityIDs = l.list(SAML, k, e.val)
 		case "registration_authorities":
@@ -1170,8 +1164,11 @@ func (l *loader) list(p Provider, key string, n *yaml.Node) []string {
 }
 
 // duration reads a duration setting: an xs:duration as SAML metadata
-// writes them (P30D, PT12H) or a Go duration (720h). Empty is zero.
-func (l *loader) duration(key string, n *yaml.Node) time.Duration {
+// writes them (P30D, PT12H) or a Go duration (720h). Empty is zero, which
+// leaves the setting unset; a duration of zero (P0D, 0s) is out of range,
+// which outOfRange says: written, it asks for something, and unset is
+// not it.
+func (l *loader) duration(key string, n *yaml.Node, outOfRange string) time.Duration {
 	v, ok := l.scalar(SAML, key, n)
 	if !ok || v == "" {
 		return 0
@@ -1180,6 +1177,9 @@ func (l *loader) duration(key string, n *yaml.Node) time.Duration {
 	if err != nil {
 		l.problem(SAML, key, "must be a duration such as P30D, PT12H or 720h", ErrInvalidSetting)
 		return 0
+	}
+	if d == 0 {
+		l.problem(SAML, key, outOfRange, ErrInvalidSetting)
 	}
 	return d
 }

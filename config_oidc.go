@@ -3,10 +3,12 @@ package extauth
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/extauth/extauth/internal/spelling"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -30,8 +32,13 @@ type OIDCAdditionalSettings struct {
 	// Its public half is served at /users/auth/oidc/jwks.
 	PrivateKey Secret
 	// PrivateKeyNew (private_key_new) is the key being rotated in:
-	// published beside PrivateKey and used to decrypt, not yet to sign.
+	// published beside PrivateKey for signing only and used to decrypt,
+	// not yet to sign. PrivateKeyOld (private_key_old) is the key it
+	// replaced once promoted: it decrypts what a provider that has not
+	// read the JWKS since still encrypts to it, and never signs. See
+	// docs/oidc.md, "Keys, the JWKS route and rotation".
 	PrivateKeyNew Secret
+	PrivateKeyOld Secret
 	// ClientAssertionAudience (client_assertion_audience) is the aud of
 	// client assertions: issuer (the default) or token_endpoint, only for
 	// a provider that accepts nothing else; it is warned about.
@@ -97,7 +104,7 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object"}
+	out := []string{"private_key", "private_key_new", "private_key_old", "pushed_authorization_requests", "request_object"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
 		out = append(out, k)
 	}
@@ -110,7 +117,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 			return false
 		}
 	}
-	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && len(s.Custom) == 0
+	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && len(s.Custom) == 0
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -127,13 +134,9 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			continue
 		}
 		switch e.key {
-		case "private_key", "private_key_new":
+		case "private_key", "private_key_new", "private_key_old":
 			v, _ := l.scalar(OIDC, key, e.val)
-			if e.key == "private_key" {
-				s.PrivateKey = NewSecret(v)
-			} else {
-				s.PrivateKeyNew = NewSecret(v)
-			}
+			*map[string]*Secret{"private_key": &s.PrivateKey, "private_key_new": &s.PrivateKeyNew, "private_key_old": &s.PrivateKeyOld}[e.key] = NewSecret(v)
 			l.notePEM(key, e.val, v)
 		case "pushed_authorization_requests":
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
@@ -149,6 +152,24 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 		}
 	}
 	return s
+}
+
+// unusedSecret warns about an oidc_client_secret that private_key_jwt
+// leaves unused: a secret kept where it serves nothing is one more to
+// leak, and its presence suggests it still authenticates the client.
+func (l *loader) unusedSecret(c *Config) {
+	if c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.OIDC.ClientSecret.IsZero() {
+		l.warn("oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret")
+	}
+}
+
+// secretNotNeeded reports whether the client's method needs no
+// oidc_client_secret: private_key_jwt, or a misspelling of it, whose
+// problem says so rather than a missing secret.
+func (a OIDCAdditionalSettings) secretNotNeeded() bool {
+	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
+	return m == providers.AuthMethodPrivateKeyJWT ||
+		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
 // strategyConfig is the oidc strategy's configuration: the registration,
@@ -199,6 +220,7 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		Issuer:         c.Issuer,
 		PrivateKey:     a.PrivateKey.Value(),
 		NextPrivateKey: a.PrivateKeyNew.Value(),
+		OldPrivateKey:  a.PrivateKeyOld.Value(),
 		Options:        o,
 	}
 }
@@ -215,6 +237,14 @@ func (c OIDCConfig) additionalProblems() []Problem {
 		ps = append(ps, Problem{Provider: OIDC, Key: p.Setting, Reason: p.Reason, Err: err})
 	}
 	return ps
+}
+
+// ClientKeys describes the client's keys (private_key, private_key_new,
+// private_key_old) as the oidc strategy uses them, with the warnings it
+// logs about them at start-up: extauth check shows them. The error is the
+// first problem of oidc_additional_settings, which Validate reports too.
+func (c OIDCConfig) ClientKeys() ([]providers.OIDCKey, []string, error) {
+	return providers.OIDCKeys(c.strategyConfig(providers.OIDCOptions{}))
 }
 
 // CheckDiscovery returns why this client registration cannot work with a

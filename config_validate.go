@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/internal/pemdiag"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -212,7 +212,7 @@ func (c *Config) problems(base *Config) []Problem {
 			}
 			v := f.get()
 			switch {
-			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT) &&
+			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
 				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
@@ -266,7 +266,7 @@ func (c *Config) configured(p Provider) bool {
 
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
-		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
+		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() && s.CertificateOld == "" && s.PrivateKeyOld.IsZero() &&
 		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
 		s.Federation.isZero() && s.SPMetadata.isZero()
 }
@@ -302,6 +302,7 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	}
 	ps = append(ps, s.keyPairProblems()...)
 	ps = append(ps, s.nextKeyPairProblems()...)
+	ps = append(ps, s.oldKeyPairProblems()...)
 	if v := s.MetadataValidFor; v != 0 && (v < samlsp.MinMetadataValidFor || v > samlsp.MaxMetadataValidFor) {
 		bad("metadata_valid_for", "must be between 1 hour and 3650 days", ErrInvalidSetting)
 	}
@@ -435,28 +436,31 @@ func pemRest(s string) string {
 // nil when neither is set; otherwise the error, a *ValidationError, says what
 // is wrong with them, as Validate does.
 func (s SAMLAdditionalSettings) KeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.Certificate == "" && s.PrivateKey.IsZero() {
-		return nil, nil, nil
-	}
-	if ps := s.keyPairProblems(); len(ps) > 0 {
-		return nil, nil, &ValidationError{Problems: ps}
-	}
-	cert, _ := parseCertificatePEM(s.Certificate)
-	key, _ := parseRSAKeyPEM(s.PrivateKey.Value())
-	return cert, key, nil
+	return parsedPair(s.Certificate, s.PrivateKey, s.keyPairProblems)
 }
 
 // NextKeyPair is KeyPair for the next key pair of a rotation,
 // certificate_new and private_key_new.
 func (s SAMLAdditionalSettings) NextKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.CertificateNew == "" && s.PrivateKeyNew.IsZero() {
+	return parsedPair(s.CertificateNew, s.PrivateKeyNew, s.nextKeyPairProblems)
+}
+
+// OldKeyPair is KeyPair for the retiring key pair of a rotation,
+// certificate_old and private_key_old.
+func (s SAMLAdditionalSettings) OldKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
+	return parsedPair(s.CertificateOld, s.PrivateKeyOld, s.oldKeyPairProblems)
+}
+
+// parsedPair parses a certificate and key that problems finds sound.
+func parsedPair(certificate string, privateKey Secret, problems func() []Problem) (*x509.Certificate, *rsa.PrivateKey, error) {
+	if certificate == "" && privateKey.IsZero() {
 		return nil, nil, nil
 	}
-	if ps := s.nextKeyPairProblems(); len(ps) > 0 {
+	if ps := problems(); len(ps) > 0 {
 		return nil, nil, &ValidationError{Problems: ps}
 	}
-	cert, _ := parseCertificatePEM(s.CertificateNew)
-	key, _ := parseRSAKeyPEM(s.PrivateKeyNew.Value())
+	cert, _ := parseCertificatePEM(certificate)
+	key, _ := parseRSAKeyPEM(privateKey.Value())
 	return cert, key, nil
 }
 
@@ -475,6 +479,31 @@ func (s SAMLAdditionalSettings) nextKeyPairProblems() []Problem {
 		ps = append(ps, Problem{Provider: SAML, Key: keyAdditional + ".certificate_new",
 			Reason: "is the next key pair of a rotation, but there is no current one (certificate and private_key); configure a first pair as certificate and private_key",
 			Err:    ErrMissingSetting})
+	}
+	return ps
+}
+
+// oldKeyPairProblems checks certificate_old and private_key_old as the
+// current pair is checked, that there is a current pair that replaced
+// them, and that they are not the next pair too.
+func (s SAMLAdditionalSettings) oldKeyPairProblems() []Problem {
+	if s.CertificateOld == "" && s.PrivateKeyOld.IsZero() {
+		return nil
+	}
+	ps := pairProblems(s.CertificateOld, s.PrivateKeyOld, "certificate_old", "private_key_old")
+	key := keyAdditional + ".certificate_old"
+	if !s.HasKeyPair() {
+		ps = append(ps, Problem{Provider: SAML, Key: key,
+			Reason: "is the retiring key pair of a rotation, but there is no current one (certificate and private_key) that replaced it; " +
+				"a pair that is still in use belongs in certificate and private_key",
+			Err: ErrMissingSetting})
+	}
+	if len(ps) == 0 && s.CertificateNew != "" {
+		old, _ := parseCertificatePEM(s.CertificateOld)
+		if next, _ := parseCertificatePEM(s.CertificateNew); next != nil && old.PublicKey.(*rsa.PublicKey).Equal(next.PublicKey) {
+			ps = append(ps, Problem{Provider: SAML, Key: key,
+				Reason: "holds the key of certificate_new: a key pair cannot be retiring and next at once", Err: ErrInvalidKeyPair})
+		}
 	}
 	return ps
 }
@@ -544,8 +573,10 @@ func the(certName string) string {
 func parseCertificatePEM(s string) (*x509.Certificate, string) {
 	block, _ := pem.Decode([]byte(s))
 	switch {
+	case block == nil && pemdiag.BodyProblem(s) != "":
+		return nil, pemdiag.BodyProblem(s)
 	case block == nil:
-		return nil, "must be a PEM block of type CERTIFICATE" + pemCause(s)
+		return nil, "must be a PEM block of type CERTIFICATE" + pemdiag.Cause(s)
 	case strings.HasSuffix(block.Type, "PRIVATE KEY"):
 		return nil, "must be a PEM block of type CERTIFICATE, not a private key (are certificate and private_key swapped?)"
 	case block.Type != "CERTIFICATE":
@@ -563,7 +594,10 @@ func parseCertificatePEM(s string) (*x509.Certificate, string) {
 func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
 	block, _ := pem.Decode([]byte(s))
 	if block == nil {
-		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY" + pemCause(s)
+		if r := pemdiag.BodyProblem(s); r != "" {
+			return nil, r
+		}
+		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY" + pemdiag.Cause(s)
 	}
 	if _, ok := block.Headers["Proc-Type"]; ok {
 		return nil, "is encrypted; give the key unencrypted"
@@ -593,29 +627,6 @@ func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
 		return nil, "holds a certificate, not a private key"
 	}
 	return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY"
-}
-
-// pemCause guesses why s does not decode as a PEM block at all, for the
-// reason that says so, without quoting a byte of it: "; it has no -----END
-// line, so it is cut short". It is "" when there is no better guess than
-// the reason itself.
-func pemCause(s string) string {
-	s = strings.TrimSpace(s)
-	begin, end := strings.Contains(s, "-----BEGIN "), strings.Contains(s, "-----END ")
-	oneLine := !strings.Contains(s, "\n")
-	switch {
-	case s == "":
-		return ""
-	case !begin:
-		return "; it has no -----BEGIN line: give the whole block, its BEGIN and END lines included"
-	case oneLine && strings.Contains(s, `\n`):
-		return `; its line breaks are written \n, as two characters, not as line breaks`
-	case oneLine:
-		return "; it is on one line: its line breaks were lost"
-	case !end:
-		return "; it has no -----END line, so it is cut short"
-	}
-	return "; its BEGIN and END lines differ, or the lines between them are not base64"
 }
 
 func checkHTTPURL(v string) string {

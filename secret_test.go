@@ -327,7 +327,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	oldKey := []byte("LEAK-old-cookie-key-0123456789ab")
 	full := fullConfig(t)
 	keyPEM := full.SAML.Additional.PrivateKey.Value()
-	oidcKeys := []string{full.OIDC.Additional.PrivateKey.Value(), full.OIDC.Additional.PrivateKeyNew.Value()}
+	oidcKeys := []string{full.OIDC.Additional.PrivateKey.Value(), full.OIDC.Additional.PrivateKeyNew.Value(), clientKeys()["EC"][1].pem}
 	secrets := append([]string{"LEAK-", string(cookieKey), string(oldKey), "full-microblog-secret", "full-socialnet-secret",
 		"full-search-secret", "full-blog-secret", "full-oidc-secret"}, pemLines(keyPEM)...)
 	for _, k := range oidcKeys {
@@ -353,7 +353,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	blogCfg := providers.BlogOAuth2Config{ClientID: "bk", ClientSecret: "LEAK-blog-cfg", Site: "https://blog.example.com"}
 	searchCfg := providers.SearchOAuth2Config{ClientID: "gk", ClientSecret: "LEAK-search-cfg"}
 	oidcCfg := providers.OIDCConfig{ClientID: "oc", ClientSecret: "LEAK-oidc-cfg", Issuer: "https://id.example.org",
-		PrivateKey: oidcKeys[0], NextPrivateKey: oidcKeys[1]}
+		PrivateKey: oidcKeys[0], NextPrivateKey: oidcKeys[1], OldPrivateKey: oidcKeys[2]}
 	must := func(s any, err error) any {
 		t.Helper()
 		if err != nil {
@@ -391,6 +391,9 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
 		"samlsp.Config next key":   samlsp.Config{SPEntityID: "sp", PrivateKeyNewPEM: keyPEM},
 		"SAMLAdditional next key":  extauth.SAMLAdditionalSettings{PrivateKeyNew: extauth.NewSecret(keyPEM)},
+		"samlsp.Config old key":    samlsp.Config{SPEntityID: "sp", PrivateKeyOldPEM: keyPEM},
+		"SAMLAdditional old key":   extauth.SAMLAdditionalSettings{PrivateKeyOld: extauth.NewSecret(keyPEM)},
+		"OIDCAdditional old key":   extauth.OIDCAdditionalSettings{PrivateKeyOld: extauth.NewSecret(oidcKeys[2])},
 		"Config.SAML":              full.SAML,
 		"Config":                   *full,
 		"Config.OIDC":              full.OIDC,

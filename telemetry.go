@@ -88,7 +88,7 @@ func watch(p *telemetry.Provider, s providers.Strategy) {
 		certs = func() []telemetry.Certificate {
 			var out []telemetry.Certificate
 			for _, c := range sp.CertificateExpiries() {
-				out = append(out, telemetry.Certificate{Role: c.Kind, SHA256: c.SHA256, NotAfter: c.NotAfter})
+				out = append(out, telemetry.Certificate{Role: c.Kind, Use: c.Use, SHA256: c.SHA256, NotAfter: c.NotAfter})
 			}
 			return out
 		}

@@ -461,7 +461,8 @@ func TestTelemetrySAMLMetadataAndCertificates(t *testing.T) {
 	roles := map[string]int{}
 	for _, p := range certs {
 		roles[p.attrs["role"]]++
-		if p.attrs["provider"] != "saml" || len(p.attrs["sha256"]) != 64 || p.value < 86400 {
+		use := map[string]string{"sp": "sign+decrypt", "idp": "verify"}[p.attrs["role"]]
+		if p.attrs["provider"] != "saml" || len(p.attrs["sha256"]) != 64 || p.value < 86400 || p.attrs["use"] != use {
 			t.Errorf("certificate point %v = %v", p.attrs, p.value)
 		}
 	}

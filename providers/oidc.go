@@ -172,10 +172,18 @@ type OIDCConfig struct {
 	// half is served at the JWKS route.
 	PrivateKey string `redact:"secret"`
 	// NextPrivateKey is a key being rotated in: published at the JWKS
-	// route beside PrivateKey and used to decrypt, but not yet to sign.
-	// Once every provider has read it, it becomes PrivateKey.
+	// route beside PrivateKey for signing only, so that the provider
+	// knows it before it signs anything, and used to decrypt, never to
+	// sign. Once the provider has read it, it becomes PrivateKey, and
+	// PrivateKey becomes OldPrivateKey.
 	NextPrivateKey string `redact:"secret"`
-	Options        OIDCOptions
+	// OldPrivateKey is the retiring key after a promotion: it decrypts
+	// what a provider that has not read the JWKS since still encrypts to
+	// it, never signs, and is published for signing only (what it signed
+	// before the promotion still verifies), so that a provider that reads
+	// the set encrypts to PrivateKey. Remove it once the provider has.
+	OldPrivateKey string `redact:"secret"`
+	Options       OIDCOptions
 }
 
 // OIDC signs users in with an OpenID Connect provider: discovery, the
@@ -209,8 +217,15 @@ type OIDC struct {
 	authParams []oauth2.AuthCodeOption
 	// check runs after the standard ID token checks (search_oauth2's hd).
 	check func(claims *idClaims) error
-	// keys are the client's private keys, the one that signs first.
+	// keys are the client's private keys, each of which decrypts: the one
+	// that signs (private_key) first, then the next and the retiring ones
+	// of a rotation.
 	keys []*clientKey
+	// oldKey is the retiring key of a rotation (private_key_old), nil
+	// when there is none; oldUsed rate-limits the log line that says the
+	// provider still encrypts to it: the Unix nanoseconds of the last.
+	oldKey  *clientKey
+	oldUsed atomic.Int64
 	// jwks is the public key set the JWKS route serves; routes maps the
 	// route to its handler (oidc only).
 	jwks   []byte
@@ -286,7 +301,7 @@ func settingsOf(name string) settingNames {
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
 	o := c.Options
-	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "") {
+	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "" || c.OldPrivateKey != "") {
 		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only", name)
 	}
 	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT) {
@@ -357,20 +372,22 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if o.AssertionAudience == OIDCAudienceTokenEndpoint {
 		s.log.Warn("extauth: "+OIDCAudienceTokenWarning, "provider", name, "setting", settingAudience)
 	}
-	for _, text := range []string{c.PrivateKey, c.NextPrivateKey} {
-		if text != "" {
-			k, err := newClientKey(text)
-			if err != nil {
-				return nil, err
-			}
-			s.keys = append(s.keys, k)
-		}
-	}
-	jwks, err := jwks(s.keys)
+	ckeys, warnings, err := clientKeys(c)
 	if err != nil {
 		return nil, err
 	}
-	s.jwks = jwks
+	for _, w := range warnings {
+		s.log.Warn(name + ": " + w)
+	}
+	for _, k := range ckeys {
+		s.keys = append(s.keys, k.key)
+		if k.setting == settingPrivateKeyOld {
+			s.oldKey = k.key
+		}
+	}
+	if s.jwks, err = jwks(ckeys); err != nil {
+		return nil, err
+	}
 	if name == "oidc" {
 		s.routes = map[string]http.Handler{PurposeJWKS: http.HandlerFunc(s.serveJWKS)}
 	}

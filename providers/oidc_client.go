@@ -26,6 +26,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
+	"github.com/extauth/extauth/internal/pemdiag"
 	"github.com/extauth/extauth/internal/telemetry"
 )
 
@@ -94,7 +95,10 @@ type clientKey struct {
 func ParseOIDCPrivateKey(text string) (crypto.Signer, error) {
 	block, _ := pem.Decode([]byte(text))
 	if block == nil {
-		return nil, errors.New("must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY")
+		if r := pemdiag.BodyProblem(text); r != "" {
+			return nil, errors.New(r)
+		}
+		return nil, errors.New("must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY" + pemdiag.Cause(text))
 	}
 	if _, ok := block.Headers["Proc-Type"]; ok {
 		return nil, errors.New("is encrypted; give the key unencrypted")
@@ -155,22 +159,116 @@ func (k *clientKey) isRSA() bool {
 	return ok
 }
 
-// jwks builds the client's public key set: each key twice, for signing
-// and for encryption, under its two key IDs. Only public halves are in it.
-func jwks(keys []*clientKey) ([]byte, error) {
+// OIDCKey is one of an OpenID Connect client's private keys as the oidc
+// strategy uses it, for extauth check to show: every key decrypts; the
+// one of private_key alone signs and is published for encryption.
+type OIDCKey struct {
+	// Setting is the entry that holds it: oidc_additional_settings.
+	// private_key, private_key_new or private_key_old.
+	Setting string
+	// Type is "RSA 2048" (the size in bits) or "EC P-256".
+	Type string
+	// KID and EncKID are the key IDs of its signing and encryption
+	// halves, derived from its RFC 7638 thumbprint.
+	KID, EncKID string
+	// Signs: client assertions and request objects are signed with it.
+	Signs bool
+	// Published lists the halves the JWKS route publishes: "sig", and
+	// "enc" for the key that signs.
+	Published []string
+}
+
+// roleKey is a client key with the role its setting gives it.
+type roleKey struct {
+	key     *clientKey
+	setting string
+	signs   bool
+}
+
+// clientKeys parses the client's keys in the order the strategy uses
+// them, private_key first, then private_key_new and private_key_old, with
+// the warnings a start-up logs: a next or retiring key that is the current
+// one is left out, as it holds nothing to rotate. c has passed
+// CheckOIDCConfig.
+func clientKeys(c OIDCConfig) ([]roleKey, []string, error) {
+	var out []roleKey
+	var warnings []string
+	for i, e := range []struct{ setting, text string }{
+		{settingPrivateKey, c.PrivateKey}, {settingPrivateKeyNew, c.NextPrivateKey}, {settingPrivateKeyOld, c.OldPrivateKey},
+	} {
+		if e.text == "" {
+			continue
+		}
+		k, err := newClientKey(e.text)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i > 0 && len(out) > 0 && out[0].key.kid == k.kid {
+			if i == 1 {
+				warnings = append(warnings, e.setting+" holds the key of private_key: there is nothing to rotate; remove private_key_new")
+			} else {
+				warnings = append(warnings, e.setting+" holds the key of private_key: nothing retires; to promote private_key_new, "+
+					"it becomes private_key, else remove private_key_old")
+			}
+			continue
+		}
+		out = append(out, roleKey{key: k, setting: e.setting, signs: i == 0})
+	}
+	return out, warnings, nil
+}
+
+// OIDCKeys returns the client keys of c as the oidc strategy uses them,
+// and the warnings it logs at start-up about them (a next or retiring key
+// that is the current one). The error is CheckOIDCConfig's first problem.
+func OIDCKeys(c OIDCConfig) ([]OIDCKey, []string, error) {
+	if ps := CheckOIDCConfig(c); len(ps) > 0 {
+		return nil, nil, ps[0]
+	}
+	keys, warnings, err := clientKeys(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]OIDCKey, len(keys))
+	for i, k := range keys {
+		out[i] = OIDCKey{Setting: k.setting, Type: keyType(k.key), KID: k.key.kid, EncKID: k.key.encKid, Signs: k.signs, Published: []string{"sig"}}
+		if k.signs {
+			out[i].Published = append(out[i].Published, "enc")
+		}
+	}
+	return out, warnings, nil
+}
+
+func keyType(k *clientKey) string {
+	if r, ok := k.priv.(*rsa.PrivateKey); ok {
+		return "RSA " + strconv.Itoa(r.N.BitLen())
+	}
+	return "EC P-256"
+}
+
+// jwks builds the client's public key set. Every key is published for
+// signing, under its kid: the next one before it signs anything, the
+// retiring one for what it signed before it retired. The key that signs
+// is also published for encryption, under its encryption kid, and no
+// other: a provider that reads the set encrypts to a key every instance
+// of a rolling deployment holds (the next key is not on all of them yet),
+// and moves off the retiring one, whose private half decrypts what a
+// provider that has not read the set since still sends. Only public
+// halves are in it.
+func jwks(keys []roleKey) ([]byte, error) {
 	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
 	for _, k := range keys {
-		set.Keys = append(set.Keys,
-			jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Use: "sig"},
-			jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.encKid, Use: "enc"})
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.kid, Use: "sig"})
+		if k.signs {
+			set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.encKid, Use: "enc"})
+		}
 	}
 	return json.Marshal(set)
 }
 
 // JWKS returns the client's public key set (RFC 7517) as the JWKS route
-// serves it: the signing and encryption halves of OIDCConfig.PrivateKey
-// and NextPrivateKey, never a private part. It is {"keys":[]} without
-// keys.
+// serves it: the signing halves of OIDCConfig.PrivateKey, NextPrivateKey
+// and OldPrivateKey, the encryption half of PrivateKey, never a private
+// part. It is {"keys":[]} without keys.
 func (s *OIDC) JWKS() []byte { return slices.Clone(s.jwks) }
 
 // ExtraRoutes serves the oidc strategy's JWKS route, /users/auth/oidc/jwks,
@@ -188,8 +286,9 @@ func (s *OIDC) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/jwk-set+json")
 	// Providers cache the set; a key rotated in is published (as
-	// NextPrivateKey) well before it is used, so an hour of caching
-	// never leaves a provider without a key it needs.
+	// NextPrivateKey) well before it signs, and a retiring one keeps
+	// decrypting (as OldPrivateKey), so an hour of caching never leaves a
+	// provider without a key it needs.
 	h.Set("Cache-Control", "public, max-age=3600")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(s.jwks)))

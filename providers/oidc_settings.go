@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/spelling"
 )
 
 // OIDCSettingsKey is the secrets file's mapping of the OpenID Connect
@@ -34,6 +36,7 @@ const (
 	settingAuthMethod    = OIDCSettingsKey + ".client_auth_method"        // AuthMethod
 	settingPrivateKey    = OIDCSettingsKey + ".private_key"               // PrivateKey
 	settingPrivateKeyNew = OIDCSettingsKey + ".private_key_new"           // NextPrivateKey
+	settingPrivateKeyOld = OIDCSettingsKey + ".private_key_old"           // OldPrivateKey
 	settingAudience      = OIDCSettingsKey + ".client_assertion_audience" // AssertionAudience
 	settingAssertionAlg  = OIDCSettingsKey + ".token_endpoint_auth_signing_alg"
 	settingPAR           = OIDCSettingsKey + ".pushed_authorization_requests"
@@ -47,6 +50,12 @@ const (
 	settingPrompt        = OIDCSettingsKey + ".prompt"
 	settingClientSecret  = "oidc_client_secret"
 )
+
+// OIDCAuthMethods returns the values of client_auth_method
+// (OIDCOptions.AuthMethod).
+func OIDCAuthMethods() []string {
+	return []string{AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT}
+}
 
 // prompts are the values of the prompt parameter (OIDC Core 3.1.2.1).
 var prompts = []string{"none", "login", "consent", "select_account"}
@@ -74,14 +83,19 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 		return k
 	}
-	signing, next := parse(settingPrivateKey, c.PrivateKey), parse(settingPrivateKeyNew, c.NextPrivateKey)
-	if c.PrivateKey == "" && c.NextPrivateKey != "" {
-		bad(settingPrivateKey, "is missing (private_key_new is set: it is the key rotated in after private_key)")
+	signing, next, old := parse(settingPrivateKey, c.PrivateKey), parse(settingPrivateKeyNew, c.NextPrivateKey), parse(settingPrivateKeyOld, c.OldPrivateKey)
+	// needKey notes what needs private_key, for one problem that names
+	// them all when it is missing.
+	var needers []string
+	if c.NextPrivateKey != "" {
+		needers = append(needers, "the rotation's private_key_new")
 	}
-	needKey := func(by string) {
-		if c.PrivateKey == "" {
-			bad(settingPrivateKey, "is missing (%s needs it)", by)
-		}
+	if c.OldPrivateKey != "" {
+		needers = append(needers, "the rotation's private_key_old")
+	}
+	needKey := func(by string) { needers = append(needers, by) }
+	if old != nil && next != nil && old.kid == next.kid {
+		bad(settingPrivateKeyOld, "holds the key of private_key_new: a key cannot be retiring and next at once")
 	}
 	switch o.AuthMethod {
 	case "", AuthMethodBasic, AuthMethodPost:
@@ -104,7 +118,11 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
 		}
 	default:
-		bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		if near := spelling.Nearest(o.AuthMethod, OIDCAuthMethods(), 2); near != "" {
+			bad(settingAuthMethod, "is not a method extauth knows (did you mean %s?)", near)
+		} else {
+			bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		}
 	}
 	switch o.AssertionAudience {
 	case "", OIDCAudienceTokenEndpoint, OIDCAudienceIssuer:
@@ -142,9 +160,9 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(e.alg, "must be one of %s (RSA key) or %s (EC key)", strings.Join(rsaKeyAlgs, ", "), strings.Join(ecKeyAlgs, ", "))
 			continue
 		}
-		for i, k := range []*clientKey{signing, next} {
+		for i, k := range []*clientKey{signing, next, old} {
 			if k != nil && slices.Contains(rsaKeyAlgs, e.enc.Alg) != k.isRSA() {
-				bad(e.alg, "does not suit the %s %s: use %s", keyKind(k), []string{"private_key", "private_key_new"}[i], strings.Join(encAlgsFor(k), ", "))
+				bad(e.alg, "does not suit the %s %s: use %s", keyKind(k), []string{"private_key", "private_key_new", "private_key_old"}[i], strings.Join(encAlgsFor(k), ", "))
 			}
 		}
 	}
@@ -165,6 +183,9 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingMaxAge, "must be a whole number of seconds")
 		}
 	}
+	if c.PrivateKey == "" && len(needers) > 0 {
+		bad(settingPrivateKey, "is missing (%s)", needs(needers))
+	}
 	if o.Prompt != "" {
 		words := strings.Fields(o.Prompt)
 		for _, w := range words {
@@ -178,6 +199,18 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 	}
 	return ps
+}
+
+// needs says what needs a setting: "request_object needs it", "a and b
+// need it".
+func needs(by []string) string {
+	switch len(by) {
+	case 1:
+		return by[0] + " needs it"
+	case 2:
+		return by[0] + " and " + by[1] + " need it"
+	}
+	return strings.Join(by[:len(by)-1], ", ") + " and " + by[len(by)-1] + " need it"
 }
 
 // hasHighAssurance reports whether o sets any of the options beyond the

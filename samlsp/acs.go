@@ -2,6 +2,7 @@ package samlsp
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -246,8 +247,10 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	// verified: then the ciphertext is the IdP's, and no one can make us
 	// decrypt one of their choosing. Without it, decryption answers every
 	// CBC failure alike (see decrypter.open).
+	var dec *decrypter
 	if encrypted {
-		if aEl, err = sp.decrypter().decryptAssertion(aEl, sp.maxDecrypted(), responseSigned); err != nil {
+		dec = sp.decrypter()
+		if aEl, err = dec.decryptAssertion(aEl, sp.maxDecrypted(), responseSigned); err != nil {
 			return nil, invalid("the encrypted assertion could not be decrypted", err)
 		}
 	}
@@ -263,7 +266,35 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	if err != nil {
 		return nil, invalid("the SAML assertion was rejected", err)
 	}
+	if dec != nil {
+		// Only now: the certificate anyone can encrypt to says nothing
+		// about the IdP until the IdP's signature is verified.
+		sp.noteDecryptedWith(dec.used)
+	}
 	return a, nil
+}
+
+// retiringLogEvery is how often the SP says that the IdP still encrypts to
+// the retiring key: often enough to see when it stops, seldom enough for
+// every sign-in not to log it.
+const retiringLogEvery = time.Hour
+
+// noteDecryptedWith logs, at most once per retiringLogEvery, that an
+// assertion the IdP signed was encrypted to the retiring key: the IdP has
+// not read the SP metadata since the promotion, so the key must stay.
+func (sp *SP) noteDecryptedWith(key *rsa.PrivateKey) {
+	if key == nil || key != sp.keyOld {
+		return
+	}
+	now := sp.env.Now()
+	last := sp.retiringUsed.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < retiringLogEvery || !sp.retiringUsed.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	sum := sha256.Sum256(sp.certOld.Raw)
+	sp.log.Info("saml: the IdP encrypted an assertion to the retiring SP certificate (saml_additional_settings.certificate_old): "+
+		"it has not read the SP metadata since the promotion; keep certificate_old and private_key_old until this stops "+
+		"(logged at most hourly)", "sha256", hex.EncodeToString(sum[:]), "subject", sp.certOld.Subject.String())
 }
 
 func (sp *SP) verifier(md *idpMetadata) *verifier {
@@ -635,10 +666,13 @@ func (sp *SP) nameIDOf(parent *etree.Element) (*etree.Element, bool, error) {
 	case len(sp.decKeys) == 0:
 		return nil, false, errors.New("the IdP sent an EncryptedID but no SP private key is configured to decrypt it")
 	}
-	n, err := sp.decrypter().decryptNameID(enc, true)
+	d := sp.decrypter()
+	n, err := d.decryptNameID(enc, true)
 	if err != nil {
 		return nil, false, fmt.Errorf("the EncryptedID could not be decrypted: %w", err)
 	}
+	// The message around it is verified: the IdP encrypted it.
+	sp.noteDecryptedWith(d.used)
 	return n, true, nil
 }
 

@@ -13,7 +13,7 @@ import (
 // The kinds and uses of a CertExpiry.
 const (
 	// CertSP is a certificate of ours: saml_additional_settings.certificate,
-	// or certificate_new during a key rotation.
+	// or certificate_new or certificate_old during a key rotation.
 	CertSP = "sp"
 	// CertIdP is a signing certificate of the IdP, from its metadata.
 	CertIdP = "idp"
@@ -29,6 +29,10 @@ const (
 	// CertUseDecrypt: the next pair of a rotation decrypts assertions and
 	// signs nothing until it is promoted.
 	CertUseDecrypt = "decrypt"
+	// CertUseRetiring: the retiring pair of a rotation decrypts what an
+	// IdP still encrypts to it and never signs again; its dates matter to
+	// no one, so expiry is not logged for it.
+	CertUseRetiring = "retiring"
 	// CertUseVerify: we verify the IdP's signatures with it.
 	CertUseVerify = "verify"
 )
@@ -45,8 +49,8 @@ const expiryLogEvery = 24 * time.Hour
 type CertExpiry struct {
 	// Kind is CertSP or CertIdP.
 	Kind string
-	// Use is what the SP does with it: CertUseSignDecrypt or
-	// CertUseDecrypt for ours, CertUseVerify for the IdP's.
+	// Use is what the SP does with it: CertUseSignDecrypt, CertUseDecrypt
+	// or CertUseRetiring for ours, CertUseVerify for the IdP's.
 	Use string
 	// Subject is the certificate's subject, as x509.Name prints it.
 	Subject string
@@ -57,8 +61,8 @@ type CertExpiry struct {
 }
 
 // CertificateExpiries lists the certificates the SP depends on with their
-// not-after times: the SP's own (the current pair, then the next one
-// during a rotation) and the signing certificates of the IdP metadata it
+// not-after times: the SP's own (the current pair, then the next and the
+// retiring ones during a rotation) and the signing certificates of the IdP metadata it
 // holds now (none before the first copy). It is what the SP checks at
 // start-up and after every metadata refresh, for the host's monitoring,
 // such as an expiry gauge per tenant. It is safe for concurrent use.
@@ -73,6 +77,9 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 	}
 	if sp.certNew != nil {
 		add(CertSP, CertUseDecrypt, sp.certNew)
+	}
+	if sp.certOld != nil {
+		add(CertSP, CertUseRetiring, sp.certOld)
 	}
 	if sp.fed != nil {
 		add(CertFederation, CertUseVerify, sp.fedCert)
@@ -160,6 +167,9 @@ func (sp *SP) checkExpiry() {
 	}
 	seen := map[string]bool{}
 	for _, c := range certs {
+		if c.Use == CertUseRetiring {
+			continue
+		}
 		key := c.SHA256 + " " + c.Use
 		seen[key] = true
 		state := certFine

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crewjam/saml"
@@ -95,13 +96,26 @@ type Config struct {
 	// CertificateNewPEM and PrivateKeyNewPEM are the next SP key pair
 	// during a rotation (saml_additional_settings.certificate_new and
 	// private_key_new, as ruby-saml names them). While they are set, the SP
-	// metadata publishes both certificates, for signing and for
-	// encryption, and an assertion encrypted to either key is decrypted;
-	// requests are still signed with the current key. Promoting the new
-	// pair is a configuration change: it becomes CertificatePEM and
-	// PrivateKeyPEM, and these are emptied.
+	// metadata publishes the next certificate for signing only, so that
+	// the IdP learns it before any request is signed with it but encrypts
+	// to the current one still, which every instance of a rolling
+	// deployment can decrypt; an assertion encrypted to either key is
+	// decrypted all the same, and requests are signed with the current
+	// key. Promoting the pair is a configuration change: it becomes
+	// CertificatePEM and PrivateKeyPEM, and the pair it replaces becomes
+	// CertificateOldPEM and PrivateKeyOldPEM.
 	CertificateNewPEM string
 	PrivateKeyNewPEM  string
+	// CertificateOldPEM and PrivateKeyOldPEM are the retiring SP key pair
+	// after a promotion (saml_additional_settings.certificate_old and
+	// private_key_old). It signs nothing, ever; it decrypts what an IdP
+	// that has not re-read the SP metadata since the promotion still
+	// encrypts to it, and the metadata publishes it for signing only
+	// (requests signed with it before the promotion still verify), never
+	// for encryption, so that an IdP that reads the metadata moves to the
+	// current certificate. The operator removes it once the IdP has.
+	CertificateOldPEM string
+	PrivateKeyOldPEM  string
 	// MetadataValidFor, when positive, puts a validUntil of the time the
 	// SP metadata is built plus MetadataValidFor on it
 	// (saml_additional_settings.metadata_valid_for). By default the
@@ -247,12 +261,19 @@ type SP struct {
 	key  *rsa.PrivateKey
 	cert *x509.Certificate
 	// keyNew and certNew are the next key pair during a rotation: published
-	// and decrypted with, never signed with.
+	// for signing and decrypted with, never signed with.
 	keyNew  *rsa.PrivateKey
 	certNew *x509.Certificate
-	// decKeys are the keys an encrypted assertion may be for, the
-	// current one first.
+	// keyOld and certOld are the retiring key pair after a promotion:
+	// decrypted with, published for signing only, never signed with.
+	keyOld  *rsa.PrivateKey
+	certOld *x509.Certificate
+	// decKeys are the keys an encrypted assertion may be for: the
+	// current one, the next, the retiring one.
 	decKeys []*rsa.PrivateKey
+	// retiringUsed rate-limits the log line that says the IdP still
+	// encrypts to the retiring key: the Unix nanoseconds of the last one.
+	retiringUsed atomic.Int64
 	// mdCert must have signed the IdP metadata, when set.
 	mdCert *x509.Certificate
 
@@ -383,6 +404,19 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			sp.keyNew, sp.certNew = key, cert
 		}
 	}
+	if cfg.CertificateOldPEM != "" || cfg.PrivateKeyOldPEM != "" {
+		key, cert, err := parseKeyPair(cfg.CertificateOldPEM, cfg.PrivateKeyOldPEM, "certificate_old", "private_key_old")
+		switch {
+		case err != nil:
+			problems = append(problems, err)
+		case cfg.CertificatePEM == "" || cfg.PrivateKeyPEM == "":
+			problems = append(problems, errors.New("saml_additional_settings.certificate_old: the retiring key pair needs a current one (certificate and private_key) that replaced it"))
+		case sp.keyNew != nil && sp.keyNew.PublicKey.Equal(&key.PublicKey):
+			problems = append(problems, errors.New("saml_additional_settings.certificate_old: holds the key pair of certificate_new: a pair cannot be retiring and next at once"))
+		default:
+			sp.keyOld, sp.certOld = key, cert
+		}
+	}
 	if v := cfg.MetadataValidFor; v != 0 && (v < MinMetadataValidFor || v > MaxMetadataValidFor) {
 		problems = append(problems, errors.New("saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days"))
 	}
@@ -423,7 +457,14 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			"remove certificate_new and private_key_new, there is nothing to rotate")
 		sp.keyNew, sp.certNew = nil, nil
 	}
-	for _, k := range []*rsa.PrivateKey{sp.key, sp.keyNew} {
+	if sp.keyOld != nil && sp.key.PublicKey.Equal(&sp.keyOld.PublicKey) {
+		// What a promotion that copied certificate to certificate_old but
+		// not certificate_new to certificate leaves behind.
+		sp.log.Warn("saml: saml_additional_settings.certificate_old holds the current key pair; nothing retires. " +
+			"To promote the next pair, it becomes certificate and private_key; otherwise remove certificate_old and private_key_old")
+		sp.keyOld, sp.certOld = nil, nil
+	}
+	for _, k := range []*rsa.PrivateKey{sp.key, sp.keyNew, sp.keyOld} {
 		if k != nil {
 			sp.decKeys = append(sp.decKeys, k)
 		}
@@ -739,6 +780,9 @@ func (c Config) redacted() redactedConfig {
 	}
 	if r.PrivateKeyNewPEM != "" {
 		r.PrivateKeyNewPEM = "[REDACTED]"
+	}
+	if r.PrivateKeyOldPEM != "" {
+		r.PrivateKeyOldPEM = "[REDACTED]"
 	}
 	return r
 }

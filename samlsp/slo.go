@@ -609,9 +609,9 @@ func (sp *SP) MetadataHandler() http.Handler {
 
 // Metadata returns our SP metadata document. It carries no validUntil
 // unless Config.MetadataValidFor asks for one, and no cacheDuration unless
-// Config.MetadataCacheDuration does. During a key rotation it publishes the
-// current certificate and the next one, each for signing and for
-// encryption, the current one first.
+// Config.MetadataCacheDuration does. It publishes the current certificate
+// for encryption and for signing, and during a key rotation the next one
+// and the retiring one for signing only (see keyDescriptors).
 func (sp *SP) Metadata() ([]byte, error) {
 	ed := sp.crewjamSP(nil).Metadata()
 	for i := range ed.SPSSODescriptors {
@@ -669,20 +669,42 @@ func (sp *SP) Metadata() ([]byte, error) {
 	return append([]byte(xml.Header), out...), nil
 }
 
-// keyDescriptors publishes each SP certificate, the current one first, for
-// encryption (with the algorithms we decrypt) and for signing.
+// keyDescriptors publishes the current SP certificate for encryption (with
+// the algorithms we decrypt) and for signing, then the next and the
+// retiring ones of a key rotation for signing only.
+//
+// One encryption certificate, the current one, whatever the rotation's
+// step: an IdP that reads this metadata encrypts to a key that every
+// instance of a rolling deployment holds. Were the next certificate
+// published for encryption before its promotion, an IdP that reads the
+// metadata from an instance already given it could encrypt to it while
+// others still run without it; were the retiring one still published for
+// encryption after the promotion, an IdP that re-reads the metadata could
+// go on encrypting to it, and it could never be removed. The IdP moves
+// from the old certificate to the new one on its first read after the
+// promotion, whenever that is: until then the retiring key decrypts.
+//
+// Signing is the other way round: an IdP that verifies our requests must
+// know a key before any instance signs with it (the next one, published
+// before its promotion) and while any may still have signed with it (the
+// retiring one, signed with before the promotion).
 func (sp *SP) keyDescriptors() []saml.KeyDescriptor {
-	var out []saml.KeyDescriptor
-	for _, c := range []*x509.Certificate{sp.cert, sp.certNew} {
-		if c == nil {
-			continue
-		}
-		ki := saml.KeyInfo{X509Data: saml.X509Data{X509Certificates: []saml.X509Certificate{
+	if sp.cert == nil {
+		return nil
+	}
+	ki := func(c *x509.Certificate) saml.KeyInfo {
+		return saml.KeyInfo{X509Data: saml.X509Data{X509Certificates: []saml.X509Certificate{
 			{Data: base64.StdEncoding.EncodeToString(c.Raw)},
 		}}}
-		out = append(out,
-			saml.KeyDescriptor{Use: "encryption", KeyInfo: ki, EncryptionMethods: sp.encryptionMethods()},
-			saml.KeyDescriptor{Use: "signing", KeyInfo: ki})
+	}
+	out := []saml.KeyDescriptor{
+		{Use: "encryption", KeyInfo: ki(sp.cert), EncryptionMethods: sp.encryptionMethods()},
+		{Use: "signing", KeyInfo: ki(sp.cert)},
+	}
+	for _, c := range []*x509.Certificate{sp.certNew, sp.certOld} {
+		if c != nil {
+			out = append(out, saml.KeyDescriptor{Use: "signing", KeyInfo: ki(c)})
+		}
 	}
 	return out
 }

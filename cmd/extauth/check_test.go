@@ -546,7 +546,8 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 		}},
 		{"signed and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
 			return sign(t, valid(f).xml(t), samlidp.SignOptions{})
-		}, "enabled", []string{"metadata signature       rsa-sha256, verified with idp_metadata_certificate"}},
+		}, "enabled", []string{"metadata signature rsa-sha256, verified with idp_metadata_certificate",
+			"IdP metadata certificate CN=metadata signer, expires on 2040-06-01 (in 3653 days)\n SHA-256 " + fingerprint(mdCert) + "\n verifies the signature of the IdP metadata\n"}},
 		{"unsigned but pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte { return valid(f).xml(t) },
 			"broken: IdP metadata: the metadata is not signed, and idp_metadata_certificate requires a signature", nil},
 		{"signed with SHA-1 and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
@@ -563,7 +564,7 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 				t.Fatalf("saml: %q, want %q\n%s", line, tc.line, r.stdout)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(r.stdout, w) {
+				if !strings.Contains(rows(r.stdout), rows(w)) {
 					t.Errorf("report lacks %q:\n%s", w, r.stdout)
 				}
 			}

@@ -161,7 +161,7 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 
 	valid := 0
 	for _, cert := range md.SigningCerts {
-		s.add("IdP signing certificate", describeCert(cert, now))
+		certRows(s, "IdP signing certificate", cert, now, "")
 		if msg := expiryProblem(cert, now); msg != "" {
 			pr.r.warn("saml: the IdP signing certificate %s %s", clean(cert.Subject.String()), msg)
 		}

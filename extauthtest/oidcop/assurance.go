@@ -92,15 +92,41 @@ func (op *OP) jwtMethod() bool {
 }
 
 // clientKeys returns the client's registered key set: ClientJWKS, or what
-// ClientJWKSURI serves now. The provider reads it on each use, so a key the
-// client rotates in is seen at once.
+// ClientJWKSURI serves. Without CacheClientJWKS the provider reads it on
+// each use, so a key the client rotates in is seen at once; with it, the
+// set read first, until RefreshClientJWKS.
 func (op *OP) clientKeys() (*jose.JSONWebKeySet, error) {
 	if op.cfg.ClientJWKS != nil {
 		return op.cfg.ClientJWKS, nil
 	}
+	if op.cfg.CacheClientJWKS {
+		op.mu.Lock()
+		set := op.clientSet
+		op.mu.Unlock()
+		if set != nil {
+			return set, nil
+		}
+	}
+	return op.readClientKeys()
+}
+
+// RefreshClientJWKS reads the client's jwks_uri again now, as a provider
+// that caches it does when its copy is due: with CacheClientJWKS, what it
+// verifies with and encrypts to from now on.
+func (op *OP) RefreshClientJWKS() error {
+	_, err := op.readClientKeys()
+	return err
+}
+
+// ClientJWKSReads counts the reads of the client's jwks_uri.
+func (op *OP) ClientJWKSReads() int64 { return op.clientJWKSReads.Load() }
+
+// readClientKeys reads ClientJWKSURI, and caches what it read.
+func (op *OP) readClientKeys() (*jose.JSONWebKeySet, error) {
 	if op.cfg.ClientJWKSURI == "" {
 		return nil, errors.New("the client registered no keys")
 	}
+	op.clientJWKSReads.Add(1)
 	resp, err := op.cfg.HTTPClient.Get(op.cfg.ClientJWKSURI)
 	if err != nil {
 		return nil, err
@@ -122,6 +148,9 @@ func (op *OP) clientKeys() (*jose.JSONWebKeySet, error) {
 			return nil, errors.New("jwks_uri: the client publishes a private key")
 		}
 	}
+	op.mu.Lock()
+	op.clientSet = &set
+	op.mu.Unlock()
 	return &set, nil
 }
 
@@ -132,16 +161,29 @@ func (op *OP) clientSigningKey(kid string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	found := signingKeys(set, kid)
+	if len(found) == 0 && kid != "" && op.cfg.CacheClientJWKS && op.cfg.RefetchUnknownKid {
+		if set, err = op.readClientKeys(); err != nil {
+			return nil, err
+		}
+		found = signingKeys(set, kid)
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("no single signing key of the client's for kid %q", kid)
+	}
+	return found[0].Key, nil
+}
+
+// signingKeys returns the signing keys of set that kid names (every one
+// when kid is empty).
+func signingKeys(set *jose.JSONWebKeySet, kid string) []jose.JSONWebKey {
 	var found []jose.JSONWebKey
 	for _, k := range set.Keys {
 		if (k.Use == "" || k.Use == "sig") && (kid == "" || k.KeyID == kid) {
 			found = append(found, k)
 		}
 	}
-	if len(found) != 1 {
-		return nil, fmt.Errorf("no single signing key of the client's for kid %q", kid)
-	}
-	return found[0].Key, nil
+	return found
 }
 
 // verifyClientJWT verifies a JWT the client signed (an assertion or a

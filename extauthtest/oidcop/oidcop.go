@@ -162,6 +162,14 @@ type Config struct {
 	// ClientJWKS, when set, is the client's key set registered by value;
 	// it wins over ClientJWKSURI.
 	ClientJWKS *jose.JSONWebKeySet
+	// CacheClientJWKS keeps the set read from ClientJWKSURI, as providers
+	// that cache a client's jwks_uri do, until RefreshClientJWKS, or with
+	// RefetchUnknownKid until a client JWT names a kid it does not hold.
+	// The provider encrypts to the key of the set it holds, however old.
+	CacheClientJWKS bool
+	// RefetchUnknownKid reads ClientJWKSURI again, once, for a client JWT
+	// whose kid the cached set lacks (oidc-provider does).
+	RefetchUnknownKid bool
 	// RequirePAR makes discovery say require_pushed_authorization_requests
 	// and the authorization endpoint take pushed requests only.
 	RequirePAR bool
@@ -265,6 +273,9 @@ type OP struct {
 	assertions []Assertion
 	lastParams url.Values
 	revoked    int
+	// clientSet is the cached client key set (CacheClientJWKS).
+	clientSet       *jose.JSONWebKeySet
+	clientJWKSReads atomic.Int64
 }
 
 type signingKey struct {

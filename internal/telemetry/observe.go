@@ -29,9 +29,13 @@ type (
 )
 
 // Certificate is one certificate a strategy relies on, for the expiry
-// gauge: a SAML SP's own (Role "sp") or its IdP's signing one ("idp").
+// gauge: a SAML SP's own (Role "sp") or its IdP's signing one ("idp"), and
+// what is done with it (Use: samlsp's "sign+decrypt", "decrypt" for the
+// next pair of a rotation, "retiring" for the retiring one, "verify"), so
+// that an alert can leave out what expires without harm.
 type Certificate struct {
 	Role     string
+	Use      string
 	SHA256   string // hex fingerprint
 	NotAfter time.Time
 }
@@ -78,6 +82,6 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 	}
 	for _, c := range p.certificates() {
 		o.ObserveFloat64(t.certExpiry, c.NotAfter.Sub(now).Seconds(), metric.WithAttributes(
-			append(p.base[:len(p.base):len(p.base)], KeyRole.String(c.Role), KeySHA256.String(c.SHA256))...))
+			append(p.base[:len(p.base):len(p.base)], KeyRole.String(c.Role), KeyUse.String(c.Use), KeySHA256.String(c.SHA256))...))
 	}
 }

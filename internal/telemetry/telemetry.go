@@ -50,6 +50,7 @@ const (
 	KeyResult   = attribute.Key("result")
 	KeyDocument = attribute.Key("document")
 	KeyRole     = attribute.Key("role")
+	KeyUse      = attribute.Key("use")
 	KeySHA256   = attribute.Key("sha256")
 	KeyReason   = attribute.Key("reason")
 )

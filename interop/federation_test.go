@@ -45,15 +45,21 @@ func xmlsec1Aggregate(t *testing.T, signer pair, validUntil time.Time, entities 
 	}
 	at := bytes.Index(unsigned, []byte("<md:EntitiesDescriptor"))
 	at += bytes.IndexByte(unsigned[at:], '>') + 1
-	tmpl := append(append(append([]byte{}, unsigned[:at]...), signatureTemplate...), unsigned[at:]...)
+	return xmlsec1Sign(t, signer, "EntitiesDescriptor", append(append(append([]byte{}, unsigned[:at]...), signatureTemplate...), unsigned[at:]...))
+}
+
+// xmlsec1Sign has xmlsec1 fill in the signature template of tmpl, whose
+// signed element is the metadata element named element, by its ID.
+func xmlsec1Sign(t *testing.T, signer pair, element string, tmpl []byte) []byte {
+	t.Helper()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "template.xml"), filepath.Join(dir, "signed.xml")
 	if err := os.WriteFile(in, tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if msg, err := exec.Command("xmlsec1", "--sign", "--privkey-pem", signer.keyPath+","+signer.certPath,
-		"--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:metadata:EntitiesDescriptor", "--output", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("xmlsec1 --sign: %v\n%s", err, msg)
+		"--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:metadata:"+element, "--output", out, in).CombinedOutput(); err != nil {
+		t.Fatalf("xmlsec1 --sign: %v\n%s\n%s", err, msg, tmpl)
 	}
 	signed, err := os.ReadFile(out)
 	if err != nil {
@@ -91,12 +97,17 @@ type fedApp struct {
 }
 
 func startFedApp(t *testing.T, aggregateURL string, fedCert, spKeys pair) *fedApp {
+	return startFedAppWith(t, extauth.SAMLFederation{MetadataURL: aggregateURL, SigningCertificate: fedCert.certPEM}, spKeys)
+}
+
+// startFedAppWith starts an application that signs in through the
+// federation f with the SP key pair spKeys.
+func startFedAppWith(t *testing.T, f extauth.SAMLFederation, spKeys pair) *fedApp {
 	t.Helper()
 	a := &fedApp{}
 	srv := harness.Serve(t, func(base string) http.Handler {
 		auth, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: base + "/saml", Additional: extauth.SAMLAdditionalSettings{
-			Certificate: spKeys.certPEM, PrivateKey: extauth.NewSecret(spKeys.keyPEM),
-			Federation: extauth.SAMLFederation{MetadataURL: aggregateURL, SigningCertificate: fedCert.certPEM}}}},
+			Certificate: spKeys.certPEM, PrivateKey: extauth.NewSecret(spKeys.keyPEM), Federation: f}}},
 			extauth.Options{BaseURL: base, CookieKey: bytes.Repeat([]byte{9}, 32), Logger: slog.New(slog.DiscardHandler),
 				OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
 					a.mu.Lock()
@@ -300,20 +311,7 @@ func xmlsec1Entity(t *testing.T, signer pair, validUntil time.Time, entity []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "template.xml"), filepath.Join(dir, "signed.xml")
-	if err := os.WriteFile(in, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command("xmlsec1", "--sign", "--privkey-pem", signer.keyPath+","+signer.certPath,
-		"--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:metadata:EntityDescriptor", "--output", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("xmlsec1 --sign: %v\n%s\n%s", err, msg, doc)
-	}
-	signed, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signed
+	return xmlsec1Sign(t, signer, "EntityDescriptor", doc)
 }
 
 // TestFederationMDQSignIn signs in through SimpleSAMLphp and samlify whose
@@ -347,33 +345,8 @@ func TestFederationMDQSignIn(t *testing.T) {
 		})
 	})
 	const gone = "https://gone.example.org/idp"
-	a := &fedApp{}
-	srv := harness.Serve(t, func(base string) http.Handler {
-		auth, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: base + "/saml", Additional: extauth.SAMLAdditionalSettings{
-			Certificate: spKeys.certPEM, PrivateKey: extauth.NewSecret(spKeys.keyPEM),
-			Federation: extauth.SAMLFederation{MDQURL: mdq.URL + "/", SigningCertificate: fedKeys.certPEM,
-				EntityIDs: []string{ssp.MetadataURL(), samlifyURL + "/metadata", gone}}}}},
-			extauth.Options{BaseURL: base, CookieKey: bytes.Repeat([]byte{9}, 32), Logger: slog.New(slog.DiscardHandler),
-				OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
-					t.Logf("sign-in failed: %v", err)
-					http.Error(w, string(err.Code), err.Code.HTTPStatus())
-				},
-				OnSuccess: func(w http.ResponseWriter, _ *http.Request, id *extauth.Identity) {
-					a.mu.Lock()
-					a.got = append(a.got, id)
-					a.mu.Unlock()
-					io.WriteString(w, "signed in")
-				}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { auth.Close() })
-		a.Auth = auth
-		mux := http.NewServeMux()
-		auth.Mount(mux)
-		return mux
-	})
-	a.URL = srv.URL
+	a := startFedAppWith(t, extauth.SAMLFederation{MDQURL: mdq.URL + "/", SigningCertificate: fedKeys.certPEM,
+		EntityIDs: []string{ssp.MetadataURL(), samlifyURL + "/metadata", gone}}, spKeys)
 	ssp.trustSP(t, a.URL+"/users/auth/saml/metadata", &spKeys, nil)
 	md := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/metadata")
 	if resp, err := http.Post(samlifyURL+"/register?encrypt=0", "application/xml", strings.NewReader(md.Body)); err != nil || resp.StatusCode != http.StatusNoContent {

@@ -199,10 +199,7 @@ func readAggregateSignature(buf []byte) (*aggSignature, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if err := checkRawStart(c, t); err != nil {
-				return nil, err
-			}
-			if err := c.start(t.Name, t.Attr, true); err != nil {
+			if err := openRaw(c, t, true); err != nil {
 				return nil, err
 			}
 			if c.depth() == 1 {
@@ -221,10 +218,7 @@ func readAggregateSignature(buf []byte) (*aggSignature, error) {
 				}
 				switch t := tok.(type) {
 				case xml.StartElement:
-					if err := checkRawStart(c, t); err != nil {
-						return nil, err
-					}
-					if err := c.start(t.Name, t.Attr, true); err != nil {
+					if err := openRaw(c, t, true); err != nil {
 						return nil, err
 					}
 				case xml.EndElement:
@@ -437,6 +431,14 @@ func rawAttr(attrs []xml.Attr, key string) string {
 		}
 	}
 	return ""
+}
+
+// openRaw opens the raw start tag t in c, once checkRawStart passes it.
+func openRaw(c *excC14N, t xml.StartElement, omit bool) error {
+	if err := checkRawStart(c, t); err != nil {
+		return err
+	}
+	return c.start(t.Name, t.Attr, omit)
 }
 
 // checkRawStart applies parseXML's namespace rules (checkElement) to a raw

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/pem"
 	"encoding/xml"
 	"net/http"
@@ -16,10 +18,10 @@ import (
 	"github.com/extauth/extauth/extauthtest/samlidp"
 )
 
-// check verifies a federation's aggregate with the pinned certificate and
-// reports its entities, IdPs and validUntil; a signature that does not
-// verify breaks SAML.
-func TestCheckFederation(t *testing.T) {
+// federationAt is a federation's signing key pair, valid at testNow, and an
+// IdP whose metadata is valid until validUntil.
+func federationAt(t *testing.T, validUntil time.Time) (*rsa.PrivateKey, *x509.Certificate, *samlidp.IdP) {
+	t.Helper()
 	key, cert, err := samlidp.NewKeyPair("Test Federation", testNow.Add(-24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +30,15 @@ func TestCheckFederation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idp.Set(func(k *samlidp.Knobs) { k.ValidUntil = testNow.Add(30 * 24 * time.Hour) })
+	idp.Set(func(k *samlidp.Knobs) { k.ValidUntil = validUntil })
+	return key, cert, idp
+}
+
+// check verifies a federation's aggregate with the pinned certificate and
+// reports its entities, IdPs and validUntil; a signature that does not
+// verify breaks SAML.
+func TestCheckFederation(t *testing.T) {
+	key, cert, idp := federationAt(t, testNow.Add(30*24*time.Hour))
 	entity, err := samlidp.Decorate(idp.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "University of Aa"}})
 	if err != nil {
 		t.Fatal(err)
@@ -69,15 +79,7 @@ func TestCheckFederation(t *testing.T) {
 // With an MDQ server, check asks it for the IdPs of entity_ids and verifies
 // each answer; none verified breaks SAML.
 func TestCheckFederationMDQ(t *testing.T) {
-	key, cert, err := samlidp.NewKeyPair("Test Federation", testNow.Add(-24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idp, err := samlidp.New(samlidp.Options{BaseURL: "https://idp-a.example.org/idp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idp.Set(func(k *samlidp.Knobs) { k.ValidUntil = testNow.Add(3 * 24 * time.Hour) })
+	key, cert, idp := federationAt(t, testNow.Add(3*24*time.Hour))
 	signer := &samlidp.MetadataSigner{Key: key, Cert: cert}
 	signed, err := samlidp.SignMetadata(idp.Metadata(), signer)
 	if err != nil {

@@ -565,3 +565,28 @@ func TestSAMLFederationExternalDiscovery(t *testing.T) {
 		t.Errorf("metadata:\n%s", md.Body)
 	}
 }
+
+// IdP-initiated sign-in, where enabled, is checked against the entry of the
+// IdP that asserts: B's unsolicited response is accepted as B's, and one
+// that names A as its Issuer but is signed with B's key is refused.
+func TestSAMLFederationUnsolicited(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(allowIDPInitiated)
+	a.IdP = f.B
+	resp := a.callback(harness.NewBrowser(t), unsolicitedForm(t, a, ""))
+	ids := a.identities()
+	if resp.StatusCode != http.StatusOK || len(ids) != 1 || ids[0].SAML.IdP != f.B.EntityID() || !ids[0].Unsolicited {
+		t.Fatalf("B's unsolicited response: %d %s", resp.StatusCode, resp.Body)
+	}
+	spec := f.B.DefaultSpec(samlEntityID, a.URL+"/users/auth/saml/callback", "")
+	spec.ResponseIssuer = f.A.EntityID()
+	spec.Assertion.Issuer.Value = f.A.EntityID()
+	forged, err := f.B.Forge(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = a.callback(harness.NewBrowser(t), url.Values{"SAMLResponse": {base64.StdEncoding.EncodeToString(forged)}})
+	if resp.StatusCode == http.StatusOK || len(a.identities()) != 1 {
+		t.Fatalf("B's response naming A was accepted: %d %s", resp.StatusCode, resp.Body)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"log"
 	"math/big"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/extauth/extauth"
@@ -90,3 +91,14 @@ func ExampleSP_CertificateExpiries() {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ExampleMDQEntityURL is where a federation's MDQ server answers for an
+// IdP, as the entity ID itself or as its {sha1} transform.
+func ExampleMDQEntityURL() {
+	base, _ := url.Parse("https://mdq.example.org/")
+	fmt.Println(samlsp.MDQEntityURL(base, "https://idp.example.ac.uk/idp/shibboleth", false))
+	fmt.Println(samlsp.MDQEntityURL(base, "https://idp.example.ac.uk/idp/shibboleth", true))
+	// Output:
+	// https://mdq.example.org/entities/https%3A%2F%2Fidp.example.ac.uk%2Fidp%2Fshibboleth
+	// https://mdq.example.org/entities/%7Bsha1%7De9b14179427f2152cec24988fdd7be04abaf13fd
+}

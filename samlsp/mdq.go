@@ -202,7 +202,26 @@ func MDQEntityURL(base *url.URL, entityID string, sha1IDs bool) string {
 	if !strings.HasSuffix(b, "/") {
 		b += "/"
 	}
-	return b + "entities/" + url.PathEscape(id)
+	return b + "entities/" + mdqEscape(id)
+}
+
+// mdqEscape percent-encodes every byte of s but RFC 3986's unreserved
+// characters, as the protocol asks of an identifier in a path: a ':' or
+// '/' left bare would mean something else to some servers.
+func mdqEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		const hexd = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hexd[c>>4])
+		b.WriteByte(hexd[c&15])
+	}
+	return b.String()
 }
 
 // fetch asks the server for the entity, revalidating old when there is one.

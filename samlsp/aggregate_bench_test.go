@@ -263,7 +263,7 @@ func BenchmarkFederationLookup(b *testing.B) {
 	}
 	sp := offlineSP(b, Config{IdPMetadataURL: "-", Federation: FederationConfig{MetadataURL: "http://127.0.0.1:1/agg",
 		SigningCertificatePEM: pemCert(k.cert)}}, Options{}, time.Now())
-	sp.fed.src.keep(agg, time.Now())
+	sp.fed.src.keep(agg, time.Now(), time.Time{}, false)
 	ctx := b.Context()
 	b.Run("cached", func(b *testing.B) {
 		id := agg.idps[17].entityID

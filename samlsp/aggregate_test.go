@@ -2,6 +2,7 @@ package samlsp
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -9,9 +10,11 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/beevik/etree"
 	dsig "github.com/russellhaering/goxmldsig"
@@ -294,7 +297,7 @@ func TestDiscoverHidesAndEscapes(t *testing.T) {
 	page := func(cfg FederationConfig, last string) string {
 		cfg.MetadataURL, cfg.SigningCertificatePEM = "http://127.0.0.1:1/agg", pemCert(k.cert)
 		sp := offlineSP(t, Config{IdPMetadataURL: "-", Federation: cfg}, Options{}, time.Now())
-		sp.fed.src.keep(agg, time.Now())
+		sp.fed.src.keep(agg, time.Now(), time.Time{}, false)
 		r := httptest.NewRequest(http.MethodGet, "/users/auth/saml", nil)
 		r.ParseForm()
 		w := httptest.NewRecorder()
@@ -321,4 +324,38 @@ func TestDiscoverHidesAndEscapes(t *testing.T) {
 		t.Errorf("registration_authorities:\n%s", p)
 	}
 	_ = o
+}
+
+// The IdPs an SP keeps parsed do not keep a refreshed-away aggregate, and
+// its buffer, alive.
+func TestRefreshReleasesTheOldAggregate(t *testing.T) {
+	k := newFedKeys(t)
+	idp, ea := testIdPEntity(t, "https://idp-a.example.org/idp", samlidp.Entity{})
+	doc := testAggregate(t, k, time.Now().Add(time.Hour), ea)
+	sp := offlineSP(t, Config{IdPMetadataURL: "-", Federation: FederationConfig{MetadataURL: "http://127.0.0.1:1/agg",
+		SigningCertificatePEM: pemCert(k.cert)}}, Options{}, time.Now())
+	old, err := scanAggregate(doc, rulesFor(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.fed.src.keep(old, time.Now(), time.Time{}, false)
+	if _, perr := sp.idpFor(context.Background(), idp.EntityID()); perr != nil {
+		t.Fatal(perr)
+	}
+	gone := weak.Make(old)
+	old = nil
+	next, err := scanAggregate(doc, rulesFor(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.fed.src.keep(next, time.Now(), time.Time{}, false)
+	runtime.GC()
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Fatal("the old aggregate is still alive after a refresh")
+	}
+	// The cached entry is parsed again from the new one.
+	if _, perr := sp.idpFor(context.Background(), idp.EntityID()); perr != nil {
+		t.Fatal(perr)
+	}
 }

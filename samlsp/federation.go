@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/telemetry"
@@ -238,20 +239,23 @@ func (s *aggregateSource) loadBackingFile() error {
 	if err != nil {
 		return err
 	}
-	c := s.keep(agg, s.now())
-	c.fromFile = true
+	s.keep(agg, s.now(), time.Time{}, true)
 	s.log.Info("saml: federation metadata loaded from the backing file", "file", s.backing,
 		"entities", agg.entities, "idps", len(agg.idps), "valid_until", agg.validUntil.UTC().Format(time.RFC3339))
 	return nil
 }
 
-// keep makes agg the copy in use.
-func (s *aggregateSource) keep(agg *aggregate, now time.Time) *aggCopy {
+// keep makes agg the copy in use, fetched at fetched (now for a zero
+// one), fromFile when the backing file gave it.
+func (s *aggregateSource) keep(agg *aggregate, now, fetched time.Time, fromFile bool) *aggCopy {
 	refresh := s.refresh
 	if agg.cacheDuration > 0 && agg.cacheDuration < refresh {
 		refresh = agg.cacheDuration
 	}
-	c := &aggCopy{agg: agg, fetched: now, refreshAt: now.Add(refresh)}
+	if fetched.IsZero() {
+		fetched = now
+	}
+	c := &aggCopy{agg: agg, fetched: fetched, refreshAt: now.Add(refresh), fromFile: fromFile}
 	// Refresh well before the copy expires, so that one failed attempt
 	// does not leave us without one.
 	if early := now.Add(agg.validUntil.Sub(now) / 2); early.Before(c.refreshAt) {
@@ -292,9 +296,7 @@ func (s *aggregateSource) fetch(ctx context.Context) (*aggCopy, error) {
 		if !cur.agg.validUntil.After(now) {
 			return nil, fmt.Errorf("federation metadata: not modified, but our copy expired on %s", cur.agg.validUntil.UTC().Format(time.RFC3339))
 		}
-		c := s.keep(cur.agg, now)
-		c.fetched = cur.fetched
-		return c, nil
+		return s.keep(cur.agg, now, cur.fetched, cur.fromFile), nil
 	case resp.StatusCode != http.StatusOK:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, fmt.Errorf("federation metadata: HTTP status %d", resp.StatusCode)
@@ -310,7 +312,7 @@ func (s *aggregateSource) fetch(ctx context.Context) (*aggCopy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("federation metadata: %w", err)
 	}
-	c := s.keep(agg, now)
+	c := s.keep(agg, now, time.Time{}, false)
 	s.etag, s.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	s.log.Info("saml: federation metadata loaded", "url", outbound.Redact(s.url), "entities", agg.entities, "idps", len(agg.idps),
 		"expired_idps", agg.expired, "valid_until", agg.validUntil.UTC().Format(time.RFC3339),
@@ -372,9 +374,11 @@ type federation struct {
 	cache      *lru[string, *fedEntry]
 }
 
-// fedEntry is an IdP's parsed metadata, for the aggregate it came from.
+// fedEntry is an IdP's parsed metadata, for the aggregate it came from:
+// weakly, so that an entry not looked up since a refresh does not keep the
+// old aggregate, tens of MB, alive.
 type fedEntry struct {
-	agg *aggregate
+	agg weak.Pointer[aggregate]
 	md  *idpMetadata
 }
 
@@ -494,7 +498,7 @@ func (sp *SP) idpFor(ctx context.Context, entityID string) (*idpMetadata, *provi
 	if e == nil || !sp.fed.allows(e) {
 		return nil, invalid("the identity provider is not one this application accepts", fmt.Errorf("%.200q: %w", entityID, errUnknownIdP))
 	}
-	if c, ok := sp.fed.cache.get(entityID); ok && c.agg == agg {
+	if c, ok := sp.fed.cache.get(entityID); ok && c.agg.Value() == agg {
 		return c.md, nil
 	}
 	md, err := sp.parseEntity(agg, e)
@@ -502,7 +506,7 @@ func (sp *SP) idpFor(ctx context.Context, entityID string) (*idpMetadata, *provi
 		return nil, &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name,
 			Message: "the identity provider's metadata cannot be used", Err: err}
 	}
-	sp.fed.cache.put(entityID, &fedEntry{agg: agg, md: md})
+	sp.fed.cache.put(entityID, &fedEntry{agg: weak.Make(agg), md: md})
 	return md, nil
 }
 

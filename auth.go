@@ -457,6 +457,13 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML
+		so := o.SAML
+		if c.Additional.RequestOptions != nil {
+			so.RequestOptions = c.Additional.RequestOptions
+		}
+		if c.Additional.AssuranceLevels != nil {
+			so.AssuranceLevels = c.Additional.AssuranceLevels
+		}
 		custom := make([]samlsp.Param, len(c.Additional.Custom))
 		for i, p := range c.Additional.Custom {
 			custom[i] = samlsp.Param{Name: p.Name, Value: p.Value}
@@ -495,7 +502,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 				EntityCategories:        c.Additional.Federation.EntityCategories,
 				DiscoveryURL:            c.Additional.Federation.DiscoveryURL,
 			},
-		}, env, o.SAML)
+		}, env, so)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)
 }

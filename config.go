@@ -135,7 +135,9 @@ func (c SAMLConfig) Configured() bool {
 type SAMLAdditionalSettings struct {
 	// RelayState is the page to go to after sign-in (relative or same-origin).
 	RelayState string
-	// AuthnContext is a requested authentication context class (URN).
+	// AuthnContext is the requested authentication context class (a
+	// URN), or several, space-separated: the assertion's class must be
+	// one of them.
 	AuthnContext string
 	// Certificate is the service provider's PEM certificate.
 	Certificate string
@@ -173,6 +175,15 @@ type SAMLAdditionalSettings struct {
 	// application besides its endpoints and keys, as federations ask for
 	// it: see docs/saml.md, "What a federation asks of our metadata".
 	SPMetadata SAMLSPMetadata
+	// RequestOptions (request_options) are the per-request sign-in
+	// options the start route takes (ForceAuthn, IsPassive,
+	// authn_context, max_age, level); they replace
+	// Options.SAML.RequestOptions.
+	RequestOptions []string
+	// AssuranceLevels (assurance_levels) maps the host's assurance levels
+	// to the authentication context classes that meet each; it replaces
+	// Options.SAML.AssuranceLevels.
+	AssuranceLevels map[string][]string
 	// Custom holds every other entry, in file order, sent to the IdP as
 	// query parameters of the sign-in request (e.g. organization).
 	Custom []Param
@@ -309,9 +320,20 @@ func (c OIDCConfig) Configured() bool {
 }
 
 // keyOnly reports whether the client authenticates with its private key
-// alone, needing no secret.
+// or TLS certificate alone, needing no secret: by private_key_jwt (which
+// a profile implies) or mutual TLS.
 func (c OIDCConfig) keyOnly() bool {
-	return c.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.Additional.PrivateKey.IsZero()
+	return c.Additional.secretless() && (!c.Additional.PrivateKey.IsZero() || c.Additional.TLSClientCertificate != "")
+}
+
+// secretless reports whether the settings authenticate the client
+// without oidc_client_secret.
+func (s OIDCAdditionalSettings) secretless() bool {
+	switch s.ClientAuthMethod {
+	case providers.AuthMethodPrivateKeyJWT, providers.AuthMethodTLS, providers.AuthMethodSelfSignedTLS:
+		return true
+	}
+	return s.ClientAuthMethod == "" && s.Profile != ""
 }
 
 // info is the SP metadata's part of the samlsp configuration.

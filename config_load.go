@@ -897,10 +897,14 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.Federation = l.federation(e.val)
 		case "sp_metadata":
 			s.SPMetadata = l.spMetadata(e.val)
+		case "request_options":
+			s.RequestOptions = l.words(SAML, key, e.val)
+		case "assurance_levels":
+			s.AssuranceLevels = l.assuranceLevels(SAML, key, e.val)
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
 				"certificate_old", "private_key_old", "idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security",
-				"federation", "sp_metadata"}
+				"request_options", "assurance_levels", "federation", "sp_metadata"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}

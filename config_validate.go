@@ -268,6 +268,7 @@ func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() && s.CertificateOld == "" && s.PrivateKeyOld.IsZero() &&
 		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 &&
 		s.Federation.isZero() && s.SPMetadata.isZero()
 }
 
@@ -280,11 +281,13 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	if s.RelayState != "" && !isRelativePath(s.RelayState) && checkHTTPURL(s.RelayState) != "" {
 		bad("RelayState", "must be a relative path (/...) or an absolute http or https URL", ErrInvalidSetting)
 	}
-	if s.AuthnContext != "" {
-		if u, err := url.Parse(s.AuthnContext); err != nil || u.Scheme == "" {
+	for _, c := range strings.Fields(s.AuthnContext) {
+		if u, err := url.Parse(c); err != nil || u.Scheme == "" {
 			bad("authn_context", "must be a URN or an absolute URI", ErrInvalidSetting)
+			break
 		}
 	}
+	ps = append(ps, s.optionProblems()...)
 	// The query parameters of the SAML HTTP-Redirect binding: a custom entry
 	// by one of these names would corrupt the signed request.
 	reserved := []string{"SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature"}

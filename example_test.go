@@ -548,6 +548,31 @@ func ExampleAuth_TokenSource() {
 	}
 }
 
+func ExampleAuth_Client() {
+	var a *extauth.Auth
+	var id *extauth.Identity // kept from a DPoP sign-in
+	ctx := context.Background()
+
+	ts, err := a.TokenSource(ctx, id) // id: Tenant, Provider, UID, Tokens (with DPoPKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hc, err := a.Client(ctx, id, ts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := hc.Get("https://api.provider.example/v1/me")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Keep the renewed tokens: the provider may have rotated the refresh
+	// token. The DPoP key does not change.
+	if tok, err := ts.Token(); err == nil {
+		id.Tokens.AccessToken, id.Tokens.RefreshToken, id.Tokens.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
+	}
+}
+
 func ExampleIdentity_LogoutSession() {
 	id := &extauth.Identity{
 		Provider:  "saml",

@@ -423,6 +423,10 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		Expires:  now.Add(a.ttl),
 		IdP:      idp,
 	}
+	if e := a.startOptions(r, m, tx); e != nil {
+		a.failOn(m.site, w, r, format, e)
+		return
+	}
 	var target string
 	var form url.Values
 	var err error
@@ -515,6 +519,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	if err == nil && id == nil {
 		err = errors.New("strategy returned no identity")
 	}
+	if err == nil {
+		err = checkAccount(tx, id)
+	}
 	if err != nil {
 		if !unsolicited {
 			// The answer did not verify: give the transaction back, or
@@ -534,6 +541,11 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	m.log.Debug("extauth: signed in", "provider", name)
 	host := identityFrom(id)
 	host.Tenant, host.Unsolicited = m.tenant, unsolicited
+	if _, says := s.(providers.OptionTaker); !says && host.AuthTime.IsZero() {
+		// The provider cannot say when the user authenticated: the
+		// sign-in is the latest time we know of.
+		host.AuthTime = a.now()
+	}
 	if host.Tokens != (Tokens{}) {
 		host.Tokens.Tenant = m.tenant
 	}

@@ -339,6 +339,8 @@ type sspApp struct {
 	failures   []*extauth.Error
 	loggedOut  []*providers.Error // the Logout.Done results
 	idpLogouts []samlsp.LogoutSession
+	// edit, when set, adjusts the configuration configure deploys.
+	edit func(*extauth.Config)
 }
 
 func (a *sspApp) failureList() []*extauth.Error {
@@ -410,6 +412,9 @@ func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	if old != nil {
 		cfg.SAML.Additional.CertificateOld = old.certPEM
 		cfg.SAML.Additional.PrivateKeyOld = extauth.NewSecret(old.keyPEM)
+	}
+	if a.edit != nil {
+		a.edit(cfg)
 	}
 	opts := extauth.Options{BaseURL: a.URL, CookieKey: bytes.Repeat([]byte{7}, 32),
 		Logger: slog.New(slog.DiscardHandler),
@@ -534,7 +539,14 @@ func hop(b *harness.Browser, prefix string) *url.URL {
 // SAMLResponse it posts back, after b has posted it to our callback.
 func sspSignIn(t *testing.T, b *harness.Browser, a *sspApp, login bool) (samlResponse []byte, callback *harness.Response) {
 	t.Helper()
-	page := b.PostForm(a.URL+"/users/auth/saml", nil)
+	return sspSignInWith(t, b, a, nil, login)
+}
+
+// sspSignInWith is sspSignIn with the start's form fields (sign-in
+// options).
+func sspSignInWith(t *testing.T, b *harness.Browser, a *sspApp, start url.Values, login bool) (samlResponse []byte, callback *harness.Response) {
+	t.Helper()
+	page := b.PostForm(a.URL+"/users/auth/saml", start)
 	if login {
 		if !isLoginForm(page) {
 			t.Fatalf("expected SimpleSAMLphp's login form, got %s (%d):\n%s", page.URL, page.StatusCode, page.Body)

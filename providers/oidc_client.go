@@ -22,9 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
-	"golang.org/x/oauth2"
 
 	"github.com/extauth/extauth/internal/pemdiag"
 	"github.com/extauth/extauth/internal/telemetry"
@@ -252,10 +250,14 @@ func keyType(k *clientKey) string {
 // other: a provider that reads the set encrypts to a key every instance
 // of a rolling deployment holds (the next key is not on all of them yet),
 // and moves off the retiring one, whose private half decrypts what a
-// provider that has not read the set since still sends. Only public
+// provider that has not read the set since still sends. The client's TLS
+// certificates, for self_signed_tls_client_auth, come first. Only public
 // halves are in it.
-func jwks(keys []roleKey) ([]byte, error) {
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
+func jwks(keys []roleKey, certificates []jose.JSONWebKey) ([]byte, error) {
+	set := jose.JSONWebKeySet{Keys: certificates}
+	if set.Keys == nil {
+		set.Keys = []jose.JSONWebKey{}
+	}
 	for _, k := range keys {
 		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.kid, Use: "sig"})
 		if k.signs {
@@ -466,6 +468,10 @@ func (s *OIDC) authenticate(d *discovered, endpoint string, form url.Values, h h
 	case AuthMethodPost:
 		form.Set("client_id", s.clientID)
 		form.Set("client_secret", s.clientSecret)
+	case AuthMethodTLS, AuthMethodSelfSignedTLS:
+		// RFC 8705 2: the certificate authenticates; the form names the
+		// client.
+		form.Set("client_id", s.clientID)
 	default:
 		a, err := s.assertion(d, endpoint)
 		if err != nil {
@@ -478,27 +484,51 @@ func (s *OIDC) authenticate(d *discovered, endpoint string, form url.Values, h h
 	return nil
 }
 
-// assertingTransport adds a fresh client assertion to every request x/oauth2
-// makes to the token endpoint (code exchange and refresh), which has no
-// option for it on refreshes.
+// endpointClient is the client of the provider's endpoints that take the
+// client's credentials or tokens (d.tokenClient): the bounded client,
+// under a transport that adds a fresh client assertion with the JWT
+// methods and, under that, one that adds a DPoP proof to the requests
+// whose context carries a key.
+func (s *OIDC) endpointClient(d *discovered) *http.Client {
+	rt := s.client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if d.method == AuthMethodSecretJWT || d.method == AuthMethodPrivateKeyJWT {
+		rt = newAssertingTransport(rt, s, d)
+	}
+	// Always there: tokens bound to a key by an earlier configuration
+	// still get their proofs.
+	rt = &dpopTransport{next: rt, s: s}
+	return &http.Client{Transport: rt, Jar: s.client.Jar, CheckRedirect: s.client.CheckRedirect, Timeout: s.client.Timeout}
+}
+
+// assertingTransport adds a fresh client assertion to every request to the
+// token, pushed authorization request and revocation endpoints: x/oauth2
+// has no option for it on refreshes, and a request sent again (for a DPoP
+// nonce) needs a new one, since a provider takes each jti once.
 type assertingTransport struct {
 	next http.RoundTripper
 	s    *OIDC
 	d    *discovered
-	// tokenURL is the token endpoint as a request's URL prints it.
-	tokenURL string
+	// urls maps the endpoints, as a request's URL prints them, to their
+	// URLs as discovery names them.
+	urls map[string]string
 }
 
 func newAssertingTransport(next http.RoundTripper, s *OIDC, d *discovered) *assertingTransport {
-	t := &assertingTransport{next: next, s: s, d: d, tokenURL: d.oauth.Endpoint.TokenURL}
-	if u, err := url.Parse(t.tokenURL); err == nil {
-		t.tokenURL = u.String()
+	t := &assertingTransport{next: next, s: s, d: d, urls: map[string]string{}}
+	for _, e := range []string{d.oauth.Endpoint.TokenURL, d.parURL, d.revocationURL} {
+		if u, err := url.Parse(e); e != "" && err == nil {
+			t.urls[u.String()] = e
+		}
 	}
 	return t
 }
 
 func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodPost || r.URL.String() != t.tokenURL || r.Body == nil {
+	endpoint, ok := t.urls[r.URL.String()]
+	if r.Method != http.MethodPost || !ok || r.Body == nil {
 		return t.next.RoundTrip(r)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxFormBody+1))
@@ -513,7 +543,7 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 	if err != nil {
 		return nil, fmt.Errorf("token request: %w", err)
 	}
-	if err := t.s.authenticate(t.d, t.d.oauth.Endpoint.TokenURL, form, r.Header); err != nil {
+	if err := t.s.authenticate(t.d, endpoint, form, r.Header); err != nil {
 		return nil, err
 	}
 	enc := form.Encode()
@@ -528,8 +558,11 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 // the client, through the bounded client, and returns the status and body.
 func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, form url.Values, what string) (int, []byte, error) {
 	h := http.Header{}
-	if err := s.authenticate(d, endpoint, form, h); err != nil {
-		return 0, nil, err
+	// With an assertion, the endpoint client adds it.
+	if d.method == AuthMethodBasic || d.method == AuthMethodPost || tlsMethod(d.method) {
+		if err := s.authenticate(d, endpoint, form, h); err != nil {
+			return 0, nil, err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -538,7 +571,7 @@ func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, for
 	req.Header = h
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
+	resp, err := d.tokenClient.Do(req)
 	if err != nil {
 		return 0, nil, TransportError(err, what)
 	}
@@ -570,14 +603,15 @@ func endpointError(status int, body []byte, what, refused string) *Error {
 
 // authRequestParams returns the parameters of the authorization request for tx,
 // as x/oauth2 would put them in the authorization URL.
-func (s *OIDC) authRequestParams(d *discovered, tx *Transaction) url.Values {
+func (s *OIDC) authRequestParams(ctx context.Context, d *discovered, tx *Transaction) (url.Values, error) {
 	conf := d.oauth
 	conf.Endpoint.AuthURL = ""
-	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
-	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
+	opts, err := s.authCodeOptions(ctx, d, tx)
+	if err != nil {
+		return nil, err
+	}
 	v, _ := url.ParseQuery(strings.TrimPrefix(conf.AuthCodeURL(tx.State, opts...), "?"))
-	return v
+	return v, nil
 }
 
 // requestObject signs params as a request object (RFC 9101 4): every
@@ -628,7 +662,10 @@ func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (stri
 // beginHighAssurance builds the authorization URL of a sign-in that pushes
 // its request (PAR) or signs it (a request object), or both.
 func (s *OIDC) beginHighAssurance(ctx context.Context, d *discovered, tx *Transaction) (string, error) {
-	params := s.authRequestParams(d, tx)
+	params, err := s.authRequestParams(ctx, d, tx)
+	if err != nil {
+		return "", err
+	}
 	front := params
 	if d.requestSigner != nil {
 		ro, err := s.requestObject(d, params)
@@ -662,7 +699,8 @@ var _ Revoker = (*OIDC)(nil)
 // RevokeTokens revokes t's refresh token, then its access token, at the
 // provider's revocation_endpoint (RFC 7009), each authenticated as the
 // client is at the token endpoint: with a fresh client assertion under
-// the JWT methods. Tokens another issuer issued, or that do not say which,
+// the JWT methods, and with a DPoP proof of the key DPoP-bound tokens
+// carry. Tokens another issuer issued, or that do not say which,
 // are refused before any request, as TokenSource refuses them. A provider
 // answers 200 also for a token it does not know, so revoking twice is no
 // error.
@@ -681,6 +719,11 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 	if t.RefreshToken == "" && t.AccessToken == "" {
 		return NewError(CodeMisconfigured, "there is no token to revoke", errors.New("revocation: no token"))
 	}
+	key, err := tokensDPoPKey(t)
+	if err != nil {
+		return err
+	}
+	ctx = withDPoP(ctx, key)
 	for _, tok := range []struct{ value, hint string }{{t.RefreshToken, "refresh_token"}, {t.AccessToken, "access_token"}} {
 		if tok.value == "" {
 			continue

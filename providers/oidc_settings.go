@@ -4,13 +4,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/oauth2"
 
+	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/spelling"
 )
 
@@ -48,13 +48,21 @@ const (
 	settingUserInfoEnc   = OIDCSettingsKey + ".userinfo_encrypted_response_enc"
 	settingMaxAge        = OIDCSettingsKey + ".max_age"
 	settingPrompt        = OIDCSettingsKey + ".prompt"
+	settingDPoP          = OIDCSettingsKey + ".dpop"             // DPoP
+	settingDPoPAlg       = OIDCSettingsKey + ".dpop_signing_alg" // DPoPSigningAlg
+	settingResponseMode  = OIDCSettingsKey + ".response_mode"    // ResponseMode
+	settingProfile       = OIDCSettingsKey + ".profile"          // Profile
+	settingTLSCert       = OIDCSettingsKey + ".tls_client_certificate"
+	settingTLSKey        = OIDCSettingsKey + ".tls_client_key"
+	settingTLSCertNew    = OIDCSettingsKey + ".tls_client_certificate_new"
+	settingTLSKeyNew     = OIDCSettingsKey + ".tls_client_key_new"
 	settingClientSecret  = "oidc_client_secret"
 )
 
 // OIDCAuthMethods returns the values of client_auth_method
 // (OIDCOptions.AuthMethod).
 func OIDCAuthMethods() []string {
-	return []string{AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT}
+	return []string{AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT, AuthMethodTLS, AuthMethodSelfSignedTLS}
 }
 
 // prompts are the values of the prompt parameter (OIDC Core 3.1.2.1).
@@ -72,7 +80,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	bad := func(setting, format string, args ...any) {
 		ps = append(ps, &OIDCSettingError{Setting: setting, Reason: fmt.Sprintf(format, args...)})
 	}
-	o := c.Options
+	o := c.profileOptions()
 	parse := func(setting, text string) *clientKey {
 		if text == "" {
 			return nil
@@ -97,7 +105,34 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	if old != nil && next != nil && old.kid == next.kid {
 		bad(settingPrivateKeyOld, "holds the key of private_key_new: a key cannot be retiring and next at once")
 	}
+	pair := func(certSetting, keySetting, cert, key string) {
+		switch {
+		case cert == "" && key == "":
+		case cert == "":
+			bad(certSetting, "is missing (%s is set; the pair needs both)", strings.TrimPrefix(keySetting, OIDCSettingsKey+"."))
+		case key == "":
+			bad(keySetting, "is missing (%s is set; the pair needs both)", strings.TrimPrefix(certSetting, OIDCSettingsKey+"."))
+		default:
+			if _, certErr, keyErr := parseTLSPair(cert, key); certErr != nil {
+				bad(certSetting, "%s", certErr.Error())
+			} else if keyErr != nil {
+				bad(keySetting, "%s", keyErr.Error())
+			}
+		}
+	}
+	pair(settingTLSCert, settingTLSKey, c.TLSCertificate, c.TLSKey)
+	pair(settingTLSCertNew, settingTLSKeyNew, c.NextTLSCertificate, c.NextTLSKey)
+	if c.TLSCertificate == "" && c.NextTLSCertificate != "" {
+		bad(settingTLSCert, "is missing (tls_client_certificate_new is set: it is the certificate rotated in after tls_client_certificate)")
+	}
 	switch o.AuthMethod {
+	case AuthMethodTLS, AuthMethodSelfSignedTLS:
+		if c.TLSCertificate == "" {
+			bad(settingTLSCert, "is missing (client_auth_method %s needs it)", o.AuthMethod)
+		}
+		if o.AssertionSigningAlg != "" {
+			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		}
 	case "", AuthMethodBasic, AuthMethodPost:
 		if o.AssertionSigningAlg != "" {
 			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
@@ -114,14 +149,15 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 	case AuthMethodPrivateKeyJWT:
 		needKey("client_auth_method " + AuthMethodPrivateKeyJWT)
-		if signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.AssertionSigningAlg) {
-			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(algs, o.AssertionSigningAlg) {
+			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	default:
 		if near := spelling.Nearest(o.AuthMethod, OIDCAuthMethods(), 2); near != "" {
 			bad(settingAuthMethod, "is not a method extauth knows (did you mean %s?)", near)
 		} else {
-			bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+			bad(settingAuthMethod, "must be one of %s, %s, %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT,
+				AuthMethodTLS, AuthMethodSelfSignedTLS)
 		}
 	}
 	switch o.AssertionAudience {
@@ -131,8 +167,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	}
 	if o.RequestObject {
 		needKey("request_object")
-		if signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.RequestObjectSigningAlg) {
-			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(algs, o.RequestObjectSigningAlg) {
+			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	} else if o.RequestObjectSigningAlg != "" {
 		bad(settingRequestAlg, "applies only with request_object: true")
@@ -166,6 +202,46 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			}
 		}
 	}
+	if o.DPoPSigningAlg != "" {
+		if !o.DPoP {
+			bad(settingDPoPAlg, "applies only with dpop: true")
+		} else if !slices.Contains(dpopSigningAlgs, o.DPoPSigningAlg) {
+			bad(settingDPoPAlg, "must be one of %s", strings.Join(dpopSigningAlgs, ", "))
+		}
+	}
+	if o.ResponseMode != "" && !slices.Contains(responseModes, o.ResponseMode) {
+		bad(settingResponseMode, "must be jwt or query.jwt (JARM); the other modes are chosen by extauth")
+	}
+	switch o.Profile {
+	case "":
+	case OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning:
+		// The FAPI 2.0 Security Profile's client rules (5.3.2, 5.4);
+		// what it implies, profileOptions has set.
+		if o.AuthMethod != AuthMethodPrivateKeyJWT && !tlsMethod(o.AuthMethod) {
+			bad(settingAuthMethod, "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret", o.AuthMethod, o.Profile)
+		}
+		if o.AssertionAudience != OIDCAudienceIssuer {
+			bad(settingAudience, "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience", o.Profile)
+		}
+		if !o.DPoP && c.TLSCertificate == "" {
+			bad(settingDPoP, "must be true under profile %s, or tls_client_certificate set: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)", o.Profile)
+		}
+		for _, a := range []struct{ setting, alg string }{
+			{settingAssertionAlg, o.AssertionSigningAlg}, {settingRequestAlg, o.RequestObjectSigningAlg}, {settingDPoPAlg, o.DPoPSigningAlg},
+		} {
+			if a.alg != "" && !slices.Contains(fapiAlgs, a.alg) {
+				bad(a.setting, "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm", o.Profile)
+			}
+		}
+		for _, a := range o.SigningAlgs {
+			if !slices.Contains(fapiAlgs, a) {
+				bad(settingProfile, "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", o.Profile, a)
+				break
+			}
+		}
+	default:
+		bad(settingProfile, "must be %s or %s", OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning)
+	}
 	for _, k := range sortedKeys(o.AuthParams) {
 		switch {
 		case k == "":
@@ -198,7 +274,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "cannot combine none with other values")
 		}
 	}
-	return ps
+	return append(ps, checkOptionConfig(&o)...)
 }
 
 // needs says what needs a setting: "request_object needs it", "a and b
@@ -218,7 +294,8 @@ func needs(by []string) string {
 func (o *OIDCOptions) hasHighAssurance() bool {
 	return o.AuthMethod == AuthMethodSecretJWT || o.AuthMethod == AuthMethodPrivateKeyJWT || o.AssertionAudience != "" ||
 		o.AssertionSigningAlg != "" || o.PushedAuthorization || o.RequestObject || o.RequestObjectSigningAlg != "" ||
-		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{})
+		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{}) || o.DPoP || o.DPoPSigningAlg != "" ||
+		o.ResponseMode != "" || o.Profile != ""
 }
 
 func keyKind(k *clientKey) string {
@@ -245,7 +322,7 @@ func encAlgsFor(k *clientKey) []string {
 // take. The error names the setting. It makes no request; extauth check
 // runs it on the document it fetched.
 func CheckOIDCDiscovery(c OIDCConfig, doc *OIDCDiscovery) error {
-	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: http.DefaultClient})
+	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: outbound.NewClient(nil, 0, 0)})
 	if err != nil {
 		return err
 	}

@@ -159,7 +159,7 @@ type Transaction struct {
 	// Expires is when the transaction stops being accepted.
 	Expires time.Time `json:"e"`
 	// Extra holds strategy-specific values (a goth session, for example).
-	Extra map[string]string `json:"x,omitempty"`
+	Extra map[string]string `json:"x,omitempty" redact:"secret"`
 	// IdP is the identity provider the sign-in started at, for a strategy
 	// that signs in through one of many (an IdPChooser: a SAML
 	// federation's entity ID). Sealed with the rest, it is the only one

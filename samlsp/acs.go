@@ -38,6 +38,8 @@ type Assertion struct {
 	NameIDEncrypted bool
 	SessionIndex    string
 	AuthnContext    string
+	// AuthnInstant is when the IdP authenticated the user.
+	AuthnInstant time.Time
 	// Attributes maps each attribute Name to its values, in document order.
 	Attributes map[string][]string
 	// FriendlyNames maps FriendlyName to Name, for look-ups by either.
@@ -97,6 +99,9 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 	a, perr := sp.validate(raw, requestID, md)
 	if perr != nil {
 		return nil, perr
+	}
+	if err := sp.checkAuthentication(a, tx, sp.env.Now()); err != nil {
+		return nil, err
 	}
 	if perr := sp.consume(ctx, a, requestID); perr != nil {
 		return nil, perr
@@ -583,7 +588,8 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		return nil, errors.New("assertion has no AuthnStatement")
 	}
 	st := stmts[0]
-	if _, ok, err := timeAttr(st, "AuthnInstant"); err != nil || !ok {
+	authnInstant, ok, err := timeAttr(st, "AuthnInstant")
+	if err != nil || !ok {
 		return nil, errors.New("AuthnStatement AuthnInstant is missing or malformed")
 	}
 	if sna, ok, err := timeAttr(st, "SessionNotOnOrAfter"); err != nil {
@@ -602,6 +608,7 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		SPProvidedID:    attr(nameIDEl, "SPProvidedID"),
 		NameIDEncrypted: nameIDEncrypted,
 		SessionIndex:    attr(st, "SessionIndex"),
+		AuthnInstant:    authnInstant,
 		Attributes:      map[string][]string{},
 		FriendlyNames:   map[string]string{},
 		NotOnOrAfter:    latest,

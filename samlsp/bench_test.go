@@ -106,7 +106,7 @@ func BenchmarkComplete(b *testing.B) {
 func BenchmarkDeflateLevels(b *testing.B) {
 	f := newFixture(b)
 	var x bytes.Buffer
-	f.sp.md.current().authn[0].write(&x, "id-0123456789abcdef0123456789abcdef01234567", time.Now())
+	f.sp.md.current().authn[0].write(&x, "id-0123456789abcdef0123456789abcdef01234567", time.Now(), nil)
 	for _, level := range []int{flate.NoCompression, flate.HuffmanOnly, flate.BestSpeed, 5, flate.BestCompression} {
 		w, err := flate.NewWriter(nil, level)
 		if err != nil {

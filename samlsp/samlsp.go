@@ -44,6 +44,10 @@ import (
 // Name is the provider slug.
 const Name = "saml"
 
+// settingsKey is the secrets file's mapping of the SAML settings beyond the
+// three URLs.
+const settingsKey = "saml_additional_settings"
+
 // Defaults of Options.
 const (
 	DefaultClockSkew        = 60 * time.Second
@@ -88,7 +92,9 @@ type Config struct {
 	IdPSSOServiceURL string
 	// RelayState is the page to go to after sign-in, relative or same-origin.
 	RelayState string
-	// AuthnContext is a requested authentication context class reference.
+	// AuthnContext is the requested authentication context class
+	// reference, or several, space-separated: the assertion's
+	// AuthnContextClassRef must be one of them.
 	AuthnContext string
 	// CertificatePEM and PrivateKeyPEM are the optional SP key pair.
 	CertificatePEM string
@@ -241,6 +247,15 @@ type Options struct {
 	// Off by default, and New logs a warning when it is on: that padding is
 	// open to Bleichenbacher's attack, which can recover the content key.
 	AllowRSA15KeyTransport bool
+
+	// RequestOptions are the per-request sign-in options the start route
+	// takes for SAML, of providers.SAMLRequestOptions(); none when empty.
+	// saml_additional_settings.request_options sets it.
+	RequestOptions []string
+	// AssuranceLevels maps each of the host's assurance levels to the
+	// authentication context classes that meet it
+	// (saml_additional_settings.assurance_levels).
+	AssuranceLevels map[string][]string
 }
 
 // SP is the SAML service provider. It is safe for concurrent use. Close stops
@@ -441,6 +456,10 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		}
 	}
 	sp.customQuery = encodeCustom(cfg.Custom)
+	for _, p := range providers.CheckRequestOptionConfig(settingsKey, opts.RequestOptions, providers.SAMLRequestOptions(),
+		opts.AssuranceLevels, providers.OptionAuthnContext, strings.Fields(cfg.AuthnContext)) {
+		problems = append(problems, p)
+	}
 	switch opts.AuthnRequestBinding {
 	case "", BindingRedirect, BindingPOST:
 	default:

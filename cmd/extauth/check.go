@@ -69,6 +69,10 @@ by default, or -base-url with the name for {tenant}, as in
 https://app.example.org/{tenant}. Documents that tenants share are fetched
 once.
 
+It lists the sign-in options each provider's start route takes per request
+(request_options) and the host's assurance levels (assurance_levels), and
+warns when levels are set that no step-up can ask for (level not allowed).
+
 Exit status 1 means at least one error was found.
 `)
 	configPath := f.String("config", "", "the secrets file (required)")
@@ -248,6 +252,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	if len(r.broken[extauth.OIDC]) == 0 {
 		r.clientKeys(t.cfg.OIDC)
 	}
+	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
 	// application builds it, whatever the flags.
 	usable = slices.DeleteFunc(usable, func(p extauth.Provider) bool {

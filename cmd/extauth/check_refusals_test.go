@@ -78,6 +78,9 @@ func refusals(t *testing.T) []refusal {
 	oidcWith := func(entries string) string {
 		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n" + entries
 	}
+	tlsWith := func(certPEM, keyPEM, entries string) string {
+		return oidcWith("  tls_client_certificate: |\n" + block(certPEM) + "  tls_client_key: |\n" + block(keyPEM) + entries)
+	}
 	keyed := func(pemKey, entries string) string {
 		return oidcWith("  client_auth_method: private_key_jwt\n  private_key: |\n" + block(pemKey) + entries)
 	}
@@ -221,7 +224,7 @@ func refusals(t *testing.T) []refusal {
 
 		// oidc_additional_settings (providers/oidc_settings.go and
 		// oidc_client.go), which Validate checks with the same code.
-		{msg: "%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only",
+		{msg: "%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only",
 			none: byOptions + " (Options.SearchOAuth2): oidc_additional_settings is the oidc provider's"},
 		{msg: "must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY", key: "private_key", file: keyed("not a key", "")},
 		{msg: "is encrypted; give the key unencrypted", key: "private_key", file: keyed(junk("ENCRYPTED PRIVATE KEY"), "")},
@@ -246,7 +249,7 @@ func refusals(t *testing.T) []refusal {
 			file: oidcWith("  client_auth_method: client_secret_jwt\n")},
 		{msg: "must be one of %s for the %s private_key", key: "token_endpoint_auth_signing_alg",
 			file: keyed(ecKey, "  token_endpoint_auth_signing_alg: RS256\n")},
-		{msg: "must be one of %s, %s, %s, %s", key: "client_auth_method", file: oidcWith("  client_auth_method: magic\n")},
+		{msg: "must be one of %s, %s, %s, %s, %s, %s", key: "client_auth_method", file: oidcWith("  client_auth_method: magic\n")},
 		{msg: "must be %s or %s", key: "client_assertion_audience",
 			file: keyed(ecKey, "  client_assertion_audience: everyone\n")},
 		{msg: "applies only with request_object: true", key: "request_object_signing_alg", file: oidcWith("  request_object_signing_alg: PS256\n")},
@@ -266,6 +269,38 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must be a whole number of seconds", key: "max_age", file: oidcWith("  max_age: soon\n")},
 		{msg: "must be none, login, consent or select_account, or several of the last three", key: "prompt", file: oidcWith("  prompt: sometimes\n")},
 		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
+		{msg: "applies only with dpop: true", key: "dpop_signing_alg", file: oidcWith("  dpop_signing_alg: ES256\n")},
+		{msg: "must be one of %s", key: "dpop_signing_alg", file: oidcWith("  dpop: true\n  dpop_signing_alg: RS256\n")},
+		{msg: "must be jwt or query.jwt (JARM); the other modes are chosen by extauth", key: "response_mode", file: oidcWith("  response_mode: form_post\n")},
+		{msg: "must be %s or %s", key: "profile", file: oidcWith("  profile: fapi1\n")},
+		{msg: "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret",
+			key: "client_auth_method", file: oidcWith("  profile: fapi2\n  dpop: true\n  client_auth_method: client_secret_basic\n")},
+		{msg: "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience",
+			key: "client_assertion_audience", file: keyed(key, "  profile: fapi2\n  dpop: true\n  client_assertion_audience: token_endpoint\n")},
+		{msg: "must be true under profile %s, or tls_client_certificate set: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)",
+			key: "dpop", file: keyed(key, "  profile: fapi2\n")},
+		{msg: "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm",
+			key: "token_endpoint_auth_signing_alg", file: keyed(key, "  profile: fapi2\n  dpop: true\n  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", none: byOptions + " (Options.OIDC.SigningAlgs)"},
+		{msg: "%s: %w", none: byOptions + " (HTTPClient, whose transport cannot present the TLS certificate tls_client_certificate names)"},
+		{msg: "must be a PEM block of type CERTIFICATE", key: "tls_client_certificate", file: tlsWith("not a certificate", key, "")},
+		{msg: "does not parse as an X.509 certificate", key: "tls_client_certificate", file: tlsWith(notACertificate, key, "")},
+		{msg: "does not match tls_client_certificate", key: "tls_client_key", file: tlsWith(cert, ecKey, "")},
+		{msg: "is missing (%s is set; the pair needs both)", key: "tls_client_key", file: oidcWith("  tls_client_certificate: |\n" + block(cert))},
+		{msg: "is missing (tls_client_certificate_new is set: it is the certificate rotated in after tls_client_certificate)", key: "tls_client_certificate",
+			file: oidcWith("  tls_client_certificate_new: |\n" + block(cert) + "  tls_client_key_new: |\n" + block(key))},
+		{msg: "is missing (client_auth_method %s needs it)", key: "tls_client_certificate", file: oidcWith("  client_auth_method: tls_client_auth\n")},
+
+		// providers/options.go: the per-request options and assurance
+		// levels of oidc_additional_settings and saml_additional_settings.
+		{msg: "names %q, which is not an option this provider takes (%s)", key: "oidc_additional_settings.request_options",
+			file: oidcWith("  request_options: [login_hint, ForceAuthn]\n")},
+		{msg: "has a level name that is not a token of visible ASCII characters", key: "oidc_additional_settings.assurance_levels",
+			file: oidcWith("  assurance_levels:\n    \"very high\": urn:loa:3\n")},
+		{msg: "holds no value, or one that is not valid as %s", key: "saml_additional_settings.assurance_levels.high",
+			file: samlWith("saml_additional_settings:\n  assurance_levels:\n    high: not-a-uri\n")},
+		{msg: "names a value that %s.%s does not list: a sign-in at this level could not be accepted", key: "oidc_additional_settings.assurance_levels.high",
+			file: oidcWith("  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n")},
 
 		// samlsp/samlsp.go: a federation instead of one IdP.
 		{msg: "saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other",

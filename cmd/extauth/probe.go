@@ -255,16 +255,19 @@ func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
 	}
 	// The host's OIDCOptions.SigningAlgs is not in the configuration
 	// file; check applies the default allow-list.
+	// authOK: no failure above that CheckDiscovery would say again.
+	authOK := true
 	if usable := providers.OIDCAcceptedAlgs(doc.SigningAlgs, nil); len(usable) == 0 {
 		fail("the provider signs ID tokens with none of the algorithms extauth accepts (%s)", strings.Join(providers.OIDCSigningAlgs(), ", "))
+		authOK = false
 	} else {
 		s.add("accepted by extauth", strings.Join(usable, ", "))
 	}
 
-	authOK := true
 	if len(doc.TokenAuthMethods) > 0 {
 		s.add("token_endpoint_auth_methods_supported", clean(strings.Join(doc.TokenAuthMethods, ", ")))
-		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok && c.Additional.ClientAuthMethod == "" {
+		// A profile implies its own method; CheckDiscovery checks it.
+		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok && c.Additional.ClientAuthMethod == "" && c.Additional.Profile == "" {
 			fail("the token endpoint supports neither %s nor %s", providers.AuthMethodBasic, providers.AuthMethodPost)
 			authOK = false
 		}

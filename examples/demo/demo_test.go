@@ -464,6 +464,30 @@ func TestDemoOIDCHighAssurance(t *testing.T) {
 	}
 }
 
+// With -oidc-fapi2 the development OP enforces the FAPI 2.0 Security
+// Profile, requires DPoP with nonces and encrypts its ID tokens: a person
+// signs in through its pages as ever, and the session's tokens are
+// DPoP-bound.
+func TestDemoOIDCFAPI2(t *testing.T) {
+	if err := run([]string{"-oidc-fapi2", "-config", "x.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
+		t.Error("-oidc-fapi2 with a secrets file accepted")
+	}
+	base, demo := startDemoWith(t, serverOptions{oidcFAPI2: true})
+	b := harness.NewBrowser(t)
+	oidcSignIn(t, b, base)
+	op := demo.dev.fakes[""].OIDC
+	if q := op.LastAuthorizeQuery(); q.Get("request_uri") == "" || len(q) != 2 {
+		t.Errorf("the authorization request was not pushed: %v", q)
+	}
+	var at []string
+	for _, p := range op.DPoPProofs() {
+		at = append(at, string(p.Endpoint))
+	}
+	if strings.Join(at, " ") != "par token" {
+		t.Errorf("DPoP proofs at %v, want par token", at)
+	}
+}
+
 // The development OP's "sign out of every application" sends the demo a
 // back-channel logout, which ends the demo session of that OP session.
 func TestDemoBackchannelLogout(t *testing.T) {

@@ -52,6 +52,7 @@ func run(args []string, stderr io.Writer) error {
 	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, $RAILS_ENV, $APP_ENV, else development)")
 	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
 	highAssurance := fs.Bool("oidc-high-assurance", false, "run the development OpenID provider as a high-assurance one: private_key_jwt only,\npushed and signed authorization requests, encrypted ID tokens")
+	fapi2 := fs.Bool("oidc-fapi2", false, "run the development OpenID provider as a FAPI 2.0 one, shaped as Singpass's: the\nSecurity Profile enforced, DPoP with nonces, encrypted ID tokens")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./examples/demo [flags]\n\nThe extauth demo: sign in with six providers. Without -config it runs offline\non built-in development providers.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -68,11 +69,12 @@ func run(args []string, stderr io.Writer) error {
 		base = "http://" + ln.Addr().String()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if *highAssurance && *configPath != "" {
+	if (*highAssurance || *fapi2) && *configPath != "" {
 		ln.Close()
-		return errors.New("-oidc-high-assurance is for the development providers; a secrets file says itself how to sign in")
+		return errors.New("-oidc-high-assurance and -oidc-fapi2 are for the development providers; a secrets file says itself how to sign in")
 	}
-	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger, oidcHighAssurance: *highAssurance})
+	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger,
+		oidcHighAssurance: *highAssurance, oidcFAPI2: *fapi2})
 	if err != nil {
 		ln.Close()
 		return err
@@ -114,6 +116,9 @@ type serverOptions struct {
 	// oidcHighAssurance runs the development OpenID providers as
 	// high-assurance ones (extauthtest.ProvidersOptions.OIDCHighAssurance).
 	oidcHighAssurance bool
+	// oidcFAPI2 runs them as FAPI 2.0 ones
+	// (extauthtest.ProvidersOptions.OIDCFAPI2).
+	oidcFAPI2 bool
 }
 
 // server is the demo: its handler, and the development providers it serves

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"html/template"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -92,7 +94,21 @@ type identityView struct {
 	SessionID        string
 	Attributes       []attributeView
 	JSON             string
+	// ACR, AMR and AuthTime say how and when the provider authenticated
+	// the user.
+	ACR, AMR, AuthTime string
+	// StepUp is the form of the step-up button, nil for a provider that
+	// cannot be asked for the level.
+	StepUp *stepUpView
 }
+
+// stepUpView is the form that starts a fresh sign-in at level high.
+type stepUpView struct {
+	Action string
+	Fields []fieldView
+}
+
+type fieldView struct{ Name, Value string }
 
 type attributeView struct {
 	Friendly, Name string
@@ -115,6 +131,7 @@ func (p *pages) home(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, id := p.sessions.current(r, s.tenant); id != nil {
 		data.Identity = identityFor(s, id)
+		data.Identity.StepUp = p.stepUp(r, id)
 		data.Title = "Signed in"
 	}
 	for _, pr := range s.providers {
@@ -139,6 +156,24 @@ func noticeFor(s *site, n notice) *noticeView {
 	}
 }
 
+// stepUp builds the step-up button's form: a new sign-in of the same
+// account with the same provider, at level high and authenticated now. A
+// provider that cannot be asked for it (an OAuth one, or one whose
+// configuration does not allow the options) gets no button.
+func (p *pages) stepUp(r *http.Request, id *extauth.Identity) *stepUpView {
+	action, fields, err := p.auth.StartForm(r, extauth.Provider(id.Provider), extauth.SignInOptions{
+		Level: levelHigh, MaxAge: -1, Account: id, ReturnTo: "/",
+	})
+	if err != nil {
+		return nil
+	}
+	v := &stepUpView{Action: action}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		v.Fields = append(v.Fields, fieldView{name, fields.Get(name)})
+	}
+	return v
+}
+
 func identityFor(s *site, id *extauth.Identity) *identityView {
 	b, _ := json.MarshalIndent(id, "", "  ")
 	v := &identityView{
@@ -151,6 +186,11 @@ func identityFor(s *site, id *extauth.Identity) *identityView {
 		Tenant:        id.Tenant,
 		SessionID:     id.SessionID,
 		JSON:          string(b),
+		ACR:           id.ACR,
+		AMR:           strings.Join(id.AMR, " "),
+	}
+	if !id.AuthTime.IsZero() {
+		v.AuthTime = id.AuthTime.UTC().Format(time.RFC3339)
 	}
 	if v.Display == "" {
 		v.Display = id.UID

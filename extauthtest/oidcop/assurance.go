@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -190,7 +191,7 @@ func signingKeys(set *jose.JSONWebKeySet, kid string) []jose.JSONWebKey {
 // request object) with its key, or with its secret under
 // client_secret_jwt, and returns its header and claims.
 func (op *OP) verifyClientJWT(raw string, secretOK bool) (map[string]any, map[string]any, error) {
-	algs := []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256}
+	algs := op.clientAlgs()
 	if secretOK {
 		algs = []jose.SignatureAlgorithm{jose.HS256, jose.HS384, jose.HS512}
 	}
@@ -277,6 +278,9 @@ func (op *OP) assertionAuthenticated(r *http.Request, e Endpoint, url string) er
 		return errors.New("client assertion: another client_id in the form")
 	case !audienceHas(claims["aud"], op.cfg.Issuer, strings.TrimSuffix(op.cfg.Issuer, "/")+token, url):
 		return errors.New("client assertion: aud names neither the issuer nor this endpoint")
+	case op.cfg.Profile != "" && claims["aud"] != op.cfg.Issuer:
+		// FAPI 2.0 Security Profile 5.3.2.1: the issuer, as a string.
+		return errors.New("client assertion: aud must be the issuer alone")
 	case !okExp || !now.Before(exp):
 		return errors.New("client assertion: expired or without exp")
 	case !okIat || exp.Sub(iat) > maxAssertionLifetime:
@@ -304,7 +308,12 @@ func (op *OP) requestObjectParams(raw string) (url.Values, error) {
 		return nil, fmt.Errorf("request object: %w", err)
 	}
 	exp, ok := claimTime(claims, "exp")
+	nbf, okNbf := claimTime(claims, "nbf")
 	switch {
+	case op.cfg.Profile == FAPI2MessageSigning && (!okNbf || exp.Sub(nbf) > time.Hour || nbf.After(op.now().Add(time.Minute))):
+		// FAPI 2.0 Message Signing 5.3.1: nbf, and exp at most 60
+		// minutes after it.
+		return nil, errors.New("request object: nbf missing, in the future, or more than an hour before exp")
 	case claims["iss"] != op.cfg.ClientID:
 		return nil, errors.New("request object: iss is not the client")
 	case !audienceHas(claims["aud"], op.cfg.Issuer):
@@ -389,10 +398,27 @@ func (op *OP) par(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
 		return
 	}
+	// A proof binds the code to its key (RFC 9449 10.1).
+	jkt, perr := op.checkProof(r, PAR, op.requestURL(r), "")
+	if perr == nil && jkt == "" && op.cfg.DPoP {
+		perr = errNoProof
+	}
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
 	params, _, err := op.resolveRequest(form)
 	if err != nil {
 		tokenError(w, http.StatusBadRequest, "invalid_request_object")
 		return
+	}
+	if jkt != "" {
+		if params.Has("dpop_jkt") && params.Get("dpop_jkt") != jkt {
+			tokenError(w, http.StatusBadRequest, "invalid_dpop_proof")
+			return
+		}
+		params = maps.Clone(params)
+		params.Set("dpop_jkt", jkt)
 	}
 	if _, aerr := op.checkRequest(params); aerr != nil {
 		tokenError(w, http.StatusBadRequest, aerr.code)
@@ -414,6 +440,10 @@ func (op *OP) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.PostForm.Get("token") == "" {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
+		return
+	}
+	if _, perr := op.checkProof(r, Revocation, op.requestURL(r), ""); perr != nil {
+		op.asProofError(w, perr)
 		return
 	}
 	token := r.PostForm.Get("token")

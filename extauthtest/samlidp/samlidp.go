@@ -162,6 +162,15 @@ type Knobs struct {
 	// UnpublishedKey signs responses with a key pair that the metadata
 	// does not publish, so that no SP can verify them.
 	UnpublishedKey bool
+	// AuthnContextClassRef, when set, is the class the assertion says the
+	// user authenticated with, whatever the request asked. By default the
+	// IdP asserts the first class a RequestedAuthnContext names, and
+	// PasswordProtectedTransport without one.
+	AuthnContextClassRef string
+	// AuthnInstant, when set, dates the authentication (an IdP that kept
+	// an old session, ForceAuthn or not); by default it is the sign-in's
+	// time.
+	AuthnInstant time.Time
 }
 
 // CertChoice is how an IdP picks the SP's encryption certificate
@@ -189,6 +198,32 @@ type AuthnRecord struct {
 	// verified with the SP's certificate.
 	Signed bool
 	Raw    []byte
+	// ForceAuthn, IsPassive and RequestedAuthnContext (its classes, in
+	// order) are what the request asked of the authentication.
+	ForceAuthn, IsPassive bool
+	RequestedAuthnContext []string
+}
+
+// readAuthnOptions fills what the request rec.Raw asks of the
+// authentication into rec.
+func readAuthnOptions(rec *AuthnRecord) {
+	root, err := Parse(rec.Raw)
+	if err != nil {
+		return
+	}
+	rec.ForceAuthn = root.SelectAttrValue("ForceAuthn", "") == "true"
+	rec.IsPassive = root.SelectAttrValue("IsPassive", "") == "true"
+	rec.RequestedAuthnContext = requestedClasses(root)
+}
+
+// requestedClasses are the classes of an AuthnRequest's
+// RequestedAuthnContext.
+func requestedClasses(root *etree.Element) []string {
+	var out []string
+	for _, el := range root.FindElements("./RequestedAuthnContext/AuthnContextClassRef") {
+		out = append(out, strings.TrimSpace(el.Text()))
+	}
+	return out
 }
 
 // Options configure a new IdP.
@@ -559,6 +594,7 @@ func (p *IdP) checkAuthnRequest(r *http.Request) error {
 	case !rec.Signed && k.RequireSignedRequests:
 		return errors.New("unsigned, and this IdP requires signed requests")
 	}
+	readAuthnOptions(rec)
 	p.lastReq.Store(rec)
 	return nil
 }
@@ -812,7 +848,22 @@ func (m assertionMaker) MakeAssertion(req *saml.IdpAuthnRequest, session *saml.S
 		u := m.p.user
 		n.Format, n.NameQualifier, n.SPNameQualifier, n.SPProvidedID = u.NameIDFormat, u.NameQualifier, u.SPNameQualifier, u.SPProvidedID
 	}
-	if f := m.p.knobsCopy().Mutate; f != nil {
+	knobs := m.p.knobsCopy()
+	if st := a.AuthnStatements; len(st) > 0 {
+		class := knobs.AuthnContextClassRef
+		if root, err := Parse(req.RequestBuffer); class == "" && err == nil {
+			if classes := requestedClasses(root); len(classes) > 0 {
+				class = classes[0]
+			}
+		}
+		if class != "" {
+			st[0].AuthnContext.AuthnContextClassRef = &saml.AuthnContextClassRef{Value: class}
+		}
+		if !knobs.AuthnInstant.IsZero() {
+			st[0].AuthnInstant = knobs.AuthnInstant
+		}
+	}
+	if f := knobs.Mutate; f != nil {
 		f(a)
 	}
 	m.p.recordIssued(a)

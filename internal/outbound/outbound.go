@@ -5,6 +5,7 @@ package outbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -338,4 +339,33 @@ func Scrub(err error) error {
 		return &c
 	}
 	return err
+}
+
+// ErrNoClientCertificate is wrapped by the error of WithClientCertificate
+// for a client whose transport cannot present a certificate.
+var ErrNoClientCertificate = errors.New("the HTTP client's transport cannot present a TLS client certificate: Options.HTTPClient's Transport must be an *http.Transport, or nil")
+
+// WithClientCertificate returns a copy of c, a client NewClient made, that
+// presents the certificate get returns when a server asks for one (mutual
+// TLS, RFC 8705), keeping c's bounds, telemetry and TLS settings (its
+// trusted roots). c's transport must be an *http.Transport.
+func WithClientCertificate(c *http.Client, get func(*tls.CertificateRequestInfo) (*tls.Certificate, error)) (*http.Client, error) {
+	lt, ok := c.Transport.(*limitTransport)
+	if !ok {
+		return nil, ErrNoClientCertificate
+	}
+	base, ok := lt.base.(*http.Transport)
+	if !ok {
+		return nil, ErrNoClientCertificate
+	}
+	tr := base.Clone()
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{}
+	}
+	tr.TLSClientConfig.GetClientCertificate = get
+	withCert := *lt
+	withCert.base = tr
+	out := *c
+	out.Transport = &withCert
+	return &out, nil
 }

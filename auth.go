@@ -392,6 +392,11 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.log.Warn("extauth: Options.Store cannot release values (no Release method): a callback that fails holds its value until the transaction would have expired, so junk callbacks can fill the store; implement extauth.Releaser")
 	}
 	a.store = newSiteStore(hostStore, outbound.Timeout(a.client))
+	if o.SAML.Federations == nil {
+		// The tenants that sign in through one federation share its
+		// aggregate: fetched, verified and kept once.
+		o.SAML.Federations = &samlsp.Federations{}
+	}
 	a.opts = o
 	if a.tel, err = a.newTelemetry(&o); err != nil {
 		return nil, err
@@ -490,6 +495,19 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
 			MetadataValidFor:          c.Additional.MetadataValidFor,
 			MetadataCacheDuration:     c.Additional.MetadataCacheDuration,
+			Info:                      c.Additional.SPMetadata.info(),
+			Federation: samlsp.FederationConfig{
+				MetadataURL:             c.Additional.Federation.MetadataURL,
+				MDQURL:                  c.Additional.Federation.MDQURL,
+				MDQSHA1:                 c.Additional.Federation.MDQSHA1,
+				SigningCertificatePEM:   c.Additional.Federation.SigningCertificate,
+				BackingFile:             c.Additional.Federation.BackingFile,
+				MaxValidity:             c.Additional.Federation.MaxValidity,
+				EntityIDs:               c.Additional.Federation.EntityIDs,
+				RegistrationAuthorities: c.Additional.Federation.RegistrationAuthorities,
+				EntityCategories:        c.Additional.Federation.EntityCategories,
+				DiscoveryURL:            c.Additional.Federation.DiscoveryURL,
+			},
 		}, env, so)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)

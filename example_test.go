@@ -589,7 +589,7 @@ func ExampleIdentity_LogoutSession() {
 	fmt.Printf("%+v\n", extauth.LogoutSession{IDToken: "eyJhbGciOi..."})
 	// Output:
 	// ada@example.org _idx-42
-	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex:}
+	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex: IdP:}
 }
 
 // One instance keeps its single-use values in memory, at most MaxEntries at

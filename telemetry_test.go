@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/extauthtest/wpoauth"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/internal/telemetry"
@@ -718,5 +719,54 @@ func TestTelemetryKnowsEveryCode(t *testing.T) {
 	want := slices.Sorted(slices.Values(telemetry.Codes))
 	if len(codes) == 0 || !slices.Equal(codes, want) {
 		t.Errorf("errors.go has the codes %q, internal/telemetry %q", codes, want)
+	}
+}
+
+// A federation reports its aggregate as a document, its entities and IdPs,
+// and its signing certificate alone: not the certificates of its
+// thousands of IdPs, which would make a time series each.
+func TestTelemetrySAMLFederation(t *testing.T) {
+	k := newOtelKit(t)
+	f := newFederation(t)
+	f.start(func(c *extauth.Config, o *extauth.Options) {
+		k.options(o)
+		c.SAML.Additional.Federation.EntityIDs = []string{f.A.EntityID()}
+	})
+	saml := map[string]string{"provider": "saml", "tenant": ""}
+	if p := k.point(t, "extauth.federation.entities", saml); p.value != 2 {
+		t.Errorf("entities %v, want 2", p.value)
+	}
+	if p := k.point(t, "extauth.federation.idps", saml); p.value != 1 {
+		t.Errorf("IdPs %v, want the 1 the allow-list keeps", p.value)
+	}
+	k.point(t, "extauth.document.age", map[string]string{"provider": "saml", "tenant": "", "document": "metadata"})
+	certs := k.points(t, "extauth.certificate.expiry")
+	if len(certs) != 1 || certs[0].attrs["role"] != "federation" {
+		t.Errorf("certificates: %v", certs)
+	}
+}
+
+// MDQ look-ups are counted by result, a fixed list.
+func TestTelemetrySAMLFederationMDQ(t *testing.T) {
+	k := newOtelKit(t)
+	f := newFederation(t)
+	ea, _ := samlidp.Decorate(f.A.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "University of Aa"}})
+	mdq := newMDQServer(t, f.signer, false, ea)
+	a := f.start(func(c *extauth.Config, o *extauth.Options) {
+		k.options(o)
+		c.SAML.Additional.Federation = extauth.SAMLFederation{MDQURL: mdq.URL, SigningCertificate: f.certPEM(), EntityIDs: []string{f.A.EntityID()}}
+	})
+	b := harness.NewBrowser(t)
+	for range 3 {
+		a.startAt(b, f.A.EntityID())
+	}
+	b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {"https://junk.example.org/idp"}})
+	// A start looks its IdP up twice (its binding, its request): the
+	// counts are of look-ups.
+	for result, least := range map[string]float64{"fetched": 1, "hit": 2, "not_listed": 1} {
+		p := k.point(t, "extauth.federation.mdq.lookups", map[string]string{"provider": "saml", "tenant": "", "result": result})
+		if p.value < least || result == "fetched" && p.value != least {
+			t.Errorf("%s: %v, want %v", result, p.value, least)
+		}
 	}
 }

@@ -182,6 +182,22 @@ func Observed(c *http.Client, p *telemetry.Provider) *http.Client {
 	return &oc
 }
 
+// WithBounds returns a copy of c with another time-out and size bound, for
+// the one document that is larger and slower than every other (a SAML
+// federation's aggregate): a client NewClient made keeps its transport and
+// its observation; any other is wrapped by NewClient.
+func WithBounds(c *http.Client, timeout time.Duration, maxBody int64) *http.Client {
+	t, ok := c.Transport.(*limitTransport)
+	if !ok {
+		return NewClient(c, timeout, maxBody)
+	}
+	lt := *t
+	lt.timeout, lt.max = timeout, maxBody
+	oc := *c
+	oc.Transport = &lt
+	return &oc
+}
+
 func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
 	// The body is made first: its observation, with the carrier that

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/extauth/extauth/internal/pemdiag"
 	"github.com/extauth/extauth/samlsp"
@@ -209,7 +212,8 @@ func (c *Config) problems(base *Config) []Problem {
 			}
 			v := f.get()
 			switch {
-			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()):
+			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
+				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
@@ -220,6 +224,8 @@ func (c *Config) problems(base *Config) []Problem {
 	}
 	if base == nil || !c.sameProvider(base, SAML) {
 		ps = append(ps, c.SAML.Additional.problems()...)
+		ps = append(ps, c.SAML.federationProblems()...)
+		ps = append(ps, c.SAML.Additional.SPMetadata.problems()...)
 	}
 	if base == nil || !c.sameProvider(base, OIDC) {
 		ps = append(ps, c.OIDC.additionalProblems()...)
@@ -262,7 +268,8 @@ func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() && s.CertificateOld == "" && s.PrivateKeyOld.IsZero() &&
 		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
-		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 &&
+		s.Federation.isZero() && s.SPMetadata.isZero()
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {
@@ -313,6 +320,106 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 			bad("idp_metadata_certificate", reason, ErrInvalidSetting)
 		} else if rest := pemRest(s.IdPMetadataCertificate); rest != "" {
 			bad("idp_metadata_certificate", rest, ErrInvalidSetting)
+		}
+	}
+	return ps
+}
+
+// federationProblems checks saml_additional_settings.federation, and that
+// it does not meet the settings of a single IdP.
+func (c SAMLConfig) federationProblems() []Problem {
+	f := c.Additional.Federation
+	if f.isZero() {
+		return nil
+	}
+	const pre = keyAdditional + ".federation."
+	var ps []Problem
+	bad := func(key, reason string, err error) {
+		ps = append(ps, Problem{Provider: SAML, Key: key, Reason: reason, Err: err})
+	}
+	switch {
+	case f.MetadataURL == "" && f.MDQURL == "":
+		bad(pre+"metadata_url", "is missing (or mdq_url, for an MDQ server)", ErrMissingSetting)
+	case f.MetadataURL != "" && f.MDQURL != "":
+		bad(pre+"mdq_url", "and metadata_url are both given: an aggregate or an MDQ server; keep one", ErrInvalidSetting)
+	case f.MDQURL != "":
+		if reason := checkMetadataURL(f.MDQURL); reason != "" {
+			bad(pre+"mdq_url", reason, ErrInvalidSetting)
+		}
+		if len(f.EntityIDs) == 0 && f.DiscoveryURL == "" {
+			bad(pre+"entity_ids", "is missing: with an MDQ server, list the IdPs users may choose, or set discovery_url", ErrMissingSetting)
+		}
+		if f.BackingFile != "" {
+			bad(pre+"backing_file", "applies to an aggregate (metadata_url), not to an MDQ server", ErrInvalidSetting)
+		}
+	default:
+		if reason := checkMetadataURL(f.MetadataURL); reason != "" {
+			bad(pre+"metadata_url", reason, ErrInvalidSetting)
+		}
+	}
+	switch {
+	case f.SigningCertificate == "":
+		bad(pre+"signing_certificate", "is missing: the aggregate is used only when its signature verifies with it", ErrMissingSetting)
+	default:
+		if _, reason := parseCertificatePEM(f.SigningCertificate); reason != "" {
+			bad(pre+"signing_certificate", reason, ErrInvalidSetting)
+		} else if rest := pemRest(f.SigningCertificate); rest != "" {
+			bad(pre+"signing_certificate", rest, ErrInvalidSetting)
+		}
+	}
+	if u, err := url.Parse(f.DiscoveryURL); f.DiscoveryURL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "") {
+		bad(pre+"discovery_url", "must be an absolute https URL", ErrInvalidSetting)
+	}
+	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
+		bad(pre+"backing_file", "must be an absolute path", ErrInvalidSetting)
+	}
+	if v := f.MaxValidity; v != 0 && (v < time.Hour || v > samlsp.MaxMetadataValidFor) {
+		bad(pre+"max_validity", "must be between 1 hour and 3650 days", ErrInvalidSetting)
+	}
+	if c.IdPMetadataURL != "" {
+		bad("saml_idp_metadata_url", "and saml_additional_settings.federation are both given: a federation lists the IdPs; keep one", ErrInvalidSetting)
+	}
+	if c.IdPSSOServiceURL != "" {
+		bad("saml_idp_sso_service_url", "does not apply to a federation, whose IdPs each have their own; leave it empty", ErrInvalidSetting)
+	}
+	if c.Additional.IdPMetadataCertificate != "" {
+		bad(keyAdditional+".idp_metadata_certificate", "does not apply to a federation, whose aggregate is verified with federation.signing_certificate; leave it empty", ErrInvalidSetting)
+	}
+	return ps
+}
+
+// problems checks sp_metadata: https URLs, known contact types with an
+// address, attributes with a name.
+func (m SAMLSPMetadata) problems() []Problem {
+	const pre = keyAdditional + ".sp_metadata."
+	var ps []Problem
+	bad := func(key, reason string) {
+		ps = append(ps, Problem{Provider: SAML, Key: pre + key, Reason: reason, Err: ErrInvalidSetting})
+	}
+	https := func(key, v string) {
+		if u, err := url.Parse(v); v != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+			bad(key, "must be an absolute https URL")
+		}
+	}
+	https("information_url", m.InformationURL)
+	https("privacy_statement_url", m.PrivacyStatementURL)
+	https("organization.url", m.OrganizationURL)
+	https("logo.url", m.Logo)
+	if m.Logo != "" && (m.LogoWidth <= 0 || m.LogoHeight <= 0) {
+		bad("logo", "needs its width and height in pixels")
+	}
+	for i, c := range m.Contacts {
+		key := fmt.Sprintf("contacts[%d]", i)
+		if !slices.Contains(samlsp.ContactTypes, c.Type) {
+			bad(key+".type", "must be one of "+strings.Join(samlsp.ContactTypes, ", "))
+		}
+		if e := strings.TrimPrefix(c.Email, "mailto:"); !strings.Contains(e, "@") || strings.ContainsAny(e, " <>") {
+			bad(key+".email", "must be an e-mail address")
+		}
+	}
+	for i, a := range m.RequestedAttributes {
+		if a.Name == "" {
+			bad(fmt.Sprintf("requested_attributes[%d].name", i), "is missing")
 		}
 	}
 	return ps

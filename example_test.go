@@ -21,6 +21,10 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/markbates/goth/providers/github"
 	"github.com/markbates/goth/providers/gitlab"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"golang.org/x/oauth2"
 )
 
@@ -519,7 +523,7 @@ func ExampleAuth_LogoutURL() {
 // sign-in.
 func ExampleAuth_TokenSource() {
 	var a *extauth.Auth
-	var id *extauth.Identity // kept from the sign-in (Tenant, Provider and Tokens suffice)
+	var id *extauth.Identity // kept from the sign-in (Tenant, Provider, UID and Tokens suffice)
 	ctx := context.Background()
 
 	ts, err := a.TokenSource(ctx, id)
@@ -585,7 +589,7 @@ func ExampleIdentity_LogoutSession() {
 	fmt.Printf("%+v\n", extauth.LogoutSession{IDToken: "eyJhbGciOi..."})
 	// Output:
 	// ada@example.org _idx-42
-	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex:}
+	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex: IdP:}
 }
 
 // One instance keeps its single-use values in memory, at most MaxEntries at
@@ -670,7 +674,7 @@ yMmwBM6iXn04RBiUQ5f1YuQ61mt6LeC4pz7Af/CuG0h8EG2+6aN1U74/
 // tokens; under private_key_jwt the revocation carries a client assertion.
 func ExampleAuth_RevokeTokens() {
 	var a *extauth.Auth
-	var id *extauth.Identity // kept from the sign-in (Tenant, Provider and Tokens suffice)
+	var id *extauth.Identity // kept from the sign-in (Tenant, Provider, UID and Tokens suffice)
 	err := a.RevokeTokens(context.Background(), id)
 	switch {
 	case errors.Is(err, extauth.ErrNoRevocation):
@@ -678,4 +682,81 @@ func ExampleAuth_RevokeTokens() {
 	case err != nil:
 		log.Printf("revocation failed: %v", err)
 	}
+}
+
+// storedSignIn is a row of an application's own table of sign-ins.
+type storedSignIn struct {
+	Provider, Tenant, UID string
+	Tokens                extauth.Tokens
+}
+
+// The one-time migration of tokens stored before v0.3.0
+// (docs/upgrading.md).
+func ExampleAuth_AdoptTokens() {
+	var a *extauth.Auth
+	var rows []*storedSignIn // every stored sign-in
+	save := func(*storedSignIn) {}
+	ctx := context.Background()
+
+	// Once, for every stored sign-in: tokens stored before v0.3.0 get the
+	// issuer and tenant they were issued at, and are stored back.
+	for _, row := range rows {
+		id := &extauth.Identity{Provider: row.Provider, Tenant: row.Tenant, UID: row.UID, Tokens: row.Tokens}
+		tokens, err := a.AdoptTokens(ctx, id)
+		if err != nil {
+			log.Printf("%s at %q: %v", row.Provider, row.Tenant, err)
+			continue
+		}
+		row.Tokens = tokens
+		save(row)
+	}
+}
+
+// Secrets are compared with Equal: == does not compile.
+func ExampleSecret_Equal() {
+	cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientSecret: extauth.NewSecret("s3cr3t")}}
+	previous := &extauth.Config{OIDC: extauth.OIDCConfig{ClientSecret: extauth.NewSecret("s3cr3t")}}
+	if !cfg.OIDC.ClientSecret.Equal(previous.OIDC.ClientSecret) {
+		log.Print("the OpenID Connect client secret changed")
+	}
+	fmt.Println(cfg.OIDC.ClientSecret.Equal(previous.OIDC.ClientSecret))
+	// Output: true
+}
+
+// Tracing: extauth's spans go to the host's TracerProvider. A production
+// SDK samples parent-based at a low ratio and exports in batches; a span's
+// attributes are set when it ends, if it records. TraceStoreCalls adds a
+// span per call of a shared store (Redis, PostgreSQL) within a traced
+// sign-in.
+func ExampleOptions_tracing() {
+	spans := tracetest.NewSpanRecorder() // in production: sdktrace.WithBatcher(exporter)
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(1))), // e.g. 0.01
+		sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+	a, err := extauth.New(&extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"}},
+		extauth.Options{
+			BaseURL:         "https://app.example.org",
+			CookieKey:       make([]byte, 32),
+			TracerProvider:  tp,
+			Propagator:      propagation.TraceContext{}, // writes traceparent into the requests to providers
+			TraceStoreCalls: true,
+			OnSuccess:       func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	r := httptest.NewRequest(http.MethodPost, "https://app.example.org/users/auth/blog_oauth2", nil)
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	a.ServeHTTP(httptest.NewRecorder(), r)
+	for _, s := range spans.Ended() {
+		attrs := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			attrs[kv.Key] = kv.Value.Emit()
+		}
+		fmt.Println(s.Name(), attrs["provider"], attrs["outcome"])
+	}
+	// Output:
+	// extauth.authorize blog_oauth2 success
 }

@@ -99,6 +99,12 @@ type SAMLInfo struct {
 	// Attributes maps each attribute Name (a URI or OID as the IdP sends
 	// it) to its values, in document order.
 	Attributes map[string][]string `json:"attributes,omitempty"`
+	// IdP is the entity ID of the IdP that asserted the identity. In a
+	// SAML federation it tells apart the users of its IdPs (a NameID, like
+	// an eduPersonPrincipalName, is unique per IdP only): key users by
+	// IdP and UID. Identity.LogoutSession keeps it, so that a logout goes
+	// to the same IdP.
+	IdP string `json:"idp,omitempty"`
 }
 
 // Format prints the identity with its tokens redacted, for every verb.

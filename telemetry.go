@@ -28,6 +28,7 @@ func (a *Auth) newTelemetry(o *Options) (*telemetry.T, error) {
 		Propagator:     o.Propagator,
 		Now:            a.now,
 		Providers:      names,
+		StoreSpans:     o.TraceStoreCalls,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("extauth: %w", err)

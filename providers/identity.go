@@ -62,6 +62,11 @@ type SAMLInfo struct {
 	NameIDEncrypted bool                `json:"name_id_encrypted,omitempty"`
 	SessionIndex    string              `json:"session_index,omitempty"`
 	Attributes      map[string][]string `json:"attributes,omitempty"`
+	// IdP is the entity ID of the IdP that asserted the identity: the
+	// one IdP, or in a federation the one the user chose, so that the
+	// host can tell users of two IdPs apart (a NameID is unique per IdP
+	// only).
+	IdP string `json:"idp,omitempty"`
 }
 
 // Tokens are the credentials of a sign-in. Their String, Format, LogValue and

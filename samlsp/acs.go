@@ -60,16 +60,19 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 			err = invalid("the SAML response could not be processed", fmt.Errorf("recovered from panic: %v", p))
 		}
 	}()
-	// A tenant built again after its eviction has no metadata until its
-	// first fetch: a sign-in it had in flight waits for that fetch rather
-	// than failing.
-	md, perr := sp.metadata(ctx)
-	if perr != nil {
-		return nil, perr
-	}
-	requestID := ""
+	requestID, idp := "", ""
 	if tx != nil {
-		requestID = tx.RequestID
+		requestID, idp = tx.RequestID, tx.IdP
+	}
+	var md *idpMetadata
+	var perr *providers.Error
+	if sp.fed == nil {
+		// A tenant built again after its eviction has no metadata until
+		// its first fetch: a sign-in it had in flight waits for that fetch
+		// rather than failing.
+		if md, perr = sp.metadata(ctx); perr != nil {
+			return nil, perr
+		}
 	}
 	if requestID == "" && !sp.opts.AllowIDPInitiated {
 		return nil, invalid("unsolicited SAML responses are not accepted", errors.New("no AuthnRequest ID in the transaction"))
@@ -77,6 +80,21 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 	raw, perr := sp.readResponse(r)
 	if perr != nil {
 		return nil, perr
+	}
+	if md == nil {
+		// In a federation, the IdP is the one the sign-in was started at:
+		// its keys alone verify the answer, its entity ID alone is the
+		// Issuer accepted. An unsolicited response is checked against the
+		// entry of the IdP it names: every signature must then verify with
+		// that IdP's keys, every Issuer name that IdP.
+		if requestID == "" {
+			if idp, perr = issuerOf(raw); perr != nil {
+				return nil, perr
+			}
+		}
+		if md, perr = sp.idpFor(ctx, idp); perr != nil {
+			return nil, perr
+		}
 	}
 	a, perr := sp.validate(raw, requestID, md)
 	if perr != nil {
@@ -130,6 +148,25 @@ func (sp *SP) readResponse(r *http.Request) ([]byte, *providers.Error) {
 
 var errBadStatus = errors.New("response Status is not Success")
 
+// issuerOf returns the Issuer an unsolicited response says it comes from:
+// the Response's, else its plain assertion's. Nothing is trusted yet: the
+// IdP it names must then verify the whole response.
+func issuerOf(raw []byte) (string, *providers.Error) {
+	root, err := parseXML(raw)
+	if err != nil {
+		return "", invalid("the SAML response is not acceptable XML", err)
+	}
+	if iss, _ := onlyChild(root, nsAssertion, "Issuer"); iss != nil && text(iss) != "" {
+		return text(iss), nil
+	}
+	if a, _ := onlyChild(root, nsAssertion, "Assertion"); a != nil {
+		if iss, _ := onlyChild(a, nsAssertion, "Issuer"); iss != nil && text(iss) != "" {
+			return text(iss), nil
+		}
+	}
+	return "", invalid("the SAML response names no Issuer", nil)
+}
+
 // maxIssueDelay is how old a response or assertion may be when it arrives
 // (IssueInstant), give or take the clock skew: an IdP posts it at once.
 const maxIssueDelay = 90 * time.Second
@@ -146,6 +183,9 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 		}
 	}()
 	if md == nil {
+		if sp.md == nil {
+			return nil, invalid("no identity provider was chosen", errUnknownIdP)
+		}
 		if md = sp.md.current(); md == nil {
 			return nil, unavailable(sp.md.err())
 		}
@@ -658,11 +698,11 @@ func (sp *SP) consume(ctx context.Context, a *Assertion, requestID string) *prov
 	if min := sp.env.Now().Add(sp.opts.ClockSkew); until.Before(min) {
 		until = min
 	}
-	keys := []string{"saml:assertion:" + digest(a.Issuer, a.ID)}
+	keys, n := [2]string{storeKey("saml:assertion:", a.Issuer, a.ID)}, 1
 	if requestID != "" {
-		keys = append(keys, "saml:request:"+digest(requestID))
+		keys[1], n = storeKey("saml:request:", requestID), 2
 	}
-	for _, k := range keys {
+	for _, k := range keys[:n] {
 		fresh, err := sp.env.Store.Consume(ctx, k, until)
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
@@ -674,13 +714,22 @@ func (sp *SP) consume(ctx context.Context, a *Assertion, requestID string) *prov
 	return nil
 }
 
-// digest keeps store keys short and free of whatever characters an IdP
-// puts in its IDs.
-func digest(parts ...string) string {
-	h := sha256.New()
+// storeKey is a single-use store key: prefix and a digest of parts, which
+// keeps keys short and free of whatever characters an IdP puts in its IDs
+// (the hex of the first 20 bytes of the SHA-256 of each part followed by a
+// zero byte), made in one allocation.
+func storeKey(prefix string, parts ...string) string {
+	var buf [512]byte
+	b := buf[:0]
 	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+		b = append(append(b, p...), 0)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:20])
+	sum := sha256.Sum256(b)
+	var hx [40]byte
+	hex.Encode(hx[:], sum[:20])
+	var k strings.Builder
+	k.Grow(len(prefix) + len(hx))
+	k.WriteString(prefix)
+	k.Write(hx[:])
+	return k.String()
 }

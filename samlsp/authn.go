@@ -41,7 +41,7 @@ const (
 // sealed transaction (tx.ReturnTo), and RelayState carries only a random
 // handle that binds the IdP's answer to this browser's transaction.
 func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, error) {
-	md, perr := sp.metadata(ctx)
+	md, perr := sp.idpFor(ctx, tx.IdP)
 	if perr != nil {
 		return "", perr
 	}
@@ -63,6 +63,20 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 // endpoint unless the option says otherwise.) Without metadata yet, it waits
 // for a fetch under way as Begin does.
 func (sp *SP) StartsWithPost() bool {
+	if sp.fed != nil {
+		// Which IdP, and so which binding, the sign-in's transaction says:
+		// the routes ask StartsWithPostAt.
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	defer cancel()
+	return sp.StartsWithPostAt(ctx, &providers.Transaction{})
+}
+
+// StartsWithPostAt is StartsWithPost for the sign-in tx, which names the
+// IdP of a federation (tx.IdP): whether that IdP takes AuthnRequests by
+// HTTP-POST only, unless Options.AuthnRequestBinding says otherwise.
+func (sp *SP) StartsWithPostAt(ctx context.Context, tx *providers.Transaction) bool {
 	switch sp.opts.AuthnRequestBinding {
 	case BindingPOST:
 		return true
@@ -72,9 +86,7 @@ func (sp *SP) StartsWithPost() bool {
 	if sp.cfg.IdPSSOServiceURL != "" {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
-	defer cancel()
-	md, err := sp.metadata(ctx)
+	md, err := sp.idpFor(ctx, tx.IdP)
 	return err == nil && md.authn[0] == nil && md.authn[1] != nil
 }
 
@@ -84,7 +96,7 @@ func (sp *SP) StartsWithPost() bool {
 // enveloped RSA-SHA256 XML signature, placed after its Issuer as the schema
 // wants it. Custom entries are added to the form.
 func (sp *SP) BeginPost(ctx context.Context, tx *providers.Transaction) (action string, form url.Values, err error) {
-	md, perr := sp.metadata(ctx)
+	md, perr := sp.idpFor(ctx, tx.IdP)
 	if perr != nil {
 		return "", nil, perr
 	}

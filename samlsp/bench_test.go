@@ -65,34 +65,14 @@ func BenchmarkBegin(b *testing.B) {
 	}
 }
 
+// BenchmarkComplete measures the ACS, Complete on the signed and on the
+// encrypted response of acsCases.
 func BenchmarkComplete(b *testing.B) {
-	for _, encrypted := range []bool{false, true} {
-		f := newFixture(b, withKeyPair)
-		sp, err := New(f.cfg, f.env(alwaysFresh{}), f.opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { sp.Close() })
-		f.waitReady(sp)
-		tx, _ := f.begin(sp)
-		s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
-		s.SignResponse = true
-		name := "signed_response_and_assertion"
-		if encrypted {
-			_, s.EncryptTo = testKey(b, 1)
-			name = "encrypted_assertion"
-		}
-		x, err := f.idp.Forge(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		body := responseForm(x, tx.Binding).Encode()
-		b.Run(name, func(b *testing.B) {
+	for _, c := range acsCases(b) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(body))
-				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				if _, err := sp.Complete(context.Background(), r, tx); err != nil {
+				if err := c.acs(); err != nil {
 					b.Fatal(err)
 				}
 			}

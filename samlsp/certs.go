@@ -17,6 +17,11 @@ const (
 	CertSP = "sp"
 	// CertIdP is a signing certificate of the IdP, from its metadata.
 	CertIdP = "idp"
+	// CertFederation is a federation's metadata signing certificate
+	// (saml_additional_settings.federation.signing_certificate). The
+	// certificates of a federation's IdPs are not listed: there are
+	// thousands, and each is checked when its IdP signs a response.
+	CertFederation = "federation"
 
 	// CertUseSignDecrypt: the SP's current pair signs our requests and
 	// decrypts assertions.
@@ -76,6 +81,10 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 	if sp.certOld != nil {
 		add(CertSP, CertUseRetiring, sp.certOld)
 	}
+	if sp.fed != nil {
+		add(CertFederation, CertUseVerify, sp.fedCert)
+		return out
+	}
 	if md := sp.md.current(); md != nil {
 		for _, c := range md.certs {
 			add(CertIdP, CertUseVerify, c)
@@ -91,6 +100,9 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 // the SP unready: it goes on signing and decrypting with it (see
 // docs/saml.md, "Certificates and expiry").
 func (sp *SP) ReadyError() error {
+	if sp.fed != nil {
+		return sp.federationReadyError()
+	}
 	md := sp.md.current()
 	if md == nil {
 		return errors.New("no copy of the identity provider's metadata yet")
@@ -140,7 +152,7 @@ func (sp *SP) checkExpiry() {
 	now := sp.env.Now()
 	certs := sp.CertificateExpiries()
 	idpValid := 0
-	if md := sp.md.current(); md != nil {
+	if md := sp.currentMetadata(); md != nil {
 		for _, c := range md.certs {
 			if !now.Before(c.NotBefore) && !now.After(c.NotAfter) {
 				idpValid++
@@ -207,6 +219,13 @@ func (sp *SP) logExpiry(c CertExpiry, state certState, now time.Time, idpValid i
 			sp.log.Error("saml: the SP certificate has expired; extauth goes on signing requests and decrypting assertions with it, "+
 				"as most IdPs ignore SP certificate dates, but one that checks them refuses them: rotate the SP key pair "+
 				"(docs/saml.md, \"Rotating the SP key pair\")", attrs...)
+		}
+	case c.Kind == CertFederation:
+		attrs = append(attrs, "setting", "saml_additional_settings.federation.signing_certificate")
+		if state == certExpiring {
+			sp.log.Warn("saml: the federation's signing certificate expires soon; the federation publishes the next one ahead of its key rollover: pin it", attrs...)
+		} else {
+			sp.log.Error("saml: the federation's signing certificate has expired: no aggregate verifies with it, and sign-ins fail once the last good copy expires", attrs...)
 		}
 	default:
 		attrs = append(attrs, "idp_signing_certs_valid", idpValid)

@@ -95,6 +95,7 @@ func (sp *SP) identity(a *Assertion) *providers.Identity {
 			NameIDEncrypted: a.NameIDEncrypted,
 			SessionIndex:    a.SessionIndex,
 			Attributes:      a.Attributes,
+			IdP:             a.Issuer,
 		},
 	}
 	if id.Email == "" && a.NameIDFormat == NameIDEmail {

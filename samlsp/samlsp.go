@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,6 +158,14 @@ type Config struct {
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
+	// Federation, when enabled, signs users in through the IdPs of a
+	// federation's signed aggregate (saml_additional_settings.federation)
+	// instead of IdPMetadataURL's one IdP; IdPMetadataURL,
+	// IdPSSOServiceURL and IdPMetadataCertificatePEM are then empty.
+	Federation FederationConfig
+	// Info is what the SP metadata says of the application besides its
+	// endpoints and keys (saml_additional_settings.sp_metadata).
+	Info SPInfo
 }
 
 // Param is one custom name/value entry of saml_additional_settings.
@@ -222,6 +231,17 @@ type Options struct {
 	// practical, so a signature over SHA-1 no longer binds the IdP to what
 	// it signed.
 	AllowSHA1 bool
+	// Federations shares federation aggregates between SPs (extauth.New
+	// sets one per Auth, for its tenants); nil gives the SP its own.
+	Federations *Federations
+	// MaxAggregateBytes bounds a federation's aggregate (default
+	// DefaultMaxAggregateBytes).
+	MaxAggregateBytes int64
+	// IdPCacheSize bounds how many of a federation's IdPs the SP keeps
+	// parsed (default DefaultIdPCacheSize); others are parsed again from
+	// the aggregate when a sign-in needs them.
+	IdPCacheSize int
+
 	// AllowRSA15KeyTransport accepts encrypted assertions whose key is
 	// wrapped with RSAES-PKCS1-v1_5 (xmlenc#rsa-1_5) instead of RSA-OAEP.
 	// Off by default, and New logs a warning when it is on: that padding is
@@ -278,7 +298,11 @@ type SP struct {
 	// customQuery is Config.Custom, encoded once.
 	customQuery string
 
-	md *metadataCache
+	// md is the one IdP's metadata; fed, instead, a federation's IdPs.
+	md  *metadataCache
+	fed *federation
+	// fedCert is the federation's signing certificate.
+	fedCert *x509.Certificate
 	// expiry rate-limits the log lines about certificates that expire.
 	expiry   expiryWatch
 	stop     context.CancelFunc
@@ -311,9 +335,15 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if env.Store == nil {
 		problems = append(problems, errors.New("a replay store is required"))
 	}
-	idpMeta, err := checkMetadataURL(cfg.IdPMetadataURL)
-	if err != nil {
-		problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+	var idpMeta, fedURL, mdqURL *url.URL
+	var fedCert *x509.Certificate
+	if cfg.Federation.Enabled() {
+		fedURL, mdqURL, fedCert, problems = checkFederation(cfg, problems)
+	} else {
+		var err error
+		if idpMeta, err = checkMetadataURL(cfg.IdPMetadataURL); err != nil {
+			problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+		}
 	}
 	if cfg.IdPSSOServiceURL != "" {
 		if u, err := url.Parse(cfg.IdPSSOServiceURL); err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") {
@@ -342,7 +372,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		opts.MetadataRetry = 5 * time.Second
 	}
 
-	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, fedCert: fedCert, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
 	if sp.log == nil {
 		sp.log = slog.New(slog.DiscardHandler)
 	}
@@ -473,6 +503,21 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
+	switch {
+	case mdqURL != nil:
+		sp.fed = newFederation(sp, nil)
+		sp.fed.mdq = newMDQClient(sp, mdqURL)
+		sp.checkExpiry()
+		return sp, nil
+	case fedURL != nil:
+		fs := opts.Federations
+		if fs == nil {
+			fs = &Federations{}
+		}
+		sp.fed = newFederation(sp, fs.acquire(sp, fedCert, fedURL))
+		sp.checkExpiry()
+		return sp, nil
+	}
 	sp.md = newMetadataCache(sp)
 	sp.checkExpiry()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -485,9 +530,66 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	return sp, nil
 }
 
+// checkFederation checks the federation settings of cfg.
+func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cert *x509.Certificate, _ []error) {
+	const pre = "saml_additional_settings.federation."
+	f := cfg.Federation
+	if cfg.IdPMetadataURL != "" {
+		problems = append(problems, errors.New("saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other"))
+	}
+	if cfg.IdPSSOServiceURL != "" {
+		problems = append(problems, errors.New("saml_idp_sso_service_url: the IdPs of a federation each have their own; leave it empty"))
+	}
+	if cfg.IdPMetadataCertificatePEM != "" {
+		problems = append(problems, errors.New("saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty"))
+	}
+	var err error
+	switch {
+	case f.MetadataURL != "" && f.MDQURL != "":
+		problems = append(problems, errors.New(pre+"mdq_url: the aggregate (metadata_url) or an MDQ server: set one"))
+	case f.MDQURL != "":
+		if mdq, err = checkMetadataURL(f.MDQURL); err != nil {
+			problems = append(problems, fmt.Errorf("%smdq_url: %w", pre, err))
+		}
+		if len(f.EntityIDs) == 0 && f.DiscoveryURL == "" {
+			problems = append(problems, errors.New(pre+"entity_ids: with an MDQ server, list the IdPs users may choose, or set discovery_url"))
+		}
+		if f.BackingFile != "" {
+			problems = append(problems, errors.New(pre+"backing_file: applies to an aggregate (metadata_url), not to an MDQ server"))
+		}
+	default:
+		if aggregate, err = checkMetadataURL(f.MetadataURL); err != nil {
+			problems = append(problems, fmt.Errorf("%smetadata_url: %w", pre, err))
+		}
+	}
+	if f.SigningCertificatePEM == "" {
+		problems = append(problems, errors.New(pre+"signing_certificate is required: nothing of the aggregate is used unless its signature verifies with it"))
+	} else if cert, err = ParseCertificatePEM(f.SigningCertificatePEM); err != nil {
+		problems = append(problems, fmt.Errorf("%ssigning_certificate: %w", pre, err))
+	}
+	if f.DiscoveryURL != "" {
+		if u, err := url.Parse(f.DiscoveryURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "" {
+			problems = append(problems, errors.New(pre+"discovery_url: must be an absolute https URL"))
+		}
+	}
+	if f.MaxValidity < 0 {
+		problems = append(problems, errors.New(pre+"max_validity: must be positive"))
+	}
+	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
+		problems = append(problems, errors.New(pre+"backing_file: must be an absolute path"))
+	}
+	return aggregate, mdq, cert, problems
+}
+
 // Close stops the background metadata refresh and waits for it to end.
 func (sp *SP) Close() error {
 	sp.closeOne.Do(func() {
+		if sp.fed != nil {
+			if sp.fed.src != nil {
+				sp.fed.src.release()
+			}
+			return
+		}
 		sp.stop()
 		<-sp.done
 	})

@@ -38,6 +38,9 @@ type LogoutSession struct {
 	// Config.NameIDEncrypted).
 	NameIDEncrypted bool
 	SessionIndex    string
+	// IdP is the entity ID of the IdP the session is at (Identity.SAML's
+	// IdP): in a federation, the logout goes to that IdP.
+	IdP string
 }
 
 // LogoutHooks connect single logout to the host's sessions.
@@ -75,7 +78,7 @@ const (
 // when security.logout_requests_signed is set). The request ID is recorded
 // in the store so that only the IdP's answer to it is accepted.
 func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
-	md, perr := sp.metadata(ctx)
+	md, perr := sp.idpFor(ctx, s.IdP)
 	if perr != nil {
 		return "", perr
 	}
@@ -107,7 +110,7 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	req.IssueInstant = now
 	exp := now.Add(logoutLifetime)
 	req.NotOnOrAfter = &exp
-	if _, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(req.ID), exp); err != nil {
+	if _, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", req.ID), exp); err != nil {
 		return "", &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	el := req.Element()
@@ -339,10 +342,6 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 	if param == "" {
 		return nil, nil
 	}
-	md, perr := sp.metadata(r.Context())
-	if perr != nil {
-		return nil, perr
-	}
 	if len(value) > maxRedirectParam {
 		return nil, invalid("the logout message is too large", nil)
 	}
@@ -368,6 +367,16 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 	}
 	if err := checkLogoutShape(root); err != nil {
 		return nil, invalid("the logout message has an unexpected structure", err)
+	}
+	// In a federation, the message is checked against the IdP it names,
+	// with that IdP's keys alone.
+	var issuer string
+	if iss, _ := onlyChild(root, nsAssertion, "Issuer"); iss != nil {
+		issuer = text(iss)
+	}
+	md, perr := sp.idpFor(r.Context(), issuer)
+	if perr != nil {
+		return nil, perr
 	}
 	ver := sp.verifier(md)
 	if redirect {
@@ -468,14 +477,14 @@ func (sp *SP) checkLogoutResponse(ctx context.Context, msg *logoutMessage) *prov
 	// means we never sent that request. The answered marker makes the
 	// response single-use.
 	exp := sp.env.Now().Add(logoutLifetime)
-	issued, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(irt), exp)
+	issued, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", irt), exp)
 	if err != nil {
 		return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	if issued {
 		return invalid("the logout response answers a request we did not send", nil)
 	}
-	fresh, err := sp.env.Store.Consume(ctx, "saml:slo:answered:"+digest(irt), exp)
+	fresh, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:answered:", irt), exp)
 	if err != nil {
 		return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
@@ -509,7 +518,8 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 			return invalid("the logout request names no subject", err)
 		}
 		sess = LogoutSession{NameID: text(nameID), NameIDFormat: attr(nameID, "Format"), NameQualifier: attr(nameID, "NameQualifier"),
-			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID"), NameIDEncrypted: encrypted}
+			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID"), NameIDEncrypted: encrypted,
+			IdP: md.entity.EntityID}
 		// Several SessionIndex elements name several sessions of one
 		// subject; the hook ends the subject's sessions, so the first will do.
 		if si := children(msg.root, nsProtocol, "SessionIndex"); len(si) > 0 {
@@ -520,7 +530,7 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 		} else if ok && !sp.env.Now().Before(na.Add(sp.opts.ClockSkew)) {
 			return invalid("the logout request has expired", nil)
 		}
-		fresh, err := sp.env.Store.Consume(r.Context(), "saml:slo:request:"+digest(md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
+		fresh, err := sp.env.Store.Consume(r.Context(), storeKey("saml:slo:request:", md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 		}
@@ -616,6 +626,21 @@ func (sp *SP) Metadata() ([]byte, error) {
 	}
 	out, err := xml.MarshalIndent(ed, "", "  ")
 	if err != nil {
+		return nil, err
+	}
+	var discoveryResponse string
+	if sp.cfg.Federation.DiscoveryURL != "" {
+		discoveryResponse = strings.TrimSuffix(sp.acs.String(), "/callback")
+	}
+	// The SP's information (mdui, entity attributes, requested attributes)
+	// and its discovery response are elements crewjam's types lack or
+	// write otherwise: added to the tree.
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(out); err != nil {
+		return nil, err
+	}
+	addSPInfo(doc.Root(), &sp.cfg.Info, discoveryResponse)
+	if out, err = doc.WriteToBytes(); err != nil {
 		return nil, err
 	}
 	return append([]byte(xml.Header), out...), nil

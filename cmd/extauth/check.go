@@ -269,7 +269,17 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 		if slices.Contains(usable, extauth.SAML) {
 			s := t.cfg.SAML
 			key := fmt.Sprintf("saml %q %q %v", s.IdPMetadataURL, s.IdPSSOServiceURL, s.Additional.HasKeyPair())
-			ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
+			if f := s.Additional.Federation; f.MDQURL != "" {
+				key = fmt.Sprintf("saml mdq %q %q %v %q %q %q %v", f.MDQURL, f.SigningCertificate, f.MaxValidity,
+					f.EntityIDs, f.RegistrationAuthorities, f.EntityCategories, f.MDQSHA1)
+				ck.probe(r, key, func(pr *prober) { pr.mdq(ctx, s) })
+			} else if f.MetadataURL != "" {
+				key = fmt.Sprintf("saml federation %q %q %q %v %q %q %q", f.MetadataURL, f.SigningCertificate, f.BackingFile, f.MaxValidity,
+					f.EntityIDs, f.RegistrationAuthorities, f.EntityCategories)
+				ck.probe(r, key, func(pr *prober) { pr.federation(ctx, s) })
+			} else {
+				ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
+			}
 		}
 		if slices.Contains(usable, extauth.OIDC) {
 			c := t.cfg.OIDC

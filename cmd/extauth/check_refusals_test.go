@@ -87,6 +87,17 @@ func refusals(t *testing.T) []refusal {
 	junk := func(typ string) string {
 		return "-----BEGIN " + typ + "-----\nbm90IGEga2V5\n-----END " + typ + "-----\n"
 	}
+	// federation is saml_additional_settings with a federation at
+	// metadataURL signed with certPEM, and extra lines after it.
+	federation := func(metadataURL, certPEM, extra string) string {
+		return "saml_additional_settings:\n  federation:\n    metadata_url: " + metadataURL + "\n    signing_certificate: |\n" +
+			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
+	}
+	mdqFederation := func(mdqURL, certPEM, extra string) string {
+		return "saml_additional_settings:\n  federation:\n    mdq_url: " + mdqURL + "\n    signing_certificate: |\n" +
+			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
+	}
+	fedOnly := func(settings string) string { return "saml_sp_entity_id: https://app.example.org/saml\n" + settings }
 	p384, ed := otherKeys(t)
 	return []refusal{
 		// New itself, and the site and tenant builders.
@@ -291,7 +302,38 @@ func refusals(t *testing.T) []refusal {
 		{msg: "names a value that %s.%s does not list: a sign-in at this level could not be accepted", key: "oidc_additional_settings.assurance_levels.high",
 			file: oidcWith("  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n")},
 
+		// samlsp/samlsp.go: a federation instead of one IdP.
+		{msg: "saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other",
+			key: "saml_idp_metadata_url", file: samlWith(federation("https://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "saml_idp_sso_service_url: the IdPs of a federation each have their own; leave it empty", key: "saml_idp_sso_service_url",
+			file: "saml_idp_sso_service_url: https://idp.example.invalid/sso\n" + fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty",
+			key: "idp_metadata_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "  idp_metadata_certificate: |\n"+block(cert)))},
+		{msg: "%smetadata_url: %w", key: "metadata_url", file: fedOnly(federation("http://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "%ssigning_certificate is required: nothing of the aggregate is used unless its signature verifies with it", key: "signing_certificate",
+			file: fedOnly("saml_additional_settings:\n  federation:\n    metadata_url: https://fed.example.invalid/aggregate.xml\n")},
+		{msg: "%ssigning_certificate: %w", key: "signing_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", notACertificate, ""))},
+		{msg: "%smax_validity: must be positive", key: "max_validity",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    max_validity: -24h\n"))},
+		{msg: "%sbacking_file: must be an absolute path", key: "backing_file",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    backing_file: federation.xml\n"))},
+
+		{msg: "%smdq_url: the aggregate (metadata_url) or an MDQ server: set one", key: "mdq_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    mdq_url: https://mdq.example.invalid/\n    entity_ids: [https://idp.example.invalid/idp]\n"))},
+		{msg: "%smdq_url: %w", key: "mdq_url", file: fedOnly(mdqFederation("http://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n"))},
+		{msg: "%sentity_ids: with an MDQ server, list the IdPs users may choose, or set discovery_url", key: "entity_ids",
+			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, ""))},
+		{msg: "%sbacking_file: applies to an aggregate (metadata_url), not to an MDQ server", key: "backing_file",
+			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n    backing_file: /tmp/x.xml\n"))},
+
+		{msg: "%sdiscovery_url: must be an absolute https URL", key: "discovery_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    discovery_url: http://ds.example.invalid/ds\n"))},
+
 		// Config.Validate, which the tenant builder runs.
+		{msg: "must be an absolute https URL", none: byValidate},
+		{msg: "needs its width and height in pixels", none: byValidate},
+		{msg: "must be an e-mail address", none: byValidate},
+		{msg: "is missing", none: byValidate},
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},
 		{msg: "must be a URN or an absolute URI", none: byValidate},
 		{msg: "is a parameter of the SAML binding and cannot be a custom entry", none: byValidate},

@@ -14,6 +14,14 @@ type (
 	metadataStatus interface {
 		MetadataStatus() (fetched, nextRefresh, lastFailure time.Time)
 	}
+	// federationStatus: a SAML SP's federation aggregate.
+	federationStatus interface {
+		FederationStatus() (entities, idps int, ok bool)
+	}
+	// mdqStats: a SAML SP's MDQ look-ups, by result (a fixed list).
+	mdqStats interface {
+		MDQStats() map[string]int64
+	}
 	// discoveryStatus: an OpenID Connect discovery document.
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
@@ -55,6 +63,18 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 		}
 		if !failed.IsZero() {
 			o.ObserveFloat64(t.docFailure, float64(failed.UnixMilli())/1e3, attrs)
+		}
+	}
+	if s, ok := p.strategy.(federationStatus); ok {
+		if entities, idps, ok := s.FederationStatus(); ok {
+			attrs := metric.WithAttributes(p.base...)
+			o.ObserveInt64(t.fedEntities, int64(entities), attrs)
+			o.ObserveInt64(t.fedIdPs, int64(idps), attrs)
+		}
+	}
+	if s, ok := p.strategy.(mdqStats); ok {
+		for result, n := range s.MDQStats() {
+			o.ObserveInt64(t.fedMDQ, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
 		}
 	}
 	if p.certificates == nil {

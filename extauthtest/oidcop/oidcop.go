@@ -45,6 +45,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -242,26 +243,26 @@ type OP struct {
 	keys    []*signingKey
 	active  int
 	faults  map[Fault]bool
-	pending map[string]*authRequest // consent page interactions
-	codes   map[string]*grant
-	tokens  map[string]*grant
+	pending *expiring.Map[*authRequest] // consent page interactions
+	codes   *expiring.Map[*grant]
+	tokens  *expiring.Map[*grant]
 	// refresh maps each live refresh token to its grant; a refresh
 	// rotates it.
-	refresh map[string]*grant
+	refresh *expiring.Map[*grant]
 	// sessions are the provider's own sessions, by sid; a browser's
 	// cookie names its session.
-	sessions map[string]*session
+	sessions *expiring.Map[*session]
 	// logouts are the pending end-session confirmations.
-	logouts  map[string]*endSession
+	logouts  *expiring.Map[*endSession]
 	lastAuth url.Values
 	// tokenPath and jwksPath are where the token endpoint and key set are
 	// served (under the issuer's path); RotateEndpoints moves them.
 	tokenPath, jwksPath string
 	rotations           int
 	// pushed are the pushed authorization requests, by request_uri.
-	pushed map[string]*pushedRequest
+	pushed *expiring.Map[*pushedRequest]
 	// seenJTIs are the client assertions' jti, until they expire.
-	seenJTIs   map[string]time.Time
+	seenJTIs   *expiring.Map[struct{}]
 	assertions []Assertion
 	lastParams url.Values
 	revoked    int
@@ -283,16 +284,14 @@ type authRequest struct {
 	accessType  string
 	acrValues   []string
 	maxAge      int64 // -1: none asked
-	expires     time.Time
 }
 
 // grant is what a code, then an access token, stands for.
 type grant struct {
-	req     *authRequest
-	user    User
-	sid     string
-	used    bool
-	expires time.Time
+	req  *authRequest
+	user User
+	sid  string
+	used bool
 	// authTime is when the user authenticated (the session's start).
 	authTime time.Time
 }
@@ -300,9 +299,8 @@ type grant struct {
 // session is a user's session at the provider, shared by the sign-ins of
 // one browser.
 type session struct {
-	sid     string
-	user    User
-	expires time.Time
+	sid  string
+	user User
 	// authTime is when the user authenticated.
 	authTime time.Time
 }
@@ -311,10 +309,10 @@ const (
 	codeTTL    = time.Minute
 	tokenTTL   = time.Hour
 	sessionTTL = 24 * time.Hour
+	// interactionTTL is how long a consent or logout page waits.
+	interactionTTL = 10 * time.Minute
 	// sessionCookie names the browser's session at the provider.
 	sessionCookie = "oidcop_session"
-	// maxEntries bounds each map, so a long-running demo does not grow.
-	maxEntries = 20000
 )
 
 // New returns a provider for cfg. It generates a key when cfg.Keys is empty.
@@ -347,19 +345,11 @@ func New(cfg Config) (*OP, error) {
 		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
 	}
 	op := &OP{
-		cfg:      cfg,
-		prefix:   strings.TrimSuffix(u.Path, "/"),
-		now:      cfg.Now,
-		hits:     map[Endpoint]*atomic.Int64{},
-		faults:   map[Fault]bool{},
-		pending:  map[string]*authRequest{},
-		codes:    map[string]*grant{},
-		tokens:   map[string]*grant{},
-		refresh:  map[string]*grant{},
-		sessions: map[string]*session{},
-		logouts:  map[string]*endSession{},
-		pushed:   map[string]*pushedRequest{},
-		seenJTIs: map[string]time.Time{},
+		cfg:    cfg,
+		prefix: strings.TrimSuffix(u.Path, "/"),
+		now:    cfg.Now,
+		hits:   map[Endpoint]*atomic.Int64{},
+		faults: map[Fault]bool{},
 
 		tokenPath: "/token",
 		jwksPath:  "/jwks",
@@ -367,6 +357,14 @@ func New(cfg Config) (*OP, error) {
 	if op.now == nil {
 		op.now = time.Now
 	}
+	op.pending = expiring.New[*authRequest](0, op.now)
+	op.codes = expiring.New[*grant](0, op.now)
+	op.tokens = expiring.New[*grant](0, op.now)
+	op.refresh = expiring.New[*grant](0, op.now)
+	op.sessions = expiring.New[*session](0, op.now)
+	op.logouts = expiring.New[*endSession](0, op.now)
+	op.pushed = expiring.New[*pushedRequest](0, op.now)
+	op.seenJTIs = expiring.New[struct{}](0, op.now)
 	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation} {
 		op.hits[e] = new(atomic.Int64)
 	}
@@ -693,7 +691,6 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		accessType:  q.Get("access_type"),
 		acrValues:   strings.Fields(q.Get("acr_values")),
 		maxAge:      maxAge(q),
-		expires:     op.now().Add(10 * time.Minute),
 	}, nil
 }
 
@@ -741,8 +738,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	id := endpoint.Random(16)
 	op.mu.Lock()
-	sweep(op.pending, op.now(), func(a *authRequest) time.Time { return a.expires })
-	op.pending[id] = req
+	op.pending.Put(id, req, op.now().Add(interactionTTL))
 	op.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -797,7 +793,7 @@ var consentPages = newPages("consent", `{{define "title"}}Sign in{{end}}
 // interaction out of pending, once. It answers the browser itself, and
 // reports false, for anything else: another method, a malformed form, an
 // interaction unknown or expired.
-func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pending map[string]T, expires func(T) time.Time) (T, bool) {
+func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pending *expiring.Map[T]) (T, bool) {
 	var zero T
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -810,10 +806,9 @@ func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pend
 	}
 	id := r.PostForm.Get("interaction")
 	op.mu.Lock()
-	v, ok := pending[id]
-	delete(pending, id)
+	v, ok := pending.Take(id)
 	op.mu.Unlock()
-	if !ok || op.now().After(expires(v)) {
+	if !ok {
 		http.Error(w, "unknown or expired interaction", http.StatusBadRequest)
 		return zero, false
 	}
@@ -821,7 +816,7 @@ func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pend
 }
 
 func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
-	req, ok := takeInteraction(op, w, r, op.pending, func(a *authRequest) time.Time { return a.expires })
+	req, ok := takeInteraction(op, w, r, op.pending)
 	if !ok {
 		return
 	}
@@ -842,26 +837,11 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 // browser's session at the provider (its cookie) is kept when it is the
 // same user's, and started otherwise.
 func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, u User) {
-	code := endpoint.Random(32)
-	now := op.now()
-	op.mu.Lock()
-	var sess *session
+	var sid string
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		// A session older than max_age means authenticating again: a
-		// new session (OIDC Core 3.1.2.1).
-		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) &&
-			(req.maxAge < 0 || now.Sub(s.authTime) <= time.Duration(req.maxAge)*time.Second) {
-			sess = s
-		}
+		sid = c.Value
 	}
-	if sess == nil {
-		sweep(op.sessions, now, func(s *session) time.Time { return s.expires })
-		sess = &session{sid: endpoint.Random(16), user: u, expires: now.Add(sessionTTL), authTime: now}
-		op.sessions[sess.sid] = sess
-	}
-	sweep(op.codes, now, func(g *grant) time.Time { return g.expires })
-	op.codes[code] = &grant{req: req, user: u, sid: sess.sid, expires: now.Add(codeTTL), authTime: sess.authTime}
-	op.mu.Unlock()
+	code, sess := op.issueCode(req, u, sid)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sess.sid, Path: op.prefix + "/", HttpOnly: true,
 		Secure: strings.HasPrefix(op.cfg.Issuer, "https:"), SameSite: http.SameSiteLaxMode})
 	q := url.Values{"code": {code}}
@@ -872,22 +852,36 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	http.Redirect(w, r, req.redirectURI+"?"+q.Encode(), http.StatusFound)
 }
 
-// sweep drops expired entries once a map is full.
-func sweep[V any](m map[string]V, now time.Time, expires func(V) time.Time) {
-	if len(m) < maxEntries {
-		return
+// issueCode issues a code for u's sign-in of req, in the browser's
+// session sid when that is u's and young enough, else in a new session.
+func (op *OP) issueCode(req *authRequest, u User, sid string) (string, *session) {
+	code := endpoint.Random(32)
+	now := op.now()
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	// A session older than max_age means authenticating again: a new
+	// session (OIDC Core 3.1.2.1).
+	sess, ok := op.sessions.Get(sid)
+	if !ok || sess.user.Sub != u.Sub || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
+		sess = &session{sid: endpoint.Random(16), user: u, authTime: now}
+		op.sessions.Put(sess.sid, sess, now.Add(sessionTTL))
 	}
-	for k, v := range m {
-		if now.After(expires(v)) {
-			delete(m, k)
-		}
+	op.codes.Put(code, &grant{req: req, user: u, sid: sess.sid, authTime: sess.authTime}, now.Add(codeTTL))
+	return code, sess
+}
+
+// redeemCode spends code: its grant, or false when the code is unknown,
+// expired or spent already. A spent code stays known until its expiry, so
+// that its reuse is told from an unknown code.
+func (op *OP) redeemCode(code string) (*grant, bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	g, ok := op.codes.Get(code)
+	if !ok || g.used {
+		return nil, false
 	}
-	for k := range m {
-		if len(m) < maxEntries {
-			break
-		}
-		delete(m, k)
-	}
+	g.used = true
+	return g, true
 }
 
 // clientRequest reads a client's POST to endpoint e (token, PAR,
@@ -983,15 +977,9 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := op.now()
-	op.mu.Lock()
-	g, ok := op.codes[f.Get("code")]
-	fresh := ok && !g.used
-	if ok {
-		g.used = true
-	}
-	op.mu.Unlock()
+	g, ok := op.redeemCode(f.Get("code"))
 	switch {
-	case !fresh || now.After(g.expires):
+	case !ok:
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	case f.Get("redirect_uri") != g.req.redirectURI:
@@ -1023,7 +1011,6 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 		tokenError(w, http.StatusInternalServerError, "server_error")
 		return
 	}
-	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime}
 	resp := map[string]any{
 		"access_token": access,
 		"token_type":   "Bearer",
@@ -1031,17 +1018,23 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 		"id_token":     idToken,
 		"scope":        g.req.scope,
 	}
-	op.mu.Lock()
-	sweep(op.tokens, now, func(g *grant) time.Time { return g.expires })
-	op.tokens[access] = fresh
-	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
-		rt := endpoint.Random(32)
-		sweep(op.refresh, now, func(g *grant) time.Time { return g.expires })
-		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL), authTime: g.authTime}
+	if rt := op.recordTokens(g, access, now); rt != "" {
 		resp["refresh_token"] = rt
 	}
-	op.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// recordTokens holds access for grant g, and a new refresh token, which it
+// returns, when offline access was asked for.
+func (op *OP) recordTokens(g *grant, access string, now time.Time) (refresh string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.tokens.Put(access, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime}, now.Add(tokenTTL))
+	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
+		refresh = endpoint.Random(32)
+		op.refresh.Put(refresh, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime}, now.Add(sessionTTL))
+	}
+	return refresh
 }
 
 // refreshGrant trades a refresh token for new tokens and a new refresh
@@ -1050,11 +1043,10 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 func (op *OP) refreshGrant(w http.ResponseWriter, f url.Values) {
 	now := op.now()
 	op.mu.Lock()
-	g, ok := op.refresh[f.Get("refresh_token")]
-	delete(op.refresh, f.Get("refresh_token"))
-	_, live := op.sessions[g.sidOrEmpty()]
+	g, ok := op.refresh.Take(f.Get("refresh_token"))
+	_, live := op.sessions.Get(g.sidOrEmpty())
 	op.mu.Unlock()
-	if !ok || now.After(g.expires) || !live {
+	if !ok || !live {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
@@ -1281,9 +1273,9 @@ func atHash(accessToken string) string {
 func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	op.mu.Lock()
-	g, found := op.tokens[token]
+	g, found := op.tokens.Get(token)
 	op.mu.Unlock()
-	if !ok || !found || op.now().After(g.expires) {
+	if !ok || !found {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return

@@ -440,15 +440,28 @@ func TestDemoOIDCSignOut(t *testing.T) {
 }
 
 // With -oidc-high-assurance the development OP takes private_key_jwt only,
-// requires pushed and signed requests and encrypts its ID tokens: a person
-// signs in and out through its pages as ever.
+// requires pushed and signed requests and encrypts its ID tokens: the start
+// line and the home page say so, and a person signs in and out through its
+// pages as ever.
 func TestDemoOIDCHighAssurance(t *testing.T) {
 	if err := run([]string{"-oidc-high-assurance", "-config", "x.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
 		t.Error("-oidc-high-assurance with a secrets file accepted")
 	}
 	base, demo := startDemoWith(t, serverOptions{oidcHighAssurance: true})
+	var start strings.Builder
+	demo.announce(&start)
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base+"; "+highAssuranceNote {
+		t.Errorf("start line %q", line)
+	}
 	b := harness.NewBrowser(t)
+	home := b.Get(base + "/")
+	if !strings.Contains(home.Body, `id="oidc-high-assurance"`) || !strings.Contains(home.Body, html.EscapeString(highAssuranceNote)) {
+		t.Errorf("the home page does not say the OP runs in high-assurance mode:\n%s", home.Body)
+	}
 	oidcSignIn(t, b, base)
+	if page := b.Get(base + "/"); !strings.Contains(page.Body, `id="oidc-high-assurance"`) {
+		t.Errorf("signed in, the home page no longer says the OP runs in high-assurance mode")
+	}
 	op := demo.dev.fakes[""].OIDC
 	if q := op.LastAuthorizeQuery(); q.Get("request_uri") == "" || q.Has("nonce") {
 		t.Errorf("the authorization request was not pushed: %v", q)
@@ -461,6 +474,23 @@ func TestDemoOIDCHighAssurance(t *testing.T) {
 		"interaction": {hiddenValue(confirm.Body, "interaction")}, "decision": {"logout"}})
 	if !strings.Contains(page.Body, `id="signed-out"`) || b.Cookie(base+"/", "demo_session") != nil {
 		t.Errorf("not signed out: %d %s", page.StatusCode, page.Body)
+	}
+}
+
+// Without -oidc-high-assurance neither the start line nor the home page
+// speaks of it.
+func TestDemoStartLine(t *testing.T) {
+	base, demo := startDemoWith(t, serverOptions{})
+	var start strings.Builder
+	demo.announce(&start)
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base {
+		t.Errorf("start line %q", line)
+	}
+	if !strings.Contains(start.String(), base+"/metrics") || !strings.Contains(start.String(), "tenant a (Alpha University)") {
+		t.Errorf("start lines:\n%s", start.String())
+	}
+	if home := harness.NewBrowser(t).Get(base + "/"); strings.Contains(home.Body, "high-assurance") {
+		t.Errorf("the home page speaks of high assurance:\n%s", home.Body)
 	}
 }
 

@@ -78,11 +78,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer demo.Close()
-	fmt.Printf("extauth demo listening on %s\n", base)
-	for _, s := range demo.sites.list[1:] {
-		fmt.Printf("  tenant %s (%s): %s\n", s.tenant, s.name, s.base)
-	}
-	fmt.Printf("  metrics (Prometheus, OpenTelemetry names under extauth_): %s/metrics\n", base)
+	demo.announce(os.Stdout)
 	srv := &http.Server{
 		Handler:           demo,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -124,6 +120,27 @@ type server struct {
 	auth    *extauth.Auth
 	sites   *sites
 	metrics *metrics
+	// oidcHighAssurance is serverOptions.oidcHighAssurance.
+	oidcHighAssurance bool
+}
+
+// highAssuranceNote says what -oidc-high-assurance changes, on the start
+// line and on the home page.
+const highAssuranceNote = "the development OpenID providers run in high-assurance mode: private_key_jwt only, pushed and signed authorization requests, encrypted ID tokens"
+
+// announce prints where the demo listens, and in what mode: its start
+// line, then its tenants and its metrics.
+func (s *server) announce(w io.Writer) {
+	base := s.sites.list[0].base
+	if s.oidcHighAssurance {
+		fmt.Fprintf(w, "extauth demo listening on %s; %s\n", base, highAssuranceNote)
+	} else {
+		fmt.Fprintf(w, "extauth demo listening on %s\n", base)
+	}
+	for _, t := range s.sites.list[1:] {
+		fmt.Fprintf(w, "  tenant %s (%s): %s\n", t.tenant, t.name, t.base)
+	}
+	fmt.Fprintf(w, "  metrics (Prometheus, OpenTelemetry names under extauth_): %s/metrics\n", base)
 }
 
 // Close stops the demo's background work and its development providers.
@@ -144,7 +161,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	srv := &server{}
+	srv := &server{oidcHighAssurance: o.oidcHighAssurance}
 	var cfg *extauth.Config
 	var tenantOf func(*http.Request) (string, error)
 	tenantBase := subdomainBase(base)
@@ -196,7 +213,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 	sites := newSites(base, cfg, tenantBase, devTenants)
 	sites.tenantOf = tenantOf
 	srv.sites = sites
-	pages := &pages{sessions: sessions, sites: sites, log: logger}
+	pages := &pages{sessions: sessions, sites: sites, log: logger, oidcHighAssurance: o.oidcHighAssurance}
 	opts := extauth.Options{
 		BaseURL:    base,
 		CookieKey:  key,

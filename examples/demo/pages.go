@@ -33,6 +33,9 @@ type pages struct {
 	sessions *sessions
 	sites    *sites
 	log      *slog.Logger
+	// oidcHighAssurance: the home page says that the development OpenID
+	// providers run in high-assurance mode.
+	oidcHighAssurance bool
 }
 
 // view is what every page shows: the site it is on, in the header, and
@@ -106,10 +109,14 @@ func (p *pages) home(w http.ResponseWriter, r *http.Request) {
 	}
 	data := struct {
 		view
-		Notice    *noticeView
-		Identity  *identityView
-		Providers []providerView
+		Notice        *noticeView
+		HighAssurance string
+		Identity      *identityView
+		Providers     []providerView
 	}{view: p.view(s, "Sign in")}
+	if p.oidcHighAssurance && slices.Contains(s.providers, extauth.OIDC) {
+		data.HighAssurance = highAssuranceNote
+	}
 	if n, ok := p.sessions.takeNotice(w, r); ok {
 		data.Notice = noticeFor(s, n)
 	}

@@ -41,6 +41,8 @@ type samlApp struct {
 	Auth  *extauth.Auth
 	IdP   *samlidp.IdP
 	store extauth.Store
+	// handler is what the server at URL serves.
+	handler http.Handler
 	signIns
 }
 
@@ -85,6 +87,7 @@ func newSAMLApp(t *testing.T, idp *samlidp.IdP, edit func(*extauth.Config, *exta
 		mux := http.NewServeMux()
 		auth.Mount(mux)
 		mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "home") })
+		a.handler = mux
 		return mux
 	})
 	a.URL = srv.URL

@@ -143,6 +143,21 @@ func Growth(t *testing.T, costs []time.Duration, n int, what string) {
 	}
 }
 
+// ThreadCPUOf runs f on one thread and returns the CPU time it took: what
+// f costs, whatever else the machine runs, for a timing test that compares
+// work done, not the time a busy scheduler gave it. f must do its work on
+// its own goroutine.
+func ThreadCPUOf(f func()) time.Duration {
+	stop := lockThread()
+	defer stop()
+	start := ThreadCPU()
+	f()
+	return ThreadCPU() - start
+}
+
+// Median is the median of ds.
+func Median(ds []time.Duration) time.Duration { return median(ds) }
+
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)

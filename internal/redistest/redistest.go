@@ -131,7 +131,7 @@ func (s *Server) run() error {
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !s.answers() {
 		select {
 		case err := <-p.exited:
@@ -141,7 +141,7 @@ func (s *Server) run() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("%s did not answer within 10s:\n%s", filepath.Base(s.bin), out.String())
+			return fmt.Errorf("%s did not answer within 60s:\n%s", filepath.Base(s.bin), out.String())
 		}
 	}
 	return nil

@@ -114,7 +114,7 @@ func (a *samlApp) register() {
 
 func (a *samlApp) waitReady() {
 	a.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		rec := httptest.NewRecorder()
 		a.Auth.ServeHTTP(rec, newRequest(http.MethodPost, a.URL+"/users/auth/saml.json", nil))
@@ -303,7 +303,7 @@ func TestSAMLCallbackCookieIsCrossSite(t *testing.T) {
 	}
 	defer a.Close()
 	var rec *httptest.ResponseRecorder
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		rec = httptest.NewRecorder()
 		a.ServeHTTP(rec, newRequest(http.MethodPost, "https://app.example/users/auth/saml", nil))
@@ -927,7 +927,7 @@ func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
 		t.Cleanup(func() { a.Close() })
 		return a
 	})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for idp.MetadataHits() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -970,7 +970,7 @@ func TestSAMLSignedIdPMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for unsigned.MetadataHits() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}

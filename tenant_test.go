@@ -187,7 +187,7 @@ func (ta *tenantApp) registerSAML(b *harness.Browser, tenant string) {
 // waitSAML waits until tenant's SP has the IdP's metadata.
 func (ta *tenantApp) waitSAML(b *harness.Browser, tenant string) {
 	ta.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		if r := b.PostForm(ta.url(tenant, "/users/auth/saml.json"), nil); r.StatusCode == http.StatusOK || time.Now().After(deadline) {
 			return

@@ -29,7 +29,7 @@ func newAppWithProviders(t *testing.T, o extauthtest.ProvidersOptions, edit func
 		fakes = extauthtest.NewProviders(t, base, o)
 		return fakes.Config()
 	}, edit)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := a.Ready(ctx); err != nil {
 		t.Fatal(err)
@@ -108,9 +108,12 @@ func shape(v any) []string {
 }
 
 // Each fault of SetFault's table reaches OnFailure with its code, and
-// NoFault restores the provider.
+// NoFault restores the provider. Hang is played against an application
+// whose time-out is short, every other fault against one whose time-out no
+// loaded machine reaches, so that a slow answer is never taken for a hang.
 func TestProvidersFaults(t *testing.T) {
-	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = 300 * time.Millisecond })
+	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = time.Minute })
+	hung, hangs := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = 300 * time.Millisecond })
 	want := map[extauthtest.Fault]extauth.Code{
 		extauthtest.Deny:         extauth.CodeAccessDenied,
 		extauthtest.ServerError:  extauth.CodeProviderUnavailable,
@@ -125,6 +128,10 @@ func TestProvidersFaults(t *testing.T) {
 	played := 0
 	for _, p := range extauth.BuiltinProviders() {
 		for _, f := range faults {
+			a, fakes := a, fakes
+			if f == extauthtest.Hang {
+				a, fakes = hung, hangs
+			}
 			if err := fakes.SetFault(p, f); err != nil {
 				if !strings.Contains(err.Error(), "cannot play") {
 					t.Errorf("%s %s: %v", p, f, err)
@@ -298,7 +305,7 @@ func TestMountProviders(t *testing.T) {
 		auth.Mount(mux)
 		return mux
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := auth.Ready(ctx); err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func startNode(t *testing.T, dir, pkg string, env []string, ready func(line stri
 	select {
 	case v := <-found:
 		return v
-	case <-time.After(20 * time.Second):
+	case <-time.After(90 * time.Second):
 		t.Fatalf("%s did not start: %s", pkg, stderr.String())
 		return ""
 	}

@@ -67,7 +67,7 @@ func (sp *SP) StartsWithPost() bool {
 	if sp.cfg.IdPSSOServiceURL != "" {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	ctx, cancel := context.WithTimeout(context.Background(), sp.md.wait)
 	defer cancel()
 	md, err := sp.metadata(ctx)
 	return err == nil && md.authn[0] == nil && md.authn[1] != nil

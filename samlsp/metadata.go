@@ -61,10 +61,12 @@ type metadataCache struct {
 	// failedAt and nextAt are when an attempt last failed and when the
 	// next is due, in Unix nanoseconds by the SP's clock (MetadataStatus).
 	failedAt, nextAt atomic.Int64
+	// wait is metadataWait; a test on a loaded machine waits longer.
+	wait time.Duration
 }
 
 func newMetadataCache(sp *SP) *metadataCache {
-	c := &metadataCache{sp: sp, kicks: make(chan struct{}, 1)}
+	c := &metadataCache{sp: sp, kicks: make(chan struct{}, 1), wait: metadataWait}
 	ch := make(chan struct{})
 	c.attempt.Store(&ch)
 	return c
@@ -90,7 +92,7 @@ func (sp *SP) metadata(ctx context.Context) (*idpMetadata, *providers.Error) {
 		return md, nil
 	}
 	c.kick()
-	t := time.NewTimer(metadataWait)
+	t := time.NewTimer(c.wait)
 	defer t.Stop()
 	select {
 	case <-attempt:

@@ -33,7 +33,7 @@ import (
 
 // stepTimeout bounds one browser step (a page load, a click and the pages it
 // leads to): every hop is on loopback, so anything slower is a hang.
-const stepTimeout = 20 * time.Second
+const stepTimeout = time.Minute
 
 // syncBuffer collects output written from other goroutines (the browser's
 // stderr, the demo's log) for the artifacts of a failed test.
@@ -325,7 +325,7 @@ func (tb *tab) startSignIn(provider string) {
 // startSignInAt is startSignIn at the site at base.
 func (tb *tab) startSignInAt(base, provider string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		tb.homeAt(base)
 		tb.do("starting sign-in with "+provider, click("#signin-"+provider))

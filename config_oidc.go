@@ -33,7 +33,8 @@ type OIDCAdditionalSettings struct {
 	// published beside PrivateKey and used to decrypt, not yet to sign.
 	PrivateKeyNew Secret
 	// ClientAssertionAudience (client_assertion_audience) is the aud of
-	// client assertions: token_endpoint (the default) or issuer.
+	// client assertions: issuer (the default) or token_endpoint, only for
+	// a provider that accepts nothing else; it is warned about.
 	ClientAssertionAudience string
 	// TokenEndpointAuthSigningAlg (token_endpoint_auth_signing_alg) signs
 	// client assertions; empty picks from the key and discovery.
@@ -120,6 +121,9 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 		key := keyOIDCAdditional + "." + e.key
 		if dst, ok := strs[e.key]; ok {
 			*dst, _ = l.scalar(OIDC, key, e.val)
+			if e.key == "client_assertion_audience" && *dst == providers.OIDCAudienceTokenEndpoint {
+				l.warn(key + ": " + providers.OIDCAudienceTokenWarning)
+			}
 			continue
 		}
 		switch e.key {

@@ -185,7 +185,7 @@ oidc_additional_settings:
 		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
 	}
 	issuer := a.OP.Issuer()
-	checkAssertions(t, a.OP, issuer+"/token", key.kid(), oidcop.PAR, oidcop.Token)
+	checkAssertions(t, a.OP, issuer, key.kid(), oidcop.PAR, oidcop.Token)
 	// The browser carried the request_uri alone (RFC 9126 4); the
 	// parameters went to the provider pushed, inside a request object.
 	front := a.OP.LastAuthorizeQuery()
@@ -232,7 +232,7 @@ func TestOIDCHighAssuranceVariants(t *testing.T) {
 			if front.Get("request") == "" || front.Has("state") || front.Has("nonce") || front.Get("scope") == "" {
 				t.Errorf("authorization URL parameters %v", front)
 			}
-			checkAssertions(t, a.OP, a.OP.Issuer()+"/token", ec.kid(), oidcop.Token)
+			checkAssertions(t, a.OP, a.OP.Issuer(), ec.kid(), oidcop.Token)
 		}},
 		{"ECDH-ES direct, A256CBC-HS512", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
 			c.IDTokenEncryption = oidcop.Encryption{Alg: "ECDH-ES", Enc: "A256CBC-HS512"}
@@ -255,7 +255,7 @@ func TestOIDCHighAssuranceVariants(t *testing.T) {
 			c.AuthMethod, c.ClientSecret = "client_secret_jwt", longSecret
 			s.ClientAuthMethod = "client_secret_jwt"
 		}, func(t *testing.T, a *oidcApp) {
-			checkAssertions(t, a.OP, a.OP.Issuer()+"/token", "", oidcop.PAR, oidcop.Token)
+			checkAssertions(t, a.OP, a.OP.Issuer(), "", oidcop.PAR, oidcop.Token)
 			if alg := a.OP.Assertions()[0].Header["alg"]; alg != "HS256" {
 				t.Errorf("assertion signed with %v", alg)
 			}
@@ -268,14 +268,17 @@ func TestOIDCHighAssuranceVariants(t *testing.T) {
 				t.Errorf("PAR asked %d times, %d assertions", a.OP.Hits(oidcop.PAR), len(a.OP.Assertions()))
 			}
 		}},
-		{"the issuer as audience, PAR by setting, no request object", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+		{"the token endpoint as audience by choice, warned about, PAR by setting, no request object", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
 			c.RequirePAR, c.RequireRequestObject = false, false
 			s.PushedAuthorizationRequests, s.RequestObject = true, false
-			s.ClientAssertionAudience = "issuer"
+			s.ClientAssertionAudience = "token_endpoint"
 		}, func(t *testing.T, a *oidcApp) {
-			checkAssertions(t, a.OP, a.OP.Issuer(), clientKeys()["RSA"][0].kid(), oidcop.PAR, oidcop.Token)
+			checkAssertions(t, a.OP, a.OP.Issuer()+"/token", clientKeys()["RSA"][0].kid(), oidcop.PAR, oidcop.Token)
 			if a.OP.LastRequestParams().Get("nonce") == "" {
 				t.Errorf("pushed parameters %v", a.OP.LastRequestParams())
+			}
+			if !strings.Contains(a.Logs.String(), "audience injection") {
+				t.Errorf("no start-up warning about the token endpoint audience:\n%s", a.Logs)
 			}
 		}},
 		{"acr_values and max_age met", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
@@ -526,7 +529,7 @@ func TestOIDCKeyRotation(t *testing.T) {
 	if resp := a.signIn(t); resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
 	}
-	checkAssertions(t, a.OP, a.OP.Issuer()+"/token", old.kid(), oidcop.PAR, oidcop.Token)
+	checkAssertions(t, a.OP, a.OP.Issuer(), old.kid(), oidcop.PAR, oidcop.Token)
 }
 
 // TestOIDCRefreshAndRevokeWithClientAssertion: renewing tokens and
@@ -576,7 +579,7 @@ func TestOIDCRefreshAndRevokeWithClientAssertion(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := clientKeys()["RSA"][0]
-	checkAssertions(t, a.OP, a.OP.Issuer()+"/token", key.kid(),
+	checkAssertions(t, a.OP, a.OP.Issuer(), key.kid(),
 		oidcop.PAR, oidcop.Token, oidcop.Token, oidcop.Revocation, oidcop.Revocation)
 	if a.OP.Revoked() != 2 {
 		t.Errorf("%d tokens revoked", a.OP.Revoked())

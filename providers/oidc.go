@@ -84,7 +84,8 @@ type OIDCOptions struct {
 	// in token_endpoint_auth_methods_supported, when it publishes the list.
 	AuthMethod string
 	// AssertionAudience is the aud of client assertions (the JWT methods):
-	// OIDCAudienceTokenEndpoint (the default) or OIDCAudienceIssuer.
+	// OIDCAudienceIssuer (the default) or OIDCAudienceTokenEndpoint, only
+	// for a provider that accepts nothing else (see its risk there).
 	AssertionAudience string
 	// AssertionSigningAlg signs client assertions
 	// (token_endpoint_auth_signing_alg): PS256, RS256 or ES256 with the
@@ -353,6 +354,9 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	if o.AssertionAudience == OIDCAudienceTokenEndpoint {
+		s.log.Warn("extauth: "+OIDCAudienceTokenWarning, "provider", name, "setting", settingAudience)
+	}
 	for _, text := range []string{c.PrivateKey, c.NextPrivateKey} {
 		if text != "" {
 			k, err := newClientKey(text)
@@ -389,6 +393,13 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	}
 	return s, nil
 }
+
+// OIDCAudienceTokenWarning is the warning, at start-up and in extauth
+// check, about client assertions with the token endpoint as audience.
+const OIDCAudienceTokenWarning = "client assertions name the token endpoint as their audience (client_assertion_audience: token_endpoint), " +
+	"which only a provider that refuses its issuer identifier needs: an assertion is valid wherever that URL is accepted, " +
+	"so a provider whose discovery names another server's token endpoint can collect assertions for it " +
+	"(audience injection); remove the setting unless the provider requires it"
 
 // PurposeJWKS is the Route.Purpose of the oidc strategy's JWKS route,
 // /users/auth/oidc/jwks.

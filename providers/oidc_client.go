@@ -43,13 +43,21 @@ const (
 
 // The values of OIDCOptions.AssertionAudience.
 const (
-	// OIDCAudienceTokenEndpoint makes the token endpoint's URL the aud of
-	// every client assertion, whichever endpoint it is sent to (OIDC Core
-	// 9).
-	OIDCAudienceTokenEndpoint = "token_endpoint"
-	// OIDCAudienceIssuer makes the issuer identifier the aud, as FAPI 2.0
-	// and providers that follow draft-ietf-oauth-rfc7523bis expect.
+	// OIDCAudienceIssuer makes the issuer identifier, as a single string,
+	// the aud of every client assertion: the default, as FAPI 2.0 and
+	// draft-ietf-oauth-rfc7523bis require. No other server takes it for
+	// its own, so an assertion that reaches an endpoint of another server
+	// cannot be replayed at the provider.
 	OIDCAudienceIssuer = "issuer"
+	// OIDCAudienceTokenEndpoint makes the token endpoint's URL the aud (OIDC
+	// Core 9), for providers that accept nothing else. It is open to
+	// audience injection (Hosseyni, Küsters and Würtele, 2025) when
+	// discovery places the token endpoint on another server than the one
+	// an assertion is sent to, so an assertion for an endpoint on another
+	// origin than the token endpoint's names that endpoint's own URL
+	// instead (RFC 9126 2 has a PAR endpoint accept it), and the strategy
+	// warns at start-up.
+	OIDCAudienceTokenEndpoint = "token_endpoint"
 )
 
 // clientAssertionType is RFC 7523 2.2's client_assertion_type.
@@ -304,23 +312,53 @@ func randomID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// assertion returns a client assertion (RFC 7523 3): iss and sub the
-// client ID, aud the token endpoint or the issuer, a minute of validity
-// and a unique jti. The same assertion is valid at the token, pushed
-// authorization request and revocation endpoints, which all accept the
-// token endpoint's URL and the issuer as their audience (RFC 9126 2).
-func (s *OIDC) assertion(d *discovered) (string, error) {
-	aud := d.oauth.Endpoint.TokenURL
-	if s.opts.AssertionAudience == OIDCAudienceIssuer {
-		aud = d.issuer
+// assertion returns a client assertion (RFC 7523 3) for a request to
+// endpoint: iss and sub the client ID, aud as assertionAudience says, a
+// minute of validity and a unique jti.
+func (s *OIDC) assertion(d *discovered, endpoint string) (string, error) {
+	return s.signClaims(d.assertionSigner, map[string]any{"iss": s.clientID, "sub": s.clientID, "aud": s.assertionAudience(d, endpoint)}, assertionLifetime)
+}
+
+// assertionAudience is the aud of a client assertion sent to endpoint: a
+// single string that only the provider, or endpoint itself, takes for its
+// own. Discovery may place the pushed authorization request and
+// revocation endpoints on any host, and a tenant's provider may be
+// hostile: an assertion whose aud named a server other than its recipient
+// would let the recipient authenticate as this client there for the
+// assertion's lifetime.
+func (s *OIDC) assertionAudience(d *discovered, endpoint string) string {
+	if s.opts.AssertionAudience != OIDCAudienceTokenEndpoint {
+		return d.issuer
 	}
-	return s.signClaims(d.assertionSigner, map[string]any{"iss": s.clientID, "sub": s.clientID, "aud": aud}, assertionLifetime)
+	token := d.oauth.Endpoint.TokenURL
+	if sameOrigin(endpoint, token) {
+		return token
+	}
+	return endpoint
+}
+
+// sameOrigin reports whether two absolute URLs have one scheme, host and
+// port (RFC 6454), a port left out being the scheme's.
+func sameOrigin(a, b string) bool {
+	origin := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return ""
+		}
+		scheme, port := strings.ToLower(u.Scheme), u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[scheme]
+		}
+		return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	}
+	o := origin(a)
+	return o != "" && o == origin(b)
 }
 
 // authenticate adds the client's credentials to a form request to one of
-// the provider's endpoints (pushed authorization requests, revocation) by
-// the method the token endpoint uses.
-func (s *OIDC) authenticate(d *discovered, form url.Values, h http.Header) error {
+// the provider's endpoints (token, pushed authorization requests,
+// revocation) by the method the token endpoint uses.
+func (s *OIDC) authenticate(d *discovered, endpoint string, form url.Values, h http.Header) error {
 	switch d.method {
 	case AuthMethodBasic:
 		// RFC 6749 2.3.1: each half is form-urlencoded before base64.
@@ -330,7 +368,7 @@ func (s *OIDC) authenticate(d *discovered, form url.Values, h http.Header) error
 		form.Set("client_id", s.clientID)
 		form.Set("client_secret", s.clientSecret)
 	default:
-		a, err := s.assertion(d)
+		a, err := s.assertion(d, endpoint)
 		if err != nil {
 			return NewError(CodeMisconfigured, "the client assertion cannot be signed", fmt.Errorf("client assertion: %w", err))
 		}
@@ -376,7 +414,7 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 	if err != nil {
 		return nil, fmt.Errorf("token request: %w", err)
 	}
-	if err := t.s.authenticate(t.d, form, r.Header); err != nil {
+	if err := t.s.authenticate(t.d, t.d.oauth.Endpoint.TokenURL, form, r.Header); err != nil {
 		return nil, err
 	}
 	enc := form.Encode()
@@ -391,7 +429,7 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 // the client, through the bounded client, and returns the status and body.
 func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, form url.Values, what string) (int, []byte, error) {
 	h := http.Header{}
-	if err := s.authenticate(d, form, h); err != nil {
+	if err := s.authenticate(d, endpoint, form, h); err != nil {
 		return 0, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))

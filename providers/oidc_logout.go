@@ -160,12 +160,16 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 		s.log.Warn("extauth: accepted a logout token without exp, as an earlier draft of Back-Channel Logout sent them",
 			"provider", s.name, "issuer", d.issuer)
 	}
+	// The jti is kept while the token could be accepted, and no longer:
+	// until its iat leaves the window or it expires, whichever is first,
+	// plus the skew either check allows. An exp years ahead must not pin
+	// an entry in the store that sign-ins share.
 	until := t.issuedAt.Add(s.opts.LogoutTokenMaxAge)
-	if t.expiry.After(until) {
+	if !t.expiry.IsZero() && t.expiry.Before(until) {
 		until = t.expiry
 	}
 	sum := sha256.Sum256([]byte(d.issuer + "\x00" + jti))
-	fresh, err := s.store.Consume(ctx, "oidc:logout_token:"+hex.EncodeToString(sum[:]), until.Add(2*skew))
+	fresh, err := s.store.Consume(ctx, "oidc:logout_token:"+hex.EncodeToString(sum[:]), until.Add(skew))
 	if err != nil {
 		return LogoutEvent{}, NewError(CodeProviderUnavailable, "the single-use store is unavailable", fmt.Errorf("logout token: store: %w", err))
 	}

@@ -209,8 +209,24 @@ func checkAtHash(alg, atHash, accessToken string) error {
 // acr_values, the acr claim must be one of them; with max_age, the
 // auth_time claim must be present and no older than max_age (with the
 // clock skew). acr values are opaque, so any other value, or none, is
-// taken for a weaker one.
+// taken for a weaker one. An auth_time, asked for or not, must not lie
+// after now or after the token's iat (each with the clock skew): a date
+// to come would pass any max_age, here and wherever the host reads it.
 func (s *OIDC) checkAuthentication(claims map[string]any) error {
+	if v, ok := claims["auth_time"]; ok {
+		at, err := numericDate(v)
+		if err != nil {
+			return idError("claim auth_time: %w", err)
+		}
+		latest := s.now()
+		if iat, err := numericDate(claims["iat"]); err == nil && iat.Before(latest) {
+			latest = iat
+		}
+		if at.After(latest.Add(s.opts.ClockSkew)) {
+			return NewError(CodeInsufficientAuthentication, "the provider dated your authentication in the future",
+				fmt.Errorf("id token: auth_time %s is after the token was issued and after now", at.UTC().Format(time.RFC3339)))
+		}
+	}
 	if len(s.acrValues) > 0 {
 		acr, _ := claims["acr"].(string)
 		if acr == "" {

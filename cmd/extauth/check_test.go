@@ -682,3 +682,20 @@ func TestCheckProvidersSecretsYAML(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckWarnsTokenEndpointAudience: an operator who keeps the token
+// endpoint as the client assertions' audience is told the risk (audience
+// injection) and what to do, and the provider stays usable.
+func TestCheckWarnsTokenEndpointAudience(t *testing.T) {
+	f := newProvidersFixture(t)
+	path, repl := f.config(t, "oidc_token_audience.yml", nil)
+	r := runAt(t, testNow, "check", "-offline", "-config", path)
+	out := repl.apply(r.stdout)
+	if r.code != exitOK || providerLine(out, "oidc") != "enabled" {
+		t.Fatalf("exit %d\n%s", r.code, out)
+	}
+	_, warnings, _ := strings.Cut(out, "\nWarnings:\n")
+	if !strings.Contains(warnings, "oidc_additional_settings.client_assertion_audience") || !strings.Contains(warnings, "audience injection") {
+		t.Errorf("no warning naming the setting and the risk:\n%s", out)
+	}
+}

@@ -38,6 +38,9 @@ const (
 	WeakACR Fault = "weak_acr"
 	// OldAuthTime dates the authentication (auth_time) two hours back.
 	OldAuthTime Fault = "old_auth_time"
+	// FutureAuthTime dates the authentication a day ahead, asked for or
+	// not: a date to come would pass any max_age.
+	FutureAuthTime Fault = "future_auth_time"
 )
 
 // LogoutNoExp leaves exp out of a logout token, as providers that

@@ -44,6 +44,9 @@ const (
 	LogoutNoJTI LogoutFault = "no_jti"
 	// LogoutIDTokenType types the token as another kind of JWT.
 	LogoutIDTokenType LogoutFault = "at_jwt_type"
+	// LogoutFarExp sets exp ten years ahead: a valid token, whose jti a
+	// client must still not keep for ten years.
+	LogoutFarExp LogoutFault = "far_exp"
 )
 
 // backchannelEvent is the events member of a logout token.
@@ -72,6 +75,9 @@ func (op *OP) LogoutToken(sub, sid string, faults ...LogoutFault) (string, error
 	has := func(f LogoutFault) bool { return slices.Contains(faults, f) }
 	if has(LogoutNoExp) {
 		delete(claims, "exp")
+	}
+	if has(LogoutFarExp) {
+		claims["exp"] = now.AddDate(10, 0, 0).Unix()
 	}
 	switch {
 	case has(LogoutWrongAudience):

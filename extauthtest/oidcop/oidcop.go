@@ -1118,6 +1118,9 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 			claims["auth_time"] = g.authTime.Add(-2 * time.Hour).Unix()
 		}
 	}
+	if op.fault(FutureAuthTime) {
+		claims["auth_time"] = now.Add(24 * time.Hour).Unix()
+	}
 	if len(g.req.acrValues) > 0 {
 		// The provider can authenticate at any level asked for: it
 		// asserts the one preferred.

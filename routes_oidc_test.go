@@ -1,7 +1,6 @@
 package extauth_test
 
 import (
-	"bytes"
 	"crypto"
 	"errors"
 	"io"
@@ -59,22 +58,7 @@ type oidcApp struct {
 
 // lockedLog collects log records that background work (discovery
 // refreshes) writes while the test reads them.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedLog = harness.SyncBuffer
 
 type oidcSetup struct {
 	op func(*oidcop.Config)

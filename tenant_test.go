@@ -1,7 +1,6 @@
 package extauth_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -48,22 +47,7 @@ type tenantApp struct {
 	seen   []string // "tenant provider uid" per sign-in, from the hook
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = harness.SyncBuffer
 
 // url is the URL of path at tenant ("" for the application's own site).
 func (ta *tenantApp) url(tenant, path string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/internal/pgtest"
 )
 
@@ -220,22 +221,7 @@ func testSweeper(t *testing.T, srv *pgtest.Server) {
 
 // lockedBuffer is a bytes.Buffer that a sweeper's logger writes while the
 // test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = harness.SyncBuffer
 
 // Migrate is idempotent, safe when instances start together, and takes
 // any schema and table name literally.

@@ -29,6 +29,8 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/extauth/extauth/internal/harness"
 )
 
 // stepTimeout bounds one browser step (a page load, a click and the pages it
@@ -37,22 +39,7 @@ const stepTimeout = time.Minute
 
 // syncBuffer collects output written from other goroutines (the browser's
 // stderr, the demo's log) for the artifacts of a failed test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = harness.SyncBuffer
 
 // demo is the demo application on development providers, served on a real
 // 127.0.0.1 port so that the browser reaches it as a person's browser would.

@@ -185,6 +185,12 @@ type Options struct {
 	// to providers (default: the global one, which writes nothing until the
 	// host sets one, e.g. propagation.TraceContext{}).
 	Propagator propagation.TextMapPropagator `json:"-"`
+	// TraceStoreCalls makes a span of each call to Store within a traced
+	// sign-in (extauth.store.consume, extauth.store.release). Off by
+	// default: a memory store's call costs far less than its span, and the
+	// store duration histogram measures every call either way; turn it on
+	// to see a shared store's round trips in traces.
+	TraceStoreCalls bool
 
 	// Store keeps single-use values (default: NewMemoryStore with the
 	// default bound and the clock Now, for one instance only; see
@@ -386,6 +392,11 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.log.Warn("extauth: Options.Store cannot release values (no Release method): a callback that fails holds its value until the transaction would have expired, so junk callbacks can fill the store; implement extauth.Releaser")
 	}
 	a.store = newSiteStore(hostStore, outbound.Timeout(a.client))
+	if o.SAML.Federations == nil {
+		// The tenants that sign in through one federation share its
+		// aggregate: fetched, verified and kept once.
+		o.SAML.Federations = &samlsp.Federations{}
+	}
 	a.opts = o
 	if a.tel, err = a.newTelemetry(&o); err != nil {
 		return nil, err
@@ -452,6 +463,13 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML
+		so := o.SAML
+		if c.Additional.RequestOptions != nil {
+			so.RequestOptions = c.Additional.RequestOptions
+		}
+		if c.Additional.AssuranceLevels != nil {
+			so.AssuranceLevels = c.Additional.AssuranceLevels
+		}
 		custom := make([]samlsp.Param, len(c.Additional.Custom))
 		for i, p := range c.Additional.Custom {
 			custom[i] = samlsp.Param{Name: p.Name, Value: p.Value}
@@ -466,6 +484,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			PrivateKeyPEM:        c.Additional.PrivateKey.Value(),
 			CertificateNewPEM:    c.Additional.CertificateNew,
 			PrivateKeyNewPEM:     c.Additional.PrivateKeyNew.Value(),
+			CertificateOldPEM:    c.Additional.CertificateOld,
+			PrivateKeyOldPEM:     c.Additional.PrivateKeyOld.Value(),
 			LogoutRequestsSigned: c.Additional.Security.LogoutRequestsSigned,
 			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
 			AllowSHA1:            c.Additional.Security.AllowSHA1,
@@ -475,7 +495,20 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
 			MetadataValidFor:          c.Additional.MetadataValidFor,
 			MetadataCacheDuration:     c.Additional.MetadataCacheDuration,
-		}, env, o.SAML)
+			Info:                      c.Additional.SPMetadata.info(),
+			Federation: samlsp.FederationConfig{
+				MetadataURL:             c.Additional.Federation.MetadataURL,
+				MDQURL:                  c.Additional.Federation.MDQURL,
+				MDQSHA1:                 c.Additional.Federation.MDQSHA1,
+				SigningCertificatePEM:   c.Additional.Federation.SigningCertificate,
+				BackingFile:             c.Additional.Federation.BackingFile,
+				MaxValidity:             c.Additional.Federation.MaxValidity,
+				EntityIDs:               c.Additional.Federation.EntityIDs,
+				RegistrationAuthorities: c.Additional.Federation.RegistrationAuthorities,
+				EntityCategories:        c.Additional.Federation.EntityCategories,
+				DiscoveryURL:            c.Additional.Federation.DiscoveryURL,
+			},
+		}, env, so)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", p)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/extauth/extauth/internal/redact"
 	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // Config is the typed form of the secrets file: the sixteen settings of the
@@ -123,14 +124,20 @@ type SAMLConfig struct {
 	Additional SAMLAdditionalSettings
 }
 
-// Configured reports whether SAML has its required settings.
-func (c SAMLConfig) Configured() bool { return c.SPEntityID != "" && c.IdPMetadataURL != "" }
+// Configured reports whether SAML has its required settings: the entity
+// ID, and the IdP's metadata URL or a federation's.
+func (c SAMLConfig) Configured() bool {
+	f := c.Additional.Federation
+	return c.SPEntityID != "" && (c.IdPMetadataURL != "" || f.MetadataURL != "" || f.MDQURL != "")
+}
 
 // SAMLAdditionalSettings is the saml_additional_settings mapping.
 type SAMLAdditionalSettings struct {
 	// RelayState is the page to go to after sign-in (relative or same-origin).
 	RelayState string
-	// AuthnContext is a requested authentication context class (URN).
+	// AuthnContext is the requested authentication context class (a
+	// URN), or several, space-separated: the assertion's class must be
+	// one of them.
 	AuthnContext string
 	// Certificate is the service provider's PEM certificate.
 	Certificate string
@@ -138,11 +145,16 @@ type SAMLAdditionalSettings struct {
 	PrivateKey Secret
 	// CertificateNew and PrivateKeyNew (certificate_new, private_key_new)
 	// are the next key pair during a key rotation: the SP metadata
-	// publishes both certificates and assertions encrypted to either key
-	// are decrypted, while requests are still signed with the current key.
-	// See docs/saml.md, "Rotating the SP key pair".
+	// publishes its certificate for signing, assertions encrypted to it are
+	// decrypted, and requests are still signed with the current key.
+	// CertificateOld and PrivateKeyOld (certificate_old, private_key_old)
+	// are the retiring pair once the next one is promoted: it decrypts
+	// what the IdP still encrypts to it and never signs. See docs/saml.md,
+	// "Rotating the SP key pair".
 	CertificateNew string
 	PrivateKeyNew  Secret
+	CertificateOld string
+	PrivateKeyOld  Secret
 	// MetadataValidFor (metadata_valid_for) puts a validUntil that far
 	// after the time it is served on the SP metadata; zero, the default,
 	// puts none. MetadataCacheDuration (metadata_cache_duration) is its
@@ -156,13 +168,30 @@ type SAMLAdditionalSettings struct {
 	IdPMetadataCertificate string
 	// Security is the security mapping.
 	Security SAMLSecurity
+	// Federation (federation) signs users in through the IdPs of a
+	// federation instead of one IdP: see docs/saml.md, "Federations".
+	Federation SAMLFederation
+	// SPMetadata (sp_metadata) is what the SP metadata says of the
+	// application besides its endpoints and keys, as federations ask for
+	// it: see docs/saml.md, "What a federation asks of our metadata".
+	SPMetadata SAMLSPMetadata
+	// RequestOptions (request_options) are the per-request sign-in
+	// options the start route takes (ForceAuthn, IsPassive,
+	// authn_context, max_age, level); they replace
+	// Options.SAML.RequestOptions.
+	RequestOptions []string
+	// AssuranceLevels (assurance_levels) maps the host's assurance levels
+	// to the authentication context classes that meet each; it replaces
+	// Options.SAML.AssuranceLevels.
+	AssuranceLevels map[string][]string
 	// Custom holds every other entry, in file order, sent to the IdP as
 	// query parameters of the sign-in request (e.g. organization).
 	Custom []Param
 }
 
 // HasKeyPair reports whether both halves of the SP key pair are set.
-// The next pair of a rotation (CertificateNew) does not count.
+// The next and retiring pairs of a rotation (CertificateNew,
+// CertificateOld) do not count.
 func (s SAMLAdditionalSettings) HasKeyPair() bool {
 	return s.Certificate != "" && !s.PrivateKey.IsZero()
 }
@@ -181,6 +210,88 @@ type SAMLSecurity struct {
 	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
 	// logout requests encrypted to the IdP's encryption certificate.
 	NameIDEncrypted bool
+}
+
+// SAMLFederation is saml_additional_settings.federation: a federation's
+// signed aggregate of IdPs, which users choose from on a discovery page.
+type SAMLFederation struct {
+	// MetadataURL (metadata_url) is the federation's signed aggregate.
+	// saml_idp_metadata_url is then left empty.
+	MetadataURL string
+	// MDQURL (mdq_url), instead of MetadataURL, is the federation's MDQ
+	// server, asked for each IdP's metadata when a sign-in needs it;
+	// EntityIDs then lists the IdPs users may choose. MDQSHA1 (mdq_sha1)
+	// asks for {sha1}<hex> identifiers instead of the entity IDs.
+	MDQURL  string
+	MDQSHA1 bool
+	// SigningCertificate (signing_certificate) is the federation's
+	// metadata signing certificate (PEM), pinned: an aggregate is used
+	// only when its signature verifies with it.
+	SigningCertificate string
+	// BackingFile (backing_file), an absolute path, keeps the last
+	// aggregate that verified, for a restart while the federation's
+	// server is down.
+	BackingFile string
+	// MaxValidity (max_validity) refuses an aggregate valid for longer
+	// (default 28 days).
+	MaxValidity time.Duration
+	// EntityIDs (entity_ids), RegistrationAuthorities
+	// (registration_authorities) and EntityCategories (entity_categories)
+	// restrict the IdPs users may choose; each list given restricts.
+	EntityIDs               []string
+	RegistrationAuthorities []string
+	EntityCategories        []string
+	// DiscoveryURL (discovery_url) is an external discovery service (the
+	// SAML IdP Discovery Protocol) users choose their IdP at, instead of
+	// the discovery page.
+	DiscoveryURL string
+}
+
+// SAMLSPMetadata is saml_additional_settings.sp_metadata.
+type SAMLSPMetadata struct {
+	// DisplayName and Description (display_name, description) map an
+	// xml:lang to the text; a single value in the file is English.
+	DisplayName, Description map[string]string
+	// Logo (logo: url, width, height) is an https URL.
+	Logo                  string
+	LogoWidth, LogoHeight int
+	// InformationURL and PrivacyStatementURL (information_url,
+	// privacy_statement_url).
+	InformationURL, PrivacyStatementURL string
+	// Organization (organization: name, display_name, url).
+	OrganizationName, OrganizationDisplayName, OrganizationURL string
+	// Contacts (contacts: a list of type, name, email); type is one of
+	// technical, support, administrative, billing, other, security (the
+	// REFEDS security contact Sirtfi asks for).
+	Contacts []SAMLContact
+	// EntityCategories (entity_categories) and AssuranceCertifications
+	// (assurance_certifications, e.g. https://refeds.org/sirtfi).
+	EntityCategories, AssuranceCertifications []string
+	// RequestedAttributes (requested_attributes: a list of name,
+	// friendly_name, required).
+	RequestedAttributes []SAMLRequestedAttribute
+}
+
+// SAMLContact is one entry of sp_metadata.contacts.
+type SAMLContact struct{ Type, Name, Email string }
+
+// SAMLRequestedAttribute is one entry of sp_metadata.requested_attributes.
+type SAMLRequestedAttribute struct {
+	Name, FriendlyName string
+	Required           bool
+}
+
+// isZero reports whether no sp_metadata setting is given.
+func (m SAMLSPMetadata) isZero() bool {
+	return len(m.DisplayName) == 0 && len(m.Description) == 0 && m.Logo == "" && m.InformationURL == "" && m.PrivacyStatementURL == "" &&
+		m.OrganizationName == "" && m.OrganizationDisplayName == "" && m.OrganizationURL == "" && len(m.Contacts) == 0 &&
+		len(m.EntityCategories) == 0 && len(m.AssuranceCertifications) == 0 && len(m.RequestedAttributes) == 0
+}
+
+// isZero reports whether no federation setting is given.
+func (f SAMLFederation) isZero() bool {
+	return f.MetadataURL == "" && f.MDQURL == "" && !f.MDQSHA1 && f.SigningCertificate == "" && f.BackingFile == "" && f.MaxValidity == 0 &&
+		len(f.EntityIDs) == 0 && len(f.RegistrationAuthorities) == 0 && len(f.EntityCategories) == 0 && f.DiscoveryURL == ""
 }
 
 // Param is one custom name/value entry.
@@ -209,7 +320,33 @@ func (c OIDCConfig) Configured() bool {
 }
 
 // keyOnly reports whether the client authenticates with its private key
-// alone, needing no secret.
+// or TLS certificate alone, needing no secret: by private_key_jwt (which
+// a profile implies) or mutual TLS.
 func (c OIDCConfig) keyOnly() bool {
-	return c.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.Additional.PrivateKey.IsZero()
+	return c.Additional.secretless() && (!c.Additional.PrivateKey.IsZero() || c.Additional.TLSClientCertificate != "")
+}
+
+// secretless reports whether the settings authenticate the client
+// without oidc_client_secret.
+func (s OIDCAdditionalSettings) secretless() bool {
+	switch s.ClientAuthMethod {
+	case providers.AuthMethodPrivateKeyJWT, providers.AuthMethodTLS, providers.AuthMethodSelfSignedTLS:
+		return true
+	}
+	return s.ClientAuthMethod == "" && s.Profile != ""
+}
+
+// info is the SP metadata's part of the samlsp configuration.
+func (m SAMLSPMetadata) info() samlsp.SPInfo {
+	i := samlsp.SPInfo{DisplayNames: m.DisplayName, Descriptions: m.Description, Logo: m.Logo, LogoWidth: m.LogoWidth,
+		LogoHeight: m.LogoHeight, InformationURL: m.InformationURL, PrivacyStatementURL: m.PrivacyStatementURL,
+		OrganizationName: m.OrganizationName, OrganizationDisplayName: m.OrganizationDisplayName, OrganizationURL: m.OrganizationURL,
+		EntityCategories: m.EntityCategories, AssuranceCertifications: m.AssuranceCertifications}
+	for _, c := range m.Contacts {
+		i.Contacts = append(i.Contacts, samlsp.Contact{Type: c.Type, Name: c.Name, Email: c.Email})
+	}
+	for _, a := range m.RequestedAttributes {
+		i.RequestedAttributes = append(i.RequestedAttributes, samlsp.RequestedAttribute{Name: a.Name, FriendlyName: a.FriendlyName, Required: a.Required})
+	}
+	return i
 }

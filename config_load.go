@@ -216,6 +216,7 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 			l.warn(f.key + " uses plain http outside localhost; use https")
 		}
 	}
+	l.unusedSecret(cfg)
 	problems := l.scope.finish(cfg.problems(nil))
 	if tenants != nil {
 		problems = append(problems, l.tenants(cfg, tenants.val)...)
@@ -877,32 +878,33 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.RelayState, _ = l.scalar(SAML, key, e.val)
 		case "authn_context":
 			s.AuthnContext, _ = l.scalar(SAML, key, e.val)
-		case "certificate":
-			s.Certificate, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.Certificate)
-		case "idp_metadata_certificate":
-			s.IdPMetadataCertificate, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.IdPMetadataCertificate)
-		case "private_key":
+		case "certificate", "certificate_new", "certificate_old", "idp_metadata_certificate":
+			dst := map[string]*string{"certificate": &s.Certificate, "certificate_new": &s.CertificateNew,
+				"certificate_old": &s.CertificateOld, "idp_metadata_certificate": &s.IdPMetadataCertificate}[e.key]
+			*dst, _ = l.scalar(SAML, key, e.val)
+			l.notePEM(key, e.val, *dst)
+		case "private_key", "private_key_new", "private_key_old":
 			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKey = NewSecret(v)
-			l.notePEM(key, e.val, v)
-		case "certificate_new":
-			s.CertificateNew, _ = l.scalar(SAML, key, e.val)
-			l.notePEM(key, e.val, s.CertificateNew)
-		case "private_key_new":
-			v, _ := l.scalar(SAML, key, e.val)
-			s.PrivateKeyNew = NewSecret(v)
+			*map[string]*Secret{"private_key": &s.PrivateKey, "private_key_new": &s.PrivateKeyNew, "private_key_old": &s.PrivateKeyOld}[e.key] = NewSecret(v)
 			l.notePEM(key, e.val, v)
 		case "metadata_valid_for":
-			s.MetadataValidFor = l.duration(key, e.val)
+			s.MetadataValidFor = l.duration(key, e.val, "must be between 1 hour and 3650 days")
 		case "metadata_cache_duration":
-			s.MetadataCacheDuration = l.duration(key, e.val)
+			s.MetadataCacheDuration = l.duration(key, e.val, "must be between 1 minute and 3650 days")
 		case "security":
 			s.Security = l.security(e.val)
+		case "federation":
+			s.Federation = l.federation(e.val)
+		case "sp_metadata":
+			s.SPMetadata = l.spMetadata(e.val)
+		case "request_options":
+			s.RequestOptions = l.words(SAML, key, e.val)
+		case "assurance_levels":
+			s.AssuranceLevels = l.assuranceLevels(SAML, key, e.val)
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
-				"idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security"}
+				"certificate_old", "private_key_old", "idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security",
+				"request_options", "assurance_levels", "federation", "sp_metadata"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}
@@ -958,9 +960,219 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	return s
 }
 
+// federationEntries are the entries of saml_additional_settings.federation.
+var federationEntries = []string{"metadata_url", "mdq_url", "mdq_sha1", "signing_certificate", "backing_file", "max_validity",
+	"entity_ids", "registration_authorities", "entity_categories", "discovery_url"}
+
+// federation reads saml_additional_settings.federation.
+func (l *loader) federation(n *yaml.Node) SAMLFederation {
+	const key = keyAdditional + ".federation"
+	var f SAMLFederation
+	for _, e := range l.mapping(SAML, key, n) {
+		k := key + "." + e.key
+		switch e.key {
+		case "metadata_url":
+			f.MetadataURL, _ = l.scalar(SAML, k, e.val)
+		case "mdq_url":
+			f.MDQURL, _ = l.scalar(SAML, k, e.val)
+		case "mdq_sha1":
+			f.MDQSHA1 = l.boolean(SAML, k, e.val)
+		case "signing_certificate":
+			f.SigningCertificate, _ = l.scalar(SAML, k, e.val)
+			l.notePEM(k, e.val, f.SigningCertificate)
+		case "backing_file":
+			f.BackingFile, _ = l.scalar(SAML, k, e.val)
+		case "max_validity":
+			f.MaxValidity = l.duration(k, e.val, "must be between 1 hour and 3650 days")
+		case "entity_ids":
+			f.EntityIDs = l.list(SAML, k, e.val)
+		case "registration_authorities":
+			f.RegistrationAuthorities = l.list(SAML, k, e.val)
+		case "entity_categories":
+			f.EntityCategories = l.list(SAML, k, e.val)
+		case "discovery_url":
+			f.DiscoveryURL, _ = l.scalar(SAML, k, e.val)
+		default:
+			hint := ""
+			if near := suggest(e.key, federationEntries, nil); near != "" {
+				hint = "; did you mean " + near + "?"
+			}
+			l.warn(fmt.Sprintf("%s is not supported and is ignored%s", k, hint))
+		}
+	}
+	return f
+}
+
+// spMetadataEntries are the entries of saml_additional_settings.sp_metadata.
+var spMetadataEntries = []string{"display_name", "description", "logo", "information_url", "privacy_statement_url",
+	"organization", "contacts", "entity_categories", "assurance_certifications", "requested_attributes"}
+
+// spMetadata reads saml_additional_settings.sp_metadata.
+func (l *loader) spMetadata(n *yaml.Node) SAMLSPMetadata {
+	const key = keyAdditional + ".sp_metadata"
+	var m SAMLSPMetadata
+	for _, e := range l.mapping(SAML, key, n) {
+		k := key + "." + e.key
+		switch e.key {
+		case "display_name":
+			m.DisplayName = l.langMap(k, e.val)
+		case "description":
+			m.Description = l.langMap(k, e.val)
+		case "logo":
+			for _, f := range l.mapping(SAML, k, e.val) {
+				switch f.key {
+				case "url":
+					m.Logo, _ = l.scalar(SAML, k+".url", f.val)
+				case "width":
+					m.LogoWidth = l.integer(k+".width", f.val)
+				case "height":
+					m.LogoHeight = l.integer(k+".height", f.val)
+				default:
+					l.warn(fmt.Sprintf("%s.%s is not supported and is ignored", k, f.key))
+				}
+			}
+		case "information_url":
+			m.InformationURL, _ = l.scalar(SAML, k, e.val)
+		case "privacy_statement_url":
+			m.PrivacyStatementURL, _ = l.scalar(SAML, k, e.val)
+		case "organization":
+			for _, f := range l.mapping(SAML, k, e.val) {
+				v, _ := l.scalar(SAML, k+"."+f.key, f.val)
+				switch f.key {
+				case "name":
+					m.OrganizationName = v
+				case "display_name":
+					m.OrganizationDisplayName = v
+				case "url":
+					m.OrganizationURL = v
+				default:
+					l.warn(fmt.Sprintf("%s.%s is not supported and is ignored", k, f.key))
+				}
+			}
+		case "contacts":
+			for i, item := range l.items(k, e.val) {
+				var c SAMLContact
+				for _, f := range l.mapping(SAML, fmt.Sprintf("%s[%d]", k, i), item) {
+					v, _ := l.scalar(SAML, fmt.Sprintf("%s[%d].%s", k, i, f.key), f.val)
+					switch f.key {
+					case "type":
+						c.Type = v
+					case "name":
+						c.Name = v
+					case "email":
+						c.Email = v
+					default:
+						l.warn(fmt.Sprintf("%s[%d].%s is not supported and is ignored", k, i, f.key))
+					}
+				}
+				m.Contacts = append(m.Contacts, c)
+			}
+		case "entity_categories":
+			m.EntityCategories = l.list(SAML, k, e.val)
+		case "assurance_certifications":
+			m.AssuranceCertifications = l.list(SAML, k, e.val)
+		case "requested_attributes":
+			for i, item := range l.items(k, e.val) {
+				var a SAMLRequestedAttribute
+				for _, f := range l.mapping(SAML, fmt.Sprintf("%s[%d]", k, i), item) {
+					fk := fmt.Sprintf("%s[%d].%s", k, i, f.key)
+					switch f.key {
+					case "name":
+						a.Name, _ = l.scalar(SAML, fk, f.val)
+					case "friendly_name":
+						a.FriendlyName, _ = l.scalar(SAML, fk, f.val)
+					case "required":
+						a.Required = l.boolean(SAML, fk, f.val)
+					default:
+						l.warn(fmt.Sprintf("%s is not supported and is ignored", fk))
+					}
+				}
+				m.RequestedAttributes = append(m.RequestedAttributes, a)
+			}
+		default:
+			hint := ""
+			if near := suggest(e.key, spMetadataEntries, nil); near != "" {
+				hint = "; did you mean " + near + "?"
+			}
+			l.warn(fmt.Sprintf("%s is not supported and is ignored%s", k, hint))
+		}
+	}
+	return m
+}
+
+// langMap reads texts by language: a mapping of xml:lang to text, or one
+// value, which is English.
+func (l *loader) langMap(key string, n *yaml.Node) map[string]string {
+	if d, err := deref(n); err == nil && d.Kind == yaml.MappingNode {
+		out := map[string]string{}
+		for _, e := range l.mapping(SAML, key, d) {
+			if v, ok := l.scalar(SAML, key+"."+e.key, e.val); ok && v != "" {
+				out[e.key] = v
+			}
+		}
+		return out
+	}
+	if v, ok := l.scalar(SAML, key, n); ok && v != "" {
+		return map[string]string{"en": v}
+	}
+	return nil
+}
+
+// items returns the entries of a list setting.
+func (l *loader) items(key string, n *yaml.Node) []*yaml.Node {
+	n, err := deref(n)
+	if err != nil || n.Kind != yaml.SequenceNode {
+		if err != nil || !isNull(n) {
+			l.problem(SAML, key, "must be a list", ErrInvalidSetting)
+		}
+		return nil
+	}
+	return n.Content
+}
+
+// integer reads a whole number; empty is zero.
+func (l *loader) integer(key string, n *yaml.Node) int {
+	v, ok := l.scalar(SAML, key, n)
+	if !ok || v == "" {
+		return 0
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < 0 {
+		l.problem(SAML, key, "must be a whole number", ErrInvalidSetting)
+		return 0
+	}
+	return i
+}
+
+// list reads a list of strings: a YAML sequence, or one value for a list
+// of one. Empty entries are left out.
+func (l *loader) list(p Provider, key string, n *yaml.Node) []string {
+	n, err := deref(n)
+	if err != nil {
+		l.problem(p, key, "is an alias that does not resolve", ErrInvalidSetting)
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		if v, ok := l.scalar(p, key, n); ok && v != "" {
+			return []string{v}
+		}
+		return nil
+	}
+	var out []string
+	for _, item := range n.Content {
+		if v, ok := l.scalar(p, key, item); ok && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // duration reads a duration setting: an xs:duration as SAML metadata
-// writes them (P30D, PT12H) or a Go duration (720h). Empty is zero.
-func (l *loader) duration(key string, n *yaml.Node) time.Duration {
+// writes them (P30D, PT12H) or a Go duration (720h). Empty is zero, which
+// leaves the setting unset; a duration of zero (P0D, 0s) is out of range,
+// which outOfRange says: written, it asks for something, and unset is
+// not it.
+func (l *loader) duration(key string, n *yaml.Node, outOfRange string) time.Duration {
 	v, ok := l.scalar(SAML, key, n)
 	if !ok || v == "" {
 		return 0
@@ -969,6 +1181,9 @@ func (l *loader) duration(key string, n *yaml.Node) time.Duration {
 	if err != nil {
 		l.problem(SAML, key, "must be a duration such as P30D, PT12H or 720h", ErrInvalidSetting)
 		return 0
+	}
+	if d == 0 {
+		l.problem(SAML, key, outOfRange, ErrInvalidSetting)
 	}
 	return d
 }

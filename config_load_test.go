@@ -1129,3 +1129,53 @@ wordpress_oauth2_site: https://blog.test
 		}
 	})
 }
+
+// saml_additional_settings.federation replaces saml_idp_metadata_url, and
+// its problems name its keys.
+func TestLoadSAMLFederation(t *testing.T) {
+	cert := strings.TrimSpace(federationCertPEM(t))
+	block := "      " + strings.ReplaceAll(cert, "\n", "\n      ") + "\n"
+	cfg := mustParse(t, `saml_sp_entity_id: https://app.example.org/saml
+saml_additional_settings:
+  federation:
+    metadata_url: https://mds.example.org/aggregate.xml
+    signing_certificate: |
+`+block+`    backing_file: /var/lib/app/federation.xml
+    max_validity: P14D
+    entity_ids:
+      - https://idp.example.ac.uk/idp
+      - https://idp.example.edu/idp
+    registration_authorities: http://ukfederation.org.uk
+    entity_categories: [http://refeds.org/category/research-and-scholarship]
+`)
+	f := cfg.SAML.Additional.Federation
+	if !cfg.SAML.Configured() || !slices.Contains(cfg.Providers(), extauth.SAML) {
+		t.Fatal("SAML with a federation is not configured")
+	}
+	if f.MetadataURL != "https://mds.example.org/aggregate.xml" || !strings.HasPrefix(f.SigningCertificate, "-----BEGIN CERTIFICATE-----") ||
+		f.BackingFile != "/var/lib/app/federation.xml" || f.MaxValidity != 14*24*time.Hour || len(f.EntityIDs) != 2 ||
+		!slices.Equal(f.RegistrationAuthorities, []string{"http://ukfederation.org.uk"}) || len(f.EntityCategories) != 1 {
+		t.Fatalf("federation %+v", f)
+	}
+
+	for _, tc := range []struct{ file, key string }{
+		{"saml_sp_entity_id: https://app.example.org/saml\nsaml_additional_settings:\n  federation:\n    metadata_url: https://mds.example.org/a.xml\n",
+			"saml_additional_settings.federation.signing_certificate"},
+		{"saml_sp_entity_id: https://app.example.org/saml\nsaml_additional_settings:\n  federation:\n    signing_certificate: |\n" + block,
+			"saml_additional_settings.federation.metadata_url"},
+		{"saml_sp_entity_id: https://app.example.org/saml\nsaml_additional_settings:\n  federation:\n    metadata_url: http://mds.example.org/a.xml\n    signing_certificate: |\n" + block,
+			"saml_additional_settings.federation.metadata_url"},
+		{"saml_sp_entity_id: https://app.example.org/saml\nsaml_idp_metadata_url: https://idp.example.org/md\nsaml_additional_settings:\n  federation:\n    metadata_url: https://mds.example.org/a.xml\n    signing_certificate: |\n" + block,
+			"saml_idp_metadata_url"},
+		{"saml_sp_entity_id: https://app.example.org/saml\nsaml_additional_settings:\n  federation:\n    metadata_url: https://mds.example.org/a.xml\n    backing_file: relative.xml\n    signing_certificate: |\n" + block,
+			"saml_additional_settings.federation.backing_file"},
+	} {
+		_, err := extauth.ParseConfig([]byte(tc.file), vars())
+		if err == nil || !slices.Contains(problemKeys(t, err), tc.key) {
+			t.Errorf("%s: %v, want a problem with %s", tc.file, err, tc.key)
+		}
+		if err != nil && strings.Contains(err.Error(), "MII") {
+			t.Errorf("a problem quotes the certificate: %v", err)
+		}
+	}
+}

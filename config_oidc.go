@@ -3,10 +3,12 @@ package extauth
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/extauth/extauth/internal/spelling"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -30,8 +32,13 @@ type OIDCAdditionalSettings struct {
 	// Its public half is served at /users/auth/oidc/jwks.
 	PrivateKey Secret
 	// PrivateKeyNew (private_key_new) is the key being rotated in:
-	// published beside PrivateKey and used to decrypt, not yet to sign.
+	// published beside PrivateKey for signing only and used to decrypt,
+	// not yet to sign. PrivateKeyOld (private_key_old) is the key it
+	// replaced once promoted: it decrypts what a provider that has not
+	// read the JWKS since still encrypts to it, and never signs. See
+	// docs/oidc.md, "Keys, the JWKS route and rotation".
 	PrivateKeyNew Secret
+	PrivateKeyOld Secret
 	// ClientAssertionAudience (client_assertion_audience) is the aud of
 	// client assertions: issuer (the default) or token_endpoint, only for
 	// a provider that accepts nothing else; it is warned about.
@@ -59,6 +66,33 @@ type OIDCAdditionalSettings struct {
 	// (userinfo_encrypted_response_alg and _enc) are UserInfo's.
 	UserInfoEncryptedResponseAlg string
 	UserInfoEncryptedResponseEnc string
+	// TLSClientCertificate and TLSClientKey (tls_client_certificate,
+	// tls_client_key) are the client's TLS certificate and its private
+	// key, PEM, for mutual TLS (RFC 8705): presented to the provider and
+	// to its resource servers, so that it authenticates the client
+	// (client_auth_method tls_client_auth, self_signed_tls_client_auth)
+	// and binds the tokens to the certificate.
+	TLSClientCertificate string
+	TLSClientKey         Secret
+	// TLSClientCertificateNew and TLSClientKeyNew (…_new) are a
+	// certificate being rotated in: published, not yet presented.
+	TLSClientCertificateNew string
+	TLSClientKeyNew         Secret
+	// DPoP (dpop) binds the tokens to a key made for each sign-in (RFC
+	// 9449): every request to the provider carries a proof of it, and the
+	// key comes with the tokens (Tokens.DPoPKey) for renewals and API
+	// calls (Auth.Client).
+	DPoP bool
+	// DPoPSigningAlg (dpop_signing_alg) signs the proofs: ES256 (the
+	// default), PS256 or EdDSA.
+	DPoPSigningAlg string
+	// ResponseMode (response_mode) jwt asks for JWT-secured
+	// authorization responses (JARM), verified before their code is used.
+	ResponseMode string
+	// Profile (profile) enforces a security profile's client rules:
+	// fapi2 (FAPI 2.0 Security Profile) or fapi2-message-signing (with
+	// signed requests and JARM). docs/oidc.md lists what each requires.
+	Profile string
 	// Scope (scope) replaces the requested scopes, space-separated;
 	// openid is always sent.
 	Scope string
@@ -70,6 +104,15 @@ type OIDCAdditionalSettings struct {
 	// MaxAge (max_age), whole seconds, is how long ago the user may have
 	// authenticated: the ID token's auth_time must say so.
 	MaxAge string
+	// RequestOptions (request_options) are the per-request sign-in
+	// options the start route takes (login_hint, prompt, max_age,
+	// acr_values, ui_locales, domain_hint, level); they replace
+	// Options.OIDC.RequestOptions.
+	RequestOptions []string
+	// AssuranceLevels (assurance_levels) maps the host's assurance levels
+	// to the acr values that meet each; it replaces
+	// Options.OIDC.AssuranceLevels.
+	AssuranceLevels map[string][]string
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -83,6 +126,9 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 		"client_assertion_audience":       &s.ClientAssertionAudience,
 		"token_endpoint_auth_signing_alg": &s.TokenEndpointAuthSigningAlg,
 		"request_object_signing_alg":      &s.RequestObjectSigningAlg,
+		"dpop_signing_alg":                &s.DPoPSigningAlg,
+		"response_mode":                   &s.ResponseMode,
+		"profile":                         &s.Profile,
 		"id_token_encrypted_response_alg": &s.IDTokenEncryptedResponseAlg,
 		"id_token_encrypted_response_enc": &s.IDTokenEncryptedResponseEnc,
 		"userinfo_encrypted_response_alg": &s.UserInfoEncryptedResponseAlg,
@@ -94,11 +140,28 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 	}
 }
 
+// oidcPEMs are the PEM entries of oidc_additional_settings (keys, kept
+// as secrets, and certificates) and what sets each.
+func (s *OIDCAdditionalSettings) oidcPEMs() map[string]func(string) {
+	return map[string]func(string){
+		"private_key":                func(v string) { s.PrivateKey = NewSecret(v) },
+		"private_key_new":            func(v string) { s.PrivateKeyNew = NewSecret(v) },
+		"private_key_old":            func(v string) { s.PrivateKeyOld = NewSecret(v) },
+		"tls_client_key":             func(v string) { s.TLSClientKey = NewSecret(v) },
+		"tls_client_key_new":         func(v string) { s.TLSClientKeyNew = NewSecret(v) },
+		"tls_client_certificate":     func(v string) { s.TLSClientCertificate = v },
+		"tls_client_certificate_new": func(v string) { s.TLSClientCertificateNew = v },
+	}
+}
+
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"private_key", "private_key_new", "pushed_authorization_requests", "request_object"}
+	out := []string{"pushed_authorization_requests", "request_object", "dpop", "request_options", "assurance_levels"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
+		out = append(out, k)
+	}
+	for k := range (&OIDCAdditionalSettings{}).oidcPEMs() {
 		out = append(out, k)
 	}
 	return out
@@ -110,7 +173,9 @@ func (s OIDCAdditionalSettings) isZero() bool {
 			return false
 		}
 	}
-	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && len(s.Custom) == 0
+	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
+		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero() &&
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -126,19 +191,23 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			}
 			continue
 		}
-		switch e.key {
-		case "private_key", "private_key_new":
+		if dst, ok := s.oidcPEMs()[e.key]; ok {
 			v, _ := l.scalar(OIDC, key, e.val)
-			if e.key == "private_key" {
-				s.PrivateKey = NewSecret(v)
-			} else {
-				s.PrivateKeyNew = NewSecret(v)
-			}
+			dst(v)
 			l.notePEM(key, e.val, v)
+			continue
+		}
+		switch e.key {
 		case "pushed_authorization_requests":
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
 		case "request_object":
 			s.RequestObject = l.boolean(OIDC, key, e.val)
+		case "request_options":
+			s.RequestOptions = l.words(OIDC, key, e.val)
+		case "assurance_levels":
+			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
+		case "dpop":
+			s.DPoP = l.boolean(OIDC, key, e.val)
 		default:
 			if near := suggest(e.key, oidcEntries, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the provider as an authorization request parameter; did you mean %s.%s?", key, keyOIDCAdditional, near))
@@ -149,6 +218,25 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 		}
 	}
 	return s
+}
+
+// unusedSecret warns about an oidc_client_secret that private_key_jwt
+// leaves unused: a secret kept where it serves nothing is one more to
+// leak, and its presence suggests it still authenticates the client.
+func (l *loader) unusedSecret(c *Config) {
+	if c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.OIDC.ClientSecret.IsZero() {
+		l.warn("oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret")
+	}
+}
+
+// secretNotNeeded reports whether the client's method needs no
+// oidc_client_secret: private_key_jwt (which a profile implies), mutual
+// TLS, or a misspelling of private_key_jwt, whose problem says so rather
+// than a missing secret.
+func (a OIDCAdditionalSettings) secretNotNeeded() bool {
+	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
+	return a.secretless() ||
+		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
 // strategyConfig is the oidc strategy's configuration: the registration,
@@ -165,9 +253,13 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	set(&o.AssertionAudience, a.ClientAssertionAudience)
 	set(&o.AssertionSigningAlg, a.TokenEndpointAuthSigningAlg)
 	set(&o.RequestObjectSigningAlg, a.RequestObjectSigningAlg)
+	set(&o.DPoPSigningAlg, a.DPoPSigningAlg)
+	set(&o.ResponseMode, a.ResponseMode)
+	set(&o.Profile, a.Profile)
 	set(&o.Prompt, a.Prompt)
 	o.PushedAuthorization = o.PushedAuthorization || a.PushedAuthorizationRequests
 	o.RequestObject = o.RequestObject || a.RequestObject
+	o.DPoP = o.DPoP || a.DPoP
 	if a.IDTokenEncryptedResponseAlg != "" || a.IDTokenEncryptedResponseEnc != "" {
 		o.IDTokenEncryption = providers.OIDCEncryption{Alg: a.IDTokenEncryptedResponseAlg, Enc: a.IDTokenEncryptedResponseEnc}
 	}
@@ -176,6 +268,12 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	}
 	if a.Scope != "" {
 		o.Scopes = strings.Fields(a.Scope)
+	}
+	if a.RequestOptions != nil {
+		o.RequestOptions = a.RequestOptions
+	}
+	if a.AssuranceLevels != nil {
+		o.AssuranceLevels = a.AssuranceLevels
 	}
 	if a.ACRValues != "" || a.MaxAge != "" || len(a.Custom) > 0 {
 		params := maps.Clone(o.AuthParams)
@@ -194,12 +292,17 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		o.AuthParams = params
 	}
 	return providers.OIDCConfig{
-		ClientID:       c.ClientID,
-		ClientSecret:   c.ClientSecret.Value(),
-		Issuer:         c.Issuer,
-		PrivateKey:     a.PrivateKey.Value(),
-		NextPrivateKey: a.PrivateKeyNew.Value(),
-		Options:        o,
+		ClientID:           c.ClientID,
+		ClientSecret:       c.ClientSecret.Value(),
+		Issuer:             c.Issuer,
+		PrivateKey:         a.PrivateKey.Value(),
+		NextPrivateKey:     a.PrivateKeyNew.Value(),
+		OldPrivateKey:      a.PrivateKeyOld.Value(),
+		TLSCertificate:     a.TLSClientCertificate,
+		TLSKey:             a.TLSClientKey.Value(),
+		NextTLSCertificate: a.TLSClientCertificateNew,
+		NextTLSKey:         a.TLSClientKeyNew.Value(),
+		Options:            o,
 	}
 }
 
@@ -215,6 +318,14 @@ func (c OIDCConfig) additionalProblems() []Problem {
 		ps = append(ps, Problem{Provider: OIDC, Key: p.Setting, Reason: p.Reason, Err: err})
 	}
 	return ps
+}
+
+// ClientKeys describes the client's keys (private_key, private_key_new,
+// private_key_old) as the oidc strategy uses them, with the warnings it
+// logs about them at start-up: extauth check shows them. The error is the
+// first problem of oidc_additional_settings, which Validate reports too.
+func (c OIDCConfig) ClientKeys() ([]providers.OIDCKey, []string, error) {
+	return providers.OIDCKeys(c.strategyConfig(providers.OIDCOptions{}))
 }
 
 // CheckDiscovery returns why this client registration cannot work with a

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,8 +118,20 @@ func TestOIDCAdditionalSettingsProblems(t *testing.T) {
 			"oidc_additional_settings.private_key", "holds a certificate, not a private key", extauth.ErrInvalidSetting},
 		{"a weak private_key_new", oidcFile(rsaKey, "  private_key_new: |\n"+indent(pkcs8PEM(t, weak))),
 			"oidc_additional_settings.private_key_new", "is a 1024-bit RSA key", extauth.ErrInvalidSetting},
-		{"an unknown method", strings.Replace(oidcFile(rsaKey, ""), "private_key_jwt", "tls_client_auth", 1),
-			"oidc_additional_settings.client_auth_method", "must be one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt", extauth.ErrInvalidSetting},
+		{"a weak private_key_old", oidcFile(rsaKey, "  private_key_old: |\n"+indent(pkcs8PEM(t, weak))),
+			"oidc_additional_settings.private_key_old", "is a 1024-bit RSA key", extauth.ErrInvalidSetting},
+		{"private_key_old without private_key", "oidc_client_id: a\noidc_client_secret: s\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  private_key_old: |\n" + indent(ecKey),
+			"oidc_additional_settings.private_key", "is missing (the rotation's private_key_old needs it)", extauth.ErrMissingSetting},
+		{"private_key_old is private_key_new", oidcFile(rsaKey, "  private_key_new: |\n"+indent(ecKey)+"  private_key_old: |\n"+indent(ecKey)),
+			"oidc_additional_settings.private_key_old", "holds the key of private_key_new: a key cannot be retiring and next at once", extauth.ErrInvalidSetting},
+		{"an EC private_key_old with RSA encryption", oidcFile(rsaKey, "  id_token_encrypted_response_alg: RSA-OAEP-256\n  private_key_old: |\n"+indent(ecKey)),
+			"oidc_additional_settings.id_token_encrypted_response_alg", "does not suit the EC private_key_old: use ECDH-ES", extauth.ErrInvalidSetting},
+		{"a PEM body that is not base64", oidcFile("-----BEGIN PRIVATE KEY-----\nMIIE*notbase64*\n-----END PRIVATE KEY-----\n", ""),
+			"oidc_additional_settings.private_key", "is a PRIVATE KEY PEM block whose body is not base64: its 1st line after -----BEGIN PRIVATE KEY----- holds a character base64 does not use (line 6)", extauth.ErrInvalidSetting},
+		{"an unknown method", strings.Replace(oidcFile(rsaKey, ""), "private_key_jwt", "magic", 1),
+			"oidc_additional_settings.client_auth_method", "must be one of client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, tls_client_auth, self_signed_tls_client_auth", extauth.ErrInvalidSetting},
+		{"tls_client_auth without a certificate", strings.Replace(oidcFile(rsaKey, ""), "private_key_jwt", "tls_client_auth", 1),
+			"oidc_additional_settings.tls_client_certificate", "is missing (client_auth_method tls_client_auth needs it)", extauth.ErrMissingSetting},
 		{"private_key_jwt without a key", "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  client_auth_method: private_key_jwt\n",
 			"oidc_additional_settings.private_key", "is missing (client_auth_method private_key_jwt needs it)", extauth.ErrMissingSetting},
 		{"client_secret_basic without a secret", "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  prompt: login\n",
@@ -169,6 +182,67 @@ func TestOIDCAdditionalSettingsProblems(t *testing.T) {
 			secrets = append(secrets, pemLines(pkcs8PEM(t, weak))...)
 			assertNoSecrets(t, "error", err, append(secrets, "fixed", "an hour", "sometimes"))
 		})
+	}
+}
+
+// TestOIDCProblemsSaidOnce: a misspelt client_auth_method is answered
+// with the method it was meant to be, not with the oidc_client_secret the
+// method it is not would need; a missing private_key is one problem that
+// names everything that needs it.
+func TestOIDCProblemsSaidOnce(t *testing.T) {
+	head := "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n"
+	for _, tc := range []struct {
+		name, src string
+		want      []string // every problem, as Error prints it
+	}{
+		{"private_key_jwk", head + "  client_auth_method: private_key_jwk\n  private_key: |\n" + indent(clientKeys()["RSA"][0].pem),
+			[]string{"oidc: oidc_additional_settings.client_auth_method is not a method extauth knows (did you mean private_key_jwt?)"}},
+		{"Private_Key_JWT", head + "  client_auth_method: Private_Key_JWT\n  private_key: |\n" + indent(clientKeys()["RSA"][0].pem),
+			[]string{"oidc: oidc_additional_settings.client_auth_method is not a method extauth knows (did you mean private_key_jwt?)"}},
+		{"client_secret_psot without a secret", head + "  client_auth_method: client_secret_psot\n",
+			[]string{"oidc: oidc_client_secret is missing",
+				"oidc: oidc_additional_settings.client_auth_method is not a method extauth knows (did you mean client_secret_post?)"}},
+		{"private_key missing for four", head + "  client_auth_method: private_key_jwt\n  request_object: true\n" +
+			"  id_token_encrypted_response_alg: RSA-OAEP\n  userinfo_encrypted_response_alg: RSA-OAEP\n",
+			[]string{"oidc: oidc_additional_settings.private_key is missing (client_auth_method private_key_jwt, request_object, " +
+				"id_token_encrypted_response_alg and userinfo_encrypted_response_alg need it)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := extauth.ParseConfig([]byte(tc.src))
+			var ve *extauth.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v", err)
+			}
+			var got []string
+			for _, p := range ve.Problems {
+				got = append(got, p.Error())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestOIDCUnusedSecretWarned: with private_key_jwt, an oidc_client_secret
+// left in the file serves nothing; loading warns, naming the setting and
+// not its value, for the environment and for a tenant that sets its own.
+func TestOIDCUnusedSecretWarned(t *testing.T) {
+	key := clientKeys()["RSA"][0].pem
+	src := "oidc_client_secret: LEAK-leftover\n" + oidcFile(key, "") +
+		"tenants:\n  city-a:\n    oidc_client_id: a2\n  city-b:\n    oidc_client_secret: LEAK-tenant-leftover\n"
+	cfg, err := extauth.ParseConfig([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret"
+	all := strings.Join(cfg.Warnings, "\n")
+	if n := strings.Count(all, want); n != 3 || strings.Contains(all, "LEAK") {
+		t.Errorf("%d warnings, want 3 (the environment's, city-a's that inherits it, city-b's own):\n%s", n, all)
+	}
+	clean, err := extauth.ParseConfig([]byte(oidcFile(key, "")))
+	if err != nil || len(clean.Warnings) != 0 {
+		t.Errorf("without a secret: %v %v", err, clean.Warnings)
 	}
 }
 

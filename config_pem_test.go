@@ -70,6 +70,22 @@ func TestPEMProblemsNameTheLineAndTheCause(t *testing.T) {
 			want: []string{"it has no -----BEGIN line: give the whole block, its BEGIN and END lines included (line {line})"},
 		},
 		{
+			// Not "must be a PEM block of type CERTIFICATE": it is one,
+			// whose body does not decode.
+			name: "certificate whose body is not base64",
+			src: head + "  certificate: |\n" + indent(indent(strings.Replace(certPEM, pemLines(certPEM)[2], "MIIB!notbase64", 1))) +
+				"  private_key: |\n" + indent(indent(keyPEM)),
+			key:  "saml_additional_settings.certificate",
+			want: []string{"certificate is a CERTIFICATE PEM block whose body is not base64: its 3rd line after -----BEGIN CERTIFICATE----- holds a character base64 does not use (line {line})"},
+		},
+		{
+			name: "key with a line lost",
+			src: head + "  certificate: |\n" + indent(indent(certPEM)) +
+				"  private_key: |\n" + indent(indent(strings.Replace(keyPEM, pemLines(keyPEM)[3]+"\n", pemLines(keyPEM)[3][:5]+"\n", 1))),
+			key:  "saml_additional_settings.private_key",
+			want: []string{"private_key is a PRIVATE KEY PEM block whose body does not decode as base64: a line of it is cut short, lost or doubled (line {line})"},
+		},
+		{
 			name: "certificate and key swapped",
 			src:  head + "  certificate: |\n" + indent(indent(keyPEM)) + "  private_key: |\n" + indent(indent(certPEM)),
 			key:  "saml_additional_settings.certificate",

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/extauth/extauth/internal/spelling"
 )
 
 // settingKeys are the keys of the secrets file that extauth reads, in the
@@ -111,7 +113,7 @@ func suggest(name string, keys []string, aliases map[string]string) string {
 	lower := strings.ToLower(name)
 	best, bestD := "", maxSuggestDistance+1
 	try := func(cand, target string) {
-		if d := distance(lower, strings.ToLower(cand), bestD); d < bestD {
+		if d := spelling.Distance(lower, strings.ToLower(cand), bestD); d < bestD {
 			best, bestD = target, d
 		}
 	}
@@ -122,39 +124,4 @@ func suggest(name string, keys []string, aliases map[string]string) string {
 		try(a, aliases[a])
 	}
 	return best
-}
-
-// distance is the optimal string alignment distance of a and b (Levenshtein
-// plus adjacent transpositions, so "secert" is one edit from "secret"),
-// or limit when it is at least limit.
-func distance(a, b string, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return min(prev[len(b)], limit)
 }

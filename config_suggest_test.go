@@ -2,33 +2,6 @@ package extauth
 
 import "testing"
 
-func TestDistance(t *testing.T) {
-	tests := []struct {
-		a, b  string
-		limit int
-		want  int
-	}{
-		{"", "", 3, 0},
-		{"secret", "secret", 3, 0},
-		{"secert", "secret", 3, 1},
-		{"twiter", "twitter", 3, 1},
-		{"kitten", "sitting", 5, 3},
-		{"abc", "ca", 5, 3},
-		{"microblog_key", "socialnet_key", 3, 3},
-		{"ab", "abcdef", 3, 3},
-		{"uri", "url", 3, 1},
-		{"ab", "ba", 3, 1},
-	}
-	for _, tt := range tests {
-		if got := distance(tt.a, tt.b, tt.limit); got != tt.want {
-			t.Errorf("distance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.limit, got, tt.want)
-		}
-		if got := distance(tt.b, tt.a, tt.limit); got != tt.want {
-			t.Errorf("distance(%q, %q, %d) = %d, want %d", tt.b, tt.a, tt.limit, got, tt.want)
-		}
-	}
-}
-
 func TestSettingKeys(t *testing.T) {
 	keys := settingKeys
 	if len(keys) != 20 {

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
-	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/internal/pemdiag"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -209,7 +212,8 @@ func (c *Config) problems(base *Config) []Problem {
 			}
 			v := f.get()
 			switch {
-			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT):
+			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
+				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
@@ -220,6 +224,8 @@ func (c *Config) problems(base *Config) []Problem {
 	}
 	if base == nil || !c.sameProvider(base, SAML) {
 		ps = append(ps, c.SAML.Additional.problems()...)
+		ps = append(ps, c.SAML.federationProblems()...)
+		ps = append(ps, c.SAML.Additional.SPMetadata.problems()...)
 	}
 	if base == nil || !c.sameProvider(base, OIDC) {
 		ps = append(ps, c.OIDC.additionalProblems()...)
@@ -260,8 +266,10 @@ func (c *Config) configured(p Provider) bool {
 
 func (s SAMLAdditionalSettings) isZero() bool {
 	return s.RelayState == "" && s.AuthnContext == "" && s.Certificate == "" && s.IdPMetadataCertificate == "" &&
-		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() &&
-		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0
+		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() && s.CertificateOld == "" && s.PrivateKeyOld.IsZero() &&
+		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 &&
+		s.Federation.isZero() && s.SPMetadata.isZero()
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {
@@ -273,11 +281,13 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	if s.RelayState != "" && !isRelativePath(s.RelayState) && checkHTTPURL(s.RelayState) != "" {
 		bad("RelayState", "must be a relative path (/...) or an absolute http or https URL", ErrInvalidSetting)
 	}
-	if s.AuthnContext != "" {
-		if u, err := url.Parse(s.AuthnContext); err != nil || u.Scheme == "" {
+	for _, c := range strings.Fields(s.AuthnContext) {
+		if u, err := url.Parse(c); err != nil || u.Scheme == "" {
 			bad("authn_context", "must be a URN or an absolute URI", ErrInvalidSetting)
+			break
 		}
 	}
+	ps = append(ps, s.optionProblems()...)
 	// The query parameters of the SAML HTTP-Redirect binding: a custom entry
 	// by one of these names would corrupt the signed request.
 	reserved := []string{"SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature"}
@@ -295,6 +305,7 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	}
 	ps = append(ps, s.keyPairProblems()...)
 	ps = append(ps, s.nextKeyPairProblems()...)
+	ps = append(ps, s.oldKeyPairProblems()...)
 	if v := s.MetadataValidFor; v != 0 && (v < samlsp.MinMetadataValidFor || v > samlsp.MaxMetadataValidFor) {
 		bad("metadata_valid_for", "must be between 1 hour and 3650 days", ErrInvalidSetting)
 	}
@@ -314,6 +325,106 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	return ps
 }
 
+// federationProblems checks saml_additional_settings.federation, and that
+// it does not meet the settings of a single IdP.
+func (c SAMLConfig) federationProblems() []Problem {
+	f := c.Additional.Federation
+	if f.isZero() {
+		return nil
+	}
+	const pre = keyAdditional + ".federation."
+	var ps []Problem
+	bad := func(key, reason string, err error) {
+		ps = append(ps, Problem{Provider: SAML, Key: key, Reason: reason, Err: err})
+	}
+	switch {
+	case f.MetadataURL == "" && f.MDQURL == "":
+		bad(pre+"metadata_url", "is missing (or mdq_url, for an MDQ server)", ErrMissingSetting)
+	case f.MetadataURL != "" && f.MDQURL != "":
+		bad(pre+"mdq_url", "and metadata_url are both given: an aggregate or an MDQ server; keep one", ErrInvalidSetting)
+	case f.MDQURL != "":
+		if reason := checkMetadataURL(f.MDQURL); reason != "" {
+			bad(pre+"mdq_url", reason, ErrInvalidSetting)
+		}
+		if len(f.EntityIDs) == 0 && f.DiscoveryURL == "" {
+			bad(pre+"entity_ids", "is missing: with an MDQ server, list the IdPs users may choose, or set discovery_url", ErrMissingSetting)
+		}
+		if f.BackingFile != "" {
+			bad(pre+"backing_file", "applies to an aggregate (metadata_url), not to an MDQ server", ErrInvalidSetting)
+		}
+	default:
+		if reason := checkMetadataURL(f.MetadataURL); reason != "" {
+			bad(pre+"metadata_url", reason, ErrInvalidSetting)
+		}
+	}
+	switch {
+	case f.SigningCertificate == "":
+		bad(pre+"signing_certificate", "is missing: the aggregate is used only when its signature verifies with it", ErrMissingSetting)
+	default:
+		if _, reason := parseCertificatePEM(f.SigningCertificate); reason != "" {
+			bad(pre+"signing_certificate", reason, ErrInvalidSetting)
+		} else if rest := pemRest(f.SigningCertificate); rest != "" {
+			bad(pre+"signing_certificate", rest, ErrInvalidSetting)
+		}
+	}
+	if u, err := url.Parse(f.DiscoveryURL); f.DiscoveryURL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "") {
+		bad(pre+"discovery_url", "must be an absolute https URL", ErrInvalidSetting)
+	}
+	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
+		bad(pre+"backing_file", "must be an absolute path", ErrInvalidSetting)
+	}
+	if v := f.MaxValidity; v != 0 && (v < time.Hour || v > samlsp.MaxMetadataValidFor) {
+		bad(pre+"max_validity", "must be between 1 hour and 3650 days", ErrInvalidSetting)
+	}
+	if c.IdPMetadataURL != "" {
+		bad("saml_idp_metadata_url", "and saml_additional_settings.federation are both given: a federation lists the IdPs; keep one", ErrInvalidSetting)
+	}
+	if c.IdPSSOServiceURL != "" {
+		bad("saml_idp_sso_service_url", "does not apply to a federation, whose IdPs each have their own; leave it empty", ErrInvalidSetting)
+	}
+	if c.Additional.IdPMetadataCertificate != "" {
+		bad(keyAdditional+".idp_metadata_certificate", "does not apply to a federation, whose aggregate is verified with federation.signing_certificate; leave it empty", ErrInvalidSetting)
+	}
+	return ps
+}
+
+// problems checks sp_metadata: https URLs, known contact types with an
+// address, attributes with a name.
+func (m SAMLSPMetadata) problems() []Problem {
+	const pre = keyAdditional + ".sp_metadata."
+	var ps []Problem
+	bad := func(key, reason string) {
+		ps = append(ps, Problem{Provider: SAML, Key: pre + key, Reason: reason, Err: ErrInvalidSetting})
+	}
+	https := func(key, v string) {
+		if u, err := url.Parse(v); v != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+			bad(key, "must be an absolute https URL")
+		}
+	}
+	https("information_url", m.InformationURL)
+	https("privacy_statement_url", m.PrivacyStatementURL)
+	https("organization.url", m.OrganizationURL)
+	https("logo.url", m.Logo)
+	if m.Logo != "" && (m.LogoWidth <= 0 || m.LogoHeight <= 0) {
+		bad("logo", "needs its width and height in pixels")
+	}
+	for i, c := range m.Contacts {
+		key := fmt.Sprintf("contacts[%d]", i)
+		if !slices.Contains(samlsp.ContactTypes, c.Type) {
+			bad(key+".type", "must be one of "+strings.Join(samlsp.ContactTypes, ", "))
+		}
+		if e := strings.TrimPrefix(c.Email, "mailto:"); !strings.Contains(e, "@") || strings.ContainsAny(e, " <>") {
+			bad(key+".email", "must be an e-mail address")
+		}
+	}
+	for i, a := range m.RequestedAttributes {
+		if a.Name == "" {
+			bad(fmt.Sprintf("requested_attributes[%d].name", i), "is missing")
+		}
+	}
+	return ps
+}
+
 // pemRest says what is wrong with anything after a PEM block that must be
 // alone, without quoting it.
 func pemRest(s string) string {
@@ -328,28 +439,31 @@ func pemRest(s string) string {
 // nil when neither is set; otherwise the error, a *ValidationError, says what
 // is wrong with them, as Validate does.
 func (s SAMLAdditionalSettings) KeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.Certificate == "" && s.PrivateKey.IsZero() {
-		return nil, nil, nil
-	}
-	if ps := s.keyPairProblems(); len(ps) > 0 {
-		return nil, nil, &ValidationError{Problems: ps}
-	}
-	cert, _ := parseCertificatePEM(s.Certificate)
-	key, _ := parseRSAKeyPEM(s.PrivateKey.Value())
-	return cert, key, nil
+	return parsedPair(s.Certificate, s.PrivateKey, s.keyPairProblems)
 }
 
 // NextKeyPair is KeyPair for the next key pair of a rotation,
 // certificate_new and private_key_new.
 func (s SAMLAdditionalSettings) NextKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
-	if s.CertificateNew == "" && s.PrivateKeyNew.IsZero() {
+	return parsedPair(s.CertificateNew, s.PrivateKeyNew, s.nextKeyPairProblems)
+}
+
+// OldKeyPair is KeyPair for the retiring key pair of a rotation,
+// certificate_old and private_key_old.
+func (s SAMLAdditionalSettings) OldKeyPair() (*x509.Certificate, *rsa.PrivateKey, error) {
+	return parsedPair(s.CertificateOld, s.PrivateKeyOld, s.oldKeyPairProblems)
+}
+
+// parsedPair parses a certificate and key that problems finds sound.
+func parsedPair(certificate string, privateKey Secret, problems func() []Problem) (*x509.Certificate, *rsa.PrivateKey, error) {
+	if certificate == "" && privateKey.IsZero() {
 		return nil, nil, nil
 	}
-	if ps := s.nextKeyPairProblems(); len(ps) > 0 {
+	if ps := problems(); len(ps) > 0 {
 		return nil, nil, &ValidationError{Problems: ps}
 	}
-	cert, _ := parseCertificatePEM(s.CertificateNew)
-	key, _ := parseRSAKeyPEM(s.PrivateKeyNew.Value())
+	cert, _ := parseCertificatePEM(certificate)
+	key, _ := parseRSAKeyPEM(privateKey.Value())
 	return cert, key, nil
 }
 
@@ -368,6 +482,31 @@ func (s SAMLAdditionalSettings) nextKeyPairProblems() []Problem {
 		ps = append(ps, Problem{Provider: SAML, Key: keyAdditional + ".certificate_new",
 			Reason: "is the next key pair of a rotation, but there is no current one (certificate and private_key); configure a first pair as certificate and private_key",
 			Err:    ErrMissingSetting})
+	}
+	return ps
+}
+
+// oldKeyPairProblems checks certificate_old and private_key_old as the
+// current pair is checked, that there is a current pair that replaced
+// them, and that they are not the next pair too.
+func (s SAMLAdditionalSettings) oldKeyPairProblems() []Problem {
+	if s.CertificateOld == "" && s.PrivateKeyOld.IsZero() {
+		return nil
+	}
+	ps := pairProblems(s.CertificateOld, s.PrivateKeyOld, "certificate_old", "private_key_old")
+	key := keyAdditional + ".certificate_old"
+	if !s.HasKeyPair() {
+		ps = append(ps, Problem{Provider: SAML, Key: key,
+			Reason: "is the retiring key pair of a rotation, but there is no current one (certificate and private_key) that replaced it; " +
+				"a pair that is still in use belongs in certificate and private_key",
+			Err: ErrMissingSetting})
+	}
+	if len(ps) == 0 && s.CertificateNew != "" {
+		old, _ := parseCertificatePEM(s.CertificateOld)
+		if next, _ := parseCertificatePEM(s.CertificateNew); next != nil && old.PublicKey.(*rsa.PublicKey).Equal(next.PublicKey) {
+			ps = append(ps, Problem{Provider: SAML, Key: key,
+				Reason: "holds the key of certificate_new: a key pair cannot be retiring and next at once", Err: ErrInvalidKeyPair})
+		}
 	}
 	return ps
 }
@@ -437,8 +576,10 @@ func the(certName string) string {
 func parseCertificatePEM(s string) (*x509.Certificate, string) {
 	block, _ := pem.Decode([]byte(s))
 	switch {
+	case block == nil && pemdiag.BodyProblem(s) != "":
+		return nil, pemdiag.BodyProblem(s)
 	case block == nil:
-		return nil, "must be a PEM block of type CERTIFICATE" + pemCause(s)
+		return nil, "must be a PEM block of type CERTIFICATE" + pemdiag.Cause(s)
 	case strings.HasSuffix(block.Type, "PRIVATE KEY"):
 		return nil, "must be a PEM block of type CERTIFICATE, not a private key (are certificate and private_key swapped?)"
 	case block.Type != "CERTIFICATE":
@@ -456,7 +597,10 @@ func parseCertificatePEM(s string) (*x509.Certificate, string) {
 func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
 	block, _ := pem.Decode([]byte(s))
 	if block == nil {
-		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY" + pemCause(s)
+		if r := pemdiag.BodyProblem(s); r != "" {
+			return nil, r
+		}
+		return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY" + pemdiag.Cause(s)
 	}
 	if _, ok := block.Headers["Proc-Type"]; ok {
 		return nil, "is encrypted; give the key unencrypted"
@@ -486,29 +630,6 @@ func parseRSAKeyPEM(s string) (*rsa.PrivateKey, string) {
 		return nil, "holds a certificate, not a private key"
 	}
 	return nil, "must be a PEM block of type RSA PRIVATE KEY or PRIVATE KEY"
-}
-
-// pemCause guesses why s does not decode as a PEM block at all, for the
-// reason that says so, without quoting a byte of it: "; it has no -----END
-// line, so it is cut short". It is "" when there is no better guess than
-// the reason itself.
-func pemCause(s string) string {
-	s = strings.TrimSpace(s)
-	begin, end := strings.Contains(s, "-----BEGIN "), strings.Contains(s, "-----END ")
-	oneLine := !strings.Contains(s, "\n")
-	switch {
-	case s == "":
-		return ""
-	case !begin:
-		return "; it has no -----BEGIN line: give the whole block, its BEGIN and END lines included"
-	case oneLine && strings.Contains(s, `\n`):
-		return `; its line breaks are written \n, as two characters, not as line breaks`
-	case oneLine:
-		return "; it is on one line: its line breaks were lost"
-	case !end:
-		return "; it has no -----END line, so it is cut short"
-	}
-	return "; its BEGIN and END lines differ, or the lines between them are not base64"
 }
 
 func checkHTTPURL(v string) string {

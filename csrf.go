@@ -100,7 +100,7 @@ func (m mount) confirmed(r *http.Request) bool {
 // confirms with a click. It does not submit itself: a page of ours that
 // posted on its own would carry our own Origin and prove nothing about who
 // sent the browser here. returnTo, as the request gave it, rides along.
-func (a *Auth) confirmPage(w http.ResponseWriter, m mount, purpose, returnTo string) {
+func (a *Auth) confirmPage(w http.ResponseWriter, m mount, purpose, returnTo string, extra ...formField) {
 	token := randomString(16)
 	http.SetCookie(w, &http.Cookie{Name: m.confirmCookieName(), Value: token, Path: "/", MaxAge: int(a.ttl.Seconds()),
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteStrictMode})
@@ -108,6 +108,7 @@ func (a *Auth) confirmPage(w http.ResponseWriter, m mount, purpose, returnTo str
 	if returnTo = SafeReturnTo(returnTo); returnTo != "/" {
 		fields = append(fields, formField{"return_to", returnTo})
 	}
+	fields = append(fields, extra...)
 	page := postForm{
 		Title:  "Sign in",
 		Prompt: "Continue to sign in with " + m.name + "?",

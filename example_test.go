@@ -21,6 +21,10 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/markbates/goth/providers/github"
 	"github.com/markbates/goth/providers/gitlab"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"golang.org/x/oauth2"
 )
 
@@ -548,6 +552,31 @@ func ExampleAuth_TokenSource() {
 	}
 }
 
+func ExampleAuth_Client() {
+	var a *extauth.Auth
+	var id *extauth.Identity // kept from a DPoP sign-in
+	ctx := context.Background()
+
+	ts, err := a.TokenSource(ctx, id) // id: Tenant, Provider, UID, Tokens (with DPoPKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hc, err := a.Client(ctx, id, ts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := hc.Get("https://api.provider.example/v1/me")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Keep the renewed tokens: the provider may have rotated the refresh
+	// token. The DPoP key does not change.
+	if tok, err := ts.Token(); err == nil {
+		id.Tokens.AccessToken, id.Tokens.RefreshToken, id.Tokens.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
+	}
+}
+
 func ExampleIdentity_LogoutSession() {
 	id := &extauth.Identity{
 		Provider:  "saml",
@@ -560,7 +589,7 @@ func ExampleIdentity_LogoutSession() {
 	fmt.Printf("%+v\n", extauth.LogoutSession{IDToken: "eyJhbGciOi..."})
 	// Output:
 	// ada@example.org _idx-42
-	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex:}
+	// {IDToken:[REDACTED] NameID: NameIDFormat: NameQualifier: SPNameQualifier: SPProvidedID: NameIDEncrypted:false SessionIndex: IdP:}
 }
 
 // One instance keeps its single-use values in memory, at most MaxEntries at
@@ -653,4 +682,42 @@ func ExampleAuth_RevokeTokens() {
 	case err != nil:
 		log.Printf("revocation failed: %v", err)
 	}
+}
+
+// Tracing: extauth's spans go to the host's TracerProvider. A production
+// SDK samples parent-based at a low ratio and exports in batches; a span's
+// attributes are set when it ends, if it records. TraceStoreCalls adds a
+// span per call of a shared store (Redis, PostgreSQL) within a traced
+// sign-in.
+func ExampleOptions_tracing() {
+	spans := tracetest.NewSpanRecorder() // in production: sdktrace.WithBatcher(exporter)
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(1))), // e.g. 0.01
+		sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+	a, err := extauth.New(&extauth.Config{BlogOAuth2: extauth.OAuthProvider{Key: "k", Secret: extauth.NewSecret("s"), Site: "https://blog.example"}},
+		extauth.Options{
+			BaseURL:         "https://app.example.org",
+			CookieKey:       make([]byte, 32),
+			TracerProvider:  tp,
+			Propagator:      propagation.TraceContext{}, // writes traceparent into the requests to providers
+			TraceStoreCalls: true,
+			OnSuccess:       func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	r := httptest.NewRequest(http.MethodPost, "https://app.example.org/users/auth/blog_oauth2", nil)
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	a.ServeHTTP(httptest.NewRecorder(), r)
+	for _, s := range spans.Ended() {
+		attrs := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			attrs[kv.Key] = kv.Value.Emit()
+		}
+		fmt.Println(s.Name(), attrs["provider"], attrs["outcome"])
+	}
+	// Output:
+	// extauth.authorize blog_oauth2 success
 }

@@ -60,6 +60,22 @@ type Identity struct {
 	// SAML is set for SAML sign-ins: what single logout and attribute
 	// mapping need.
 	SAML *SAMLInfo `json:"saml,omitempty"`
+
+	// ACR says how strongly the user authenticated, in the provider's
+	// words: the OpenID Connect acr claim, the SAML AuthnContextClassRef;
+	// "" when the provider does not say (the OAuth providers never do).
+	// Options.AssuranceLevels and the providers' assurance_levels map the
+	// host's levels to these values (Auth.Satisfies).
+	ACR string `json:"acr,omitempty"`
+	// AMR lists the authentication methods (the OpenID Connect amr
+	// claim: "pwd", "otp", "hwk"...), when the provider sends them.
+	AMR []string `json:"amr,omitempty"`
+	// AuthTime is when the user authenticated: the OpenID Connect
+	// auth_time claim, the SAML AuthnInstant. Providers that cannot say
+	// (OAuth 1.0a and 2, goth) get the time of the sign-in; an OpenID
+	// Connect provider that sends no auth_time leaves it zero, which no
+	// max_age is met by.
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 // SAMLInfo is what a SAML assertion says beyond the normalized fields.
@@ -83,6 +99,12 @@ type SAMLInfo struct {
 	// Attributes maps each attribute Name (a URI or OID as the IdP sends
 	// it) to its values, in document order.
 	Attributes map[string][]string `json:"attributes,omitempty"`
+	// IdP is the entity ID of the IdP that asserted the identity. In a
+	// SAML federation it tells apart the users of its IdPs (a NameID, like
+	// an eduPersonPrincipalName, is unique per IdP only): key users by
+	// IdP and UID. Identity.LogoutSession keeps it, so that a logout goes
+	// to the same IdP.
+	IdP string `json:"idp,omitempty"`
 }
 
 // Format prints the identity with its tokens redacted, for every verb.
@@ -109,6 +131,14 @@ type Tokens struct {
 	// Tenant is the tenant whose provider issued them ("" for the
 	// application's own). TokenSource refuses them for another tenant.
 	Tenant string
+	// DPoPKey is the private key, a JWK, that the tokens are bound to when
+	// the provider uses DPoP (RFC 9449; dpop: true): a key made for this
+	// sign-in alone. Renewal (TokenSource), revocation and API calls
+	// (Client) sign their proofs with it, so keep it with the tokens, as
+	// secret as the refresh token: encrypted at rest, never in a cookie,
+	// a URL or a log. Tokens without it cannot be used once they are
+	// DPoP-bound.
+	DPoPKey string
 }
 
 // String describes the tokens with every value redacted.
@@ -149,6 +179,9 @@ func identityFrom(p *providers.Identity) *Identity {
 		Raw:           p.Raw,
 		SessionID:     p.SessionID,
 		SAML:          (*SAMLInfo)(p.SAML),
+		ACR:           p.ACR,
+		AMR:           p.AMR,
+		AuthTime:      p.AuthTime,
 	}
 }
 
@@ -170,5 +203,8 @@ func (id *Identity) strategyIdentity() *providers.Identity {
 		Raw:           id.Raw,
 		SessionID:     id.SessionID,
 		SAML:          (*providers.SAMLInfo)(id.SAML),
+		ACR:           id.ACR,
+		AMR:           id.AMR,
+		AuthTime:      id.AuthTime,
 	}
 }

@@ -21,6 +21,8 @@ func fillNonZero(t *testing.T, v reflect.Value) {
 			f.SetString(v.Type().Field(i).Name)
 		case reflect.Bool:
 			f.SetBool(true)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
 		case reflect.Map:
 			f.Set(reflect.MakeMap(f.Type()))
 			f.SetMapIndex(reflect.ValueOf("k"), reflect.Zero(f.Type().Elem()))

@@ -68,6 +68,9 @@ type LogoutSession struct {
 	// NameID as an EncryptedID, as the IdP sent it.
 	NameIDEncrypted bool
 	SessionIndex    string
+	// IdP is the SAML IdP the session is at (Identity.SAML's IdP): in a
+	// federation, the one the LogoutRequest goes to.
+	IdP string
 }
 
 // LogoutSession returns what ending this sign-in's session at the provider
@@ -78,6 +81,7 @@ func (id *Identity) LogoutSession() LogoutSession {
 		s.NameID, s.NameIDFormat, s.SessionIndex = id.SAML.NameID, id.SAML.NameIDFormat, id.SAML.SessionIndex
 		s.NameQualifier, s.SPNameQualifier, s.SPProvidedID = id.SAML.NameQualifier, id.SAML.SPNameQualifier, id.SAML.SPProvidedID
 		s.NameIDEncrypted = id.SAML.NameIDEncrypted
+		s.IdP = id.SAML.IdP
 	}
 	return s
 }
@@ -128,7 +132,10 @@ type LogoutEvent struct {
 	Session string
 	// NameIDFormat is the SAML NameID's format.
 	NameIDFormat string
-	Channel      LogoutChannel
+	// IdP is the entity ID of the SAML IdP that sent the logout: in a
+	// federation, Subject is a user of that IdP.
+	IdP     string
+	Channel LogoutChannel
 }
 
 // The purposes of the logout routes the routes serve for strategies that
@@ -524,7 +531,7 @@ func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
 	if so.Logout.OnIdPLogout == nil && lo.OnProviderLogout != nil {
 		so.Logout.OnIdPLogout = func(ctx context.Context, s samlsp.LogoutSession) error {
 			return lo.OnProviderLogout(ctx, LogoutEvent{Tenant: tenant, Provider: SAML, Subject: s.NameID, Session: s.SessionIndex,
-				NameIDFormat: s.NameIDFormat, Channel: LogoutSAMLRequest})
+				NameIDFormat: s.NameIDFormat, IdP: s.IdP, Channel: LogoutSAMLRequest})
 		}
 	}
 	if so.Logout.Done == nil {
@@ -543,7 +550,7 @@ func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
 // samlLogoutSession is the SAML part of s, the NameID whole.
 func samlLogoutSession(s LogoutSession) samlsp.LogoutSession {
 	return samlsp.LogoutSession{NameID: s.NameID, NameIDFormat: s.NameIDFormat, NameQualifier: s.NameQualifier,
-		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, NameIDEncrypted: s.NameIDEncrypted, SessionIndex: s.SessionIndex}
+		SPNameQualifier: s.SPNameQualifier, SPProvidedID: s.SPProvidedID, NameIDEncrypted: s.NameIDEncrypted, SessionIndex: s.SessionIndex, IdP: s.IdP}
 }
 
 func logoutReturnTo(lo LogoutOptions) string {

@@ -531,7 +531,7 @@ func TestSAMLLogoutThroughLogoutOptions(t *testing.T) {
 		t.Fatalf("IdP-initiated logout: %d %s", resp.StatusCode, resp.Body)
 	}
 	want := extauth.LogoutEvent{Provider: extauth.SAML, Subject: "ada@example.org", Session: "idx-1",
-		NameIDFormat: "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress", Channel: extauth.LogoutSAMLRequest}
+		NameIDFormat: "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress", IdP: idp.EntityID(), Channel: extauth.LogoutSAMLRequest}
 	if events, _ := l.seen(); len(events) != 1 || events[0] != want {
 		t.Errorf("events %+v", events)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -41,7 +42,7 @@ func siteReady(ctx context.Context, st *site) error {
 	var errs []error
 	for _, name := range st.order {
 		if err := waitReady(ctx, st.strategies[name]); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			errs = append(errs, &notReady{provider: name, err: err})
 		}
 	}
 	if len(errs) > 0 {
@@ -52,6 +53,24 @@ func siteReady(ctx context.Context, st *site) error {
 	}
 	return nil
 }
+
+// notReady is why one provider is not ready: "oidc: misconfigured: ...".
+// A strategy's *providers.Error already reads "extauth: oidc: ...", which
+// the prefix of Ready's error says once.
+type notReady struct {
+	provider string
+	err      error
+}
+
+func (e *notReady) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), "extauth: ")
+	if strings.HasPrefix(msg, e.provider+": ") {
+		return msg
+	}
+	return e.provider + ": " + msg
+}
+
+func (e *notReady) Unwrap() error { return e.err }
 
 // waitReady waits for one strategy: OpenID Connect's Discover, or SAML's
 // metadata, which its background refresh fetches, with an IdP signing

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/providers"
 )
 
 // Ready waits for SAML metadata and OpenID Connect discovery, and names the
@@ -50,6 +52,47 @@ func TestReady(t *testing.T) {
 	a.ReadyHandler().ServeHTTP(rec, req.WithContext(short))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "oidc") {
 		t.Errorf("ReadyHandler: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Ready's error says "extauth:" and each provider's name once: the
+// strategies' own errors carry both, which it does not repeat
+// ("extauth: not ready: oidc: extauth: oidc: misconfigured" on main). It
+// still wraps them for errors.Is.
+func TestReadyErrorSaysItsPrefixOnce(t *testing.T) {
+	// A client whose method the provider does not advertise: discovery
+	// succeeds and the strategy refuses to go on.
+	a := newOIDCApp(t, highAssurance(func(c *oidcop.Config, _ *extauth.OIDCAdditionalSettings) {
+		c.AuthMethod = "client_secret_basic"
+		c.ClientSecret = oidcSecret
+	}))
+	// A sign-in reads discovery and fails; Ready then has the verdict at
+	// once, whatever the load.
+	if resp := a.signIn(t); resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := a.Auth.Ready(ctx)
+	if err == nil || !strings.HasPrefix(err.Error(), "extauth: not ready: oidc: misconfigured: ") ||
+		strings.Count(err.Error(), "extauth:") != 1 || strings.Count(err.Error(), "oidc:") != 1 {
+		t.Fatalf("Ready: %v", err)
+	}
+	if !errors.Is(err, &providers.Error{Code: providers.CodeMisconfigured, Provider: "oidc"}) {
+		t.Errorf("Ready's error does not wrap the strategy's: %v", err)
+	}
+
+	// A tenant's says the tenant, and its provider once.
+	ta := newTenantApp(t, []string{"city-a"}, func(ta *tenantApp, _ *extauth.Options) {
+		ta.cfg.Tenants["city-a"].OIDC.Issuer = "http://127.0.0.1:1/op"
+		ta.cfg.Tenants["city-a"].SAML = extauth.SAMLConfig{}
+	})
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = ta.Auth.TenantReady(short, "city-a")
+	if err == nil || !strings.HasPrefix(err.Error(), "extauth: tenant city-a not ready: oidc: ") ||
+		strings.Count(err.Error(), "extauth:") != 1 {
+		t.Fatalf("TenantReady: %v", err)
 	}
 }
 

@@ -2,7 +2,9 @@ package extauth
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"golang.org/x/oauth2"
 
@@ -112,3 +114,52 @@ func (s tokenSource) Token() (*oauth2.Token, error) {
 	}
 	return tok, nil
 }
+
+// Client returns an HTTP client that calls the APIs of the provider that
+// signed id in (its resource servers, its UserInfo) with the sign-in's
+// tokens, sent the way the provider bound them: for tokens bound to a
+// DPoP key (dpop: true, Tokens.DPoPKey), with the DPoP scheme and a fresh
+// proof per request, the resource server's nonce handled; for tokens
+// bound to the application's TLS client certificate (RFC 8705), over a
+// connection that presents it; others as Bearer tokens. x/oauth2's
+// NewClient can do the last only.
+//
+// The tokens come from ts, renewed when they expire: pass the source
+// TokenSource returned for id, to read the renewed tokens back from it
+// (ts.Token()) and keep them; nil makes one. id is checked as
+// TokenSource checks it (provider, tenant, Tokens.Issuer and
+// Tokens.Tenant) before anything is sent. The client has the sign-ins'
+// time-out and bound on response bodies, follows no redirect (the 3xx
+// comes back), and sends tokens only over https (plain http only to a
+// loopback host). A renewal that fails is an *Error inside the
+// *url.Error the client returns.
+//
+// Client is for OpenID Connect providers (oidc, search_oauth2); for
+// others the error wraps ErrNoAPIClient.
+func (a *Auth) Client(ctx context.Context, id *Identity, ts oauth2.TokenSource) (*http.Client, error) {
+	s, err := a.tokenStrategy(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := s.(providers.APIClienter)
+	if !ok {
+		return nil, fmt.Errorf("extauth: %s: %w", id.Provider, ErrNoAPIClient)
+	}
+	if err := tokensHere(id, "the tokens cannot be used here: sign in again"); err != nil {
+		return nil, err
+	}
+	if ts == nil {
+		if ts, err = a.TokenSource(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	hc, err := c.APIClient(providers.Tokens(id.Tokens), ts)
+	if err != nil {
+		return nil, asError(err, id.Provider, CodeMisconfigured)
+	}
+	return hc, nil
+}
+
+// ErrNoAPIClient is wrapped by the error of Client for a provider whose
+// tokens it cannot send: one that is not OpenID Connect.
+var ErrNoAPIClient = errors.New("Client calls the APIs of OpenID Connect providers only; use x/oauth2's NewClient with TokenSource")

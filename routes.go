@@ -364,7 +364,32 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "malformed request", Err: err})
 		return
 	}
-	switch verdict, why := a.startVerdict(r, m); {
+	chooser, _ := s.(providers.IdPChooser)
+	if chooser != nil && !chooser.ChoosesIdP() {
+		chooser = nil
+	}
+	idp := ""
+	if chooser != nil {
+		// A page to choose the IdP starts nothing: it needs none of the
+		// start rules, which apply to the choice it posts.
+		if idp = r.Form.Get("idp"); idp == "" {
+			returnTo := safeReturnField(r.Form.Get("return_to"))
+			d := providers.Discovery{Action: m.base.Path + m.authorizePath(name), ReturnTo: returnTo, LastChoice: m.lastChoice(r),
+				JSON: format == "json", Return: func() string { return a.discoveryReturn(w, m, returnTo) }}
+			if err := chooser.Discover(w, r, d); err != nil {
+				a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
+			}
+			return
+		}
+	}
+	verdict, why := a.startVerdict(r, m)
+	if chooser != nil && verdict != startAllow && m.discoveryReturned(w, r) {
+		// The browser comes back from the external discovery service it
+		// was sent to: a cross-site navigation, but one this browser
+		// started here, as its cookie proves.
+		verdict = startAllow
+	}
+	switch {
 	case verdict == startRefuse:
 		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
@@ -374,7 +399,11 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
-		a.confirmPage(w, m, "", r.Form.Get("return_to"))
+		var extra []formField
+		if idp != "" {
+			extra = append(extra, formField{"idp", idp})
+		}
+		a.confirmPage(w, m, "", r.Form.Get("return_to"), extra...)
 		return
 	}
 	now := a.now()
@@ -392,11 +421,16 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		ReturnTo: SafeReturnTo(r.Form.Get("return_to")),
 		Suffix:   format,
 		Expires:  now.Add(a.ttl),
+		IdP:      idp,
+	}
+	if e := a.startOptions(r, m, tx); e != nil {
+		a.failOn(m.site, w, r, format, e)
+		return
 	}
 	var target string
 	var form url.Values
 	var err error
-	if ps, ok := s.(providers.PostStarter); ok && ps.StartsWithPost() {
+	if ps, ok := s.(providers.PostStarter); ok && (chooser != nil && chooser.StartsWithPostAt(r.Context(), tx) || chooser == nil && ps.StartsWithPost()) {
 		target, form, err = ps.BeginPost(r.Context(), tx)
 	} else {
 		target, err = s.Begin(r.Context(), tx)
@@ -417,6 +451,9 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	}
 	a.pruneTransactions(w, r, m)
 	m.setTxCookie(w, cookieName, value, int(a.ttl.Seconds()))
+	if chooser != nil {
+		m.rememberChoice(w, tx.IdP)
+	}
 	telemetry.FromContext(r.Context()).Started()
 	if form != nil {
 		if format == "json" {
@@ -482,6 +519,9 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	if err == nil && id == nil {
 		err = errors.New("strategy returned no identity")
 	}
+	if err == nil {
+		err = checkAccount(tx, id)
+	}
 	if err != nil {
 		if !unsolicited {
 			// The answer did not verify: give the transaction back, or
@@ -501,6 +541,11 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	m.log.Debug("extauth: signed in", "provider", name)
 	host := identityFrom(id)
 	host.Tenant, host.Unsolicited = m.tenant, unsolicited
+	if _, says := s.(providers.OptionTaker); !says && host.AuthTime.IsZero() {
+		// The provider cannot say when the user authenticated: the
+		// sign-in is the latest time we know of.
+		host.AuthTime = a.now()
+	}
 	if host.Tokens != (Tokens{}) {
 		host.Tokens.Tenant = m.tenant
 	}
@@ -772,4 +817,96 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// lastChoiceMaxAge is how long a browser remembers the IdP it chose.
+const lastChoiceMaxAge = 180 * 24 * 60 * 60
+
+// choiceCookieName names the cookie that remembers the IdP this browser
+// last chose at a provider that lets users choose one.
+// Its name does not start with the stem of the transaction cookies, which
+// pruneTransactions expires when they do not open.
+func (m mount) choiceCookieName() string { return m.idpCookieName("idpchoice_") }
+
+// idpCookieName names a cookie of the IdP choice: kind, then the tenant
+// and the provider.
+func (m mount) idpCookieName(kind string) string {
+	prefix := "extauth_"
+	if m.secure {
+		prefix = "__Host-extauth_"
+	}
+	if m.tenant != "" {
+		return prefix + kind + m.tenant + "." + m.name
+	}
+	return prefix + kind + m.name
+}
+
+// rememberChoice sets the cookie of the IdP a sign-in started at, for the
+// discovery page to show it first next time. It is no secret and grants
+// nothing: the page only looks it up among the IdPs it lists.
+func (m mount) rememberChoice(w http.ResponseWriter, idp string) {
+	http.SetCookie(w, &http.Cookie{Name: m.choiceCookieName(), Value: base64.RawURLEncoding.EncodeToString([]byte(idp)),
+		Path: "/", MaxAge: lastChoiceMaxAge, HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// lastChoice reads the cookie rememberChoice set, "" when there is none.
+func (m mount) lastChoice(r *http.Request) string {
+	c, err := r.Cookie(m.choiceCookieName())
+	if err != nil || len(c.Value) > 2048 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// safeReturnField is return_to as a form field carries it on: a path of
+// this site, "" for none or for the default.
+func safeReturnField(s string) string {
+	if p := SafeReturnTo(s); p != "/" {
+		return p
+	}
+	return ""
+}
+
+// discoveryField carries, through an external discovery service and back,
+// the handle of the cookie discoveryReturn sets.
+const discoveryField = "ds"
+
+// discoveryCookieName names the cookie of a browser's round trip to an
+// external discovery service.
+func (m mount) discoveryCookieName() string { return m.idpCookieName("idpds_") }
+
+// discoveryReturn arms a round trip to an external discovery service: a
+// random handle, in a cookie the service's cross-site return carries
+// (SameSite=Lax, a top-level GET) and in the return URL it is given, which
+// is the authorize route's absolute URL.
+func (a *Auth) discoveryReturn(w http.ResponseWriter, m mount, returnTo string) string {
+	handle := randomString(16)
+	http.SetCookie(w, &http.Cookie{Name: m.discoveryCookieName(), Value: handle, Path: "/", MaxAge: int(a.ttl.Seconds()),
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
+	q := url.Values{discoveryField: {handle}}
+	if returnTo != "" {
+		q.Set("return_to", returnTo)
+	}
+	return m.url(m.authorizePath(m.name)) + "?" + q.Encode()
+}
+
+// discoveryReturned reports whether r is this browser's return from the
+// external discovery service it was sent to (its handle matches its
+// cookie), and spends the cookie.
+func (m mount) discoveryReturned(w http.ResponseWriter, r *http.Request) bool {
+	handle := r.Form.Get(discoveryField)
+	if handle == "" || r.Method != http.MethodGet {
+		return false
+	}
+	c, err := r.Cookie(m.discoveryCookieName())
+	if err != nil || c.Value == "" {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: m.discoveryCookieName(), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
+	return subtle.ConstantTimeCompare([]byte(handle), []byte(c.Value)) == 1
 }

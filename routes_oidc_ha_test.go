@@ -449,17 +449,18 @@ func TestOIDCClientAssertionReplayRefused(t *testing.T) {
 }
 
 // TestOIDCJWKSRoute: the JWKS route publishes the public halves of
-// private_key and private_key_new, each for signing and for encryption,
-// under key IDs that another instance with the same keys publishes too;
-// never a private part. Without keys the set is empty; search_oauth2 has
-// no such route.
+// private_key, for signing and for encryption, and of private_key_new and
+// private_key_old, for signing only, under key IDs that another instance
+// with the same keys publishes too; never a private part. Without keys the
+// set is empty; search_oauth2 has no such route.
 func TestOIDCJWKSRoute(t *testing.T) {
-	rsaKey, ecKey := clientKeys()["RSA"][0], clientKeys()["EC"][1]
+	rsaKey, ecKey, oldKey := clientKeys()["RSA"][0], clientKeys()["EC"][1], clientKeys()["EC"][0]
 	// An RSA key rotated to an EC one: so neither is encrypted to.
 	setup := highAssurance(func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
 		c.IDTokenEncryption = oidcop.Encryption{}
 		s.IDTokenEncryptedResponseAlg, s.IDTokenEncryptedResponseEnc = "", ""
 		s.PrivateKeyNew = extauth.NewSecret(ecKey.pem)
+		s.PrivateKeyOld = extauth.NewSecret(oldKey.pem)
 	})
 	var sets [2][]byte
 	for i := range sets {
@@ -502,7 +503,7 @@ func TestOIDCJWKSRoute(t *testing.T) {
 	}
 	want := []string{
 		"RSA sig " + rsaKey.kid(), "RSA enc " + rsaKey.kid() + "-enc",
-		"EC sig " + ecKey.kid(), "EC enc " + ecKey.kid() + "-enc",
+		"EC sig " + ecKey.kid(), "EC sig " + oldKey.kid(),
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("keys %v, want %v", got, want)
@@ -518,13 +519,18 @@ func TestOIDCJWKSRoute(t *testing.T) {
 	}
 }
 
-// TestOIDCKeyRotation: with private_key_new published, a provider that
-// already encrypts to it is understood, while assertions are still signed
-// with private_key.
+// TestOIDCKeyRotation: with private_key_new set, a provider that already
+// encrypts to it (it read the JWKS from an instance that promoted it) is
+// understood, while assertions are still signed with private_key.
 func TestOIDCKeyRotation(t *testing.T) {
 	old, next := clientKeys()["RSA"][0], clientKeys()["RSA"][1]
-	a := newOIDCApp(t, highAssurance(func(_ *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+	a := newOIDCApp(t, highAssurance(func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
 		s.PrivateKeyNew = extauth.NewSecret(next.pem)
+		c.ClientJWKS = &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
+			{Key: old.priv.Public(), KeyID: old.kid(), Use: "sig"},
+			{Key: next.priv.Public(), KeyID: next.kid(), Use: "sig"},
+			{Key: next.priv.Public(), KeyID: next.kid() + "-enc", Use: "enc"},
+		}}
 	}))
 	if resp := a.signIn(t); resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)

@@ -16,11 +16,8 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,6 +133,10 @@ func TestSAMLMetadataValiditySettingsValidated(t *testing.T) {
 		{"  metadata_valid_for: P99999999999999999Y\n", "saml_additional_settings.metadata_valid_for", "must be a duration"},
 		{"  metadata_valid_for: -P1D\n", "saml_additional_settings.metadata_valid_for", "must be between"},
 		{"  metadata_cache_duration: 10s\n", "saml_additional_settings.metadata_cache_duration", "must be between"},
+		// Zero is out of range, not "unset": the file asks for something.
+		{"  metadata_valid_for: P0D\n", "saml_additional_settings.metadata_valid_for", "must be between 1 hour and 3650 days"},
+		{"  metadata_valid_for: 0s\n", "saml_additional_settings.metadata_valid_for", "must be between 1 hour and 3650 days"},
+		{"  metadata_cache_duration: PT0S\n", "saml_additional_settings.metadata_cache_duration", "must be between 1 minute and 3650 days"},
 		{"  metadata_valid_for: P1D\n  metadata_cache_duration: P2D\n", "saml_additional_settings.metadata_cache_duration", "must not exceed metadata_valid_for"},
 	}
 	for _, c := range cases {
@@ -149,141 +150,6 @@ func TestSAMLMetadataValiditySettingsValidated(t *testing.T) {
 		Additional: extauth.SAMLAdditionalSettings{MetadataValidFor: time.Minute}}}
 	if keys := problemKeys(t, cfg.Validate()); len(keys) != 1 || keys[0] != "saml_additional_settings.metadata_valid_for" {
 		t.Errorf("Validate: %v", keys)
-	}
-}
-
-// rotatingApp is one application whose secrets file changes: each
-// configure is a restart with the new file, the same base URL, cookie key
-// and store, as a rolling deployment has them.
-type rotatingApp struct {
-	t       *testing.T
-	URL     string
-	idp     *samlidp.IdP
-	store   extauth.Store
-	handler atomic.Pointer[http.Handler]
-	signIns
-	mu       sync.Mutex
-	failures []*extauth.Error
-}
-
-func newRotatingApp(t *testing.T, idp *samlidp.IdP) *rotatingApp {
-	a := &rotatingApp{t: t, idp: idp, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
-	srv := harness.Serve(t, func(string) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if h := a.handler.Load(); h != nil {
-				(*h).ServeHTTP(w, r)
-				return
-			}
-			http.Error(w, "not configured", http.StatusServiceUnavailable)
-		})
-	})
-	a.URL = srv.URL
-	return a
-}
-
-// configure restarts the application with the SP key pairs cur and next
-// (certificate and key PEM; next may be zero).
-func (a *rotatingApp) configure(cur, next [2]string) {
-	a.t.Helper()
-	cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: a.idp.MetadataURL(),
-		Additional: extauth.SAMLAdditionalSettings{Certificate: cur[0], PrivateKey: extauth.NewSecret(cur[1]),
-			CertificateNew: next[0], PrivateKeyNew: extauth.NewSecret(next[1])}}}
-	if err := cfg.Validate(); err != nil {
-		a.t.Fatal(err)
-	}
-	auth, err := extauth.New(cfg, extauth.Options{BaseURL: a.URL, CookieKey: testKey, Store: a.store,
-		Logger: slog.New(slog.DiscardHandler), OnSuccess: a.onSuccess,
-		OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
-			a.mu.Lock()
-			a.failures = append(a.failures, err)
-			a.mu.Unlock()
-			http.Error(w, string(err.Code), err.Code.HTTPStatus())
-		}})
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { auth.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := auth.Ready(ctx); err != nil {
-		a.t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	auth.Mount(mux)
-	var h http.Handler = mux
-	a.handler.Store(&h)
-}
-
-// publish gives the IdP the SP metadata the application serves now, as an
-// IdP that refreshes it from the metadata URL does.
-func (a *rotatingApp) publish() *saml.EntityDescriptor {
-	a.t.Helper()
-	resp := harness.NewBrowser(a.t).Get(a.URL + "/users/auth/saml/metadata")
-	if resp.StatusCode != http.StatusOK {
-		a.t.Fatalf("metadata: %d %s", resp.StatusCode, resp.Body)
-	}
-	if err := a.idp.RegisterSP([]byte(resp.Body)); err != nil {
-		a.t.Fatal(err)
-	}
-	var ed saml.EntityDescriptor
-	if err := xml.Unmarshal([]byte(resp.Body), &ed); err != nil {
-		a.t.Fatal(err)
-	}
-	return &ed
-}
-
-func (a *rotatingApp) failureCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.failures)
-}
-
-// started is a sign-in between the IdP's answer and the browser's POST.
-type started struct {
-	b    *harness.Browser
-	form url.Values
-}
-
-// start begins a sign-in and has the IdP answer it, encrypting to the SP
-// certificate to (nil: the first of the SP's metadata).
-func (a *rotatingApp) start(to *x509.Certificate) started {
-	a.t.Helper()
-	a.idp.Set(func(k *samlidp.Knobs) { k.EncryptTo = to })
-	b := harness.NewBrowser(a.t)
-	return started{b: b, form: idpForm(a.t, b, a.authorizeURL(b))}
-}
-
-// authorizeURL starts a sign-in with b through the .json authorize route
-// and returns where it sends the browser.
-func (a *rotatingApp) authorizeURL(b *harness.Browser) string {
-	a.t.Helper()
-	resp := b.PostForm(a.URL+"/users/auth/saml.json", nil)
-	var out struct {
-		RedirectTo string `json:"redirect_to"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(resp.Body), &out) != nil {
-		a.t.Fatalf("authorize: %d %s", resp.StatusCode, resp.Body)
-	}
-	return out.RedirectTo
-}
-
-// finish posts the IdP's answer to the callback and reports whether the
-// hook signed the user in.
-func (a *rotatingApp) finish(s started) (bool, *harness.Response) {
-	a.t.Helper()
-	raw, _ := base64.StdEncoding.DecodeString(s.form.Get("SAMLResponse"))
-	if !strings.Contains(string(raw), "EncryptedAssertion") {
-		a.t.Fatalf("the IdP did not encrypt the assertion")
-	}
-	resp := s.b.PostForm(a.URL+"/users/auth/saml/callback", s.form)
-	return resp.StatusCode == http.StatusOK && resp.Body == "signed in as ada@example.org", resp
-}
-
-// signIn is start and finish, which must succeed.
-func (a *rotatingApp) signIn(step string, to *x509.Certificate) {
-	a.t.Helper()
-	if ok, resp := a.finish(a.start(to)); !ok {
-		a.t.Fatalf("%s: sign-in failed: %d %s", step, resp.StatusCode, resp.Body)
 	}
 }
 
@@ -307,86 +173,6 @@ func spCerts(t *testing.T, ed *saml.EntityDescriptor) map[string][]string {
 		}
 	}
 	return out
-}
-
-// TestSAMLKeyRotationThroughRoutes rotates the SP key pair the ruby-saml
-// way, through the routes, while the IdP moves its encryption from the old
-// certificate to the new one and verifies every AuthnRequest signature: the
-// SP goes from (old) to (old + new) to (new), each step a restart with a new
-// secrets file. Every sign-in that should succeed does, sign-ins in flight
-// across each restart included; the refusals are those of a mistake (an
-// IdP still encrypting to the old key after the promotion, an IdP that
-// never took the new metadata).
-func TestSAMLKeyRotationThroughRoutes(t *testing.T) {
-	oldCert, oldKey := spKeyPair(t)
-	newCert, newKey := spKeyPair(t)
-	oldX, newX := parseCertPEM(t, oldCert), parseCertPEM(t, newCert)
-	oldB64, newB64 := base64.StdEncoding.EncodeToString(oldX.Raw), base64.StdEncoding.EncodeToString(newX.Raw)
-	idp := newSAMLIdP(t)
-	idp.Set(func(k *samlidp.Knobs) { k.RequireSignedRequests = true })
-	a := newRotatingApp(t, idp)
-
-	// (old): the IdP has the metadata with the old certificate.
-	a.configure([2]string{oldCert, oldKey}, [2]string{})
-	if certs := spCerts(t, a.publish()); fmt.Sprint(certs) != fmt.Sprint(map[string][]string{"encryption": {oldB64}, "signing": {oldB64}}) {
-		t.Fatalf("(old) metadata certificates %v", certs)
-	}
-	a.signIn("(old)", nil)
-	inFlight := a.start(oldX)
-
-	// (old + new): certificate_new is set. The IdP has not fetched the
-	// metadata yet: it verifies with, and encrypts to, the old certificate.
-	a.configure([2]string{oldCert, oldKey}, [2]string{newCert, newKey})
-	if ok, resp := a.finish(inFlight); !ok {
-		t.Fatalf("sign-in in flight across the restart to (old + new): %d %s", resp.StatusCode, resp.Body)
-	}
-	a.signIn("(old + new), IdP with the old metadata", nil)
-	// It fetches the new metadata: both certificates, for both uses, the
-	// current one first, so an IdP that takes the first goes on with it.
-	want := map[string][]string{"encryption": {oldB64, newB64}, "signing": {oldB64, newB64}}
-	if certs := spCerts(t, a.publish()); fmt.Sprint(certs) != fmt.Sprint(want) {
-		t.Fatalf("(old + new) metadata certificates %v, want old then new", certs)
-	}
-	if rec := idp.LastAuthnRequest(); rec == nil || !rec.Signed {
-		t.Fatalf("AuthnRequest not signed: %+v", rec)
-	}
-	a.signIn("(old + new), IdP encrypting to the old key", oldX)
-	a.signIn("(old + new), IdP encrypting to the new key", newX)
-	inFlight = a.start(newX)
-
-	// (new): the new pair is promoted to certificate and private_key.
-	a.configure([2]string{newCert, newKey}, [2]string{})
-	if ok, resp := a.finish(inFlight); !ok {
-		t.Fatalf("sign-in in flight across the promotion: %d %s", resp.StatusCode, resp.Body)
-	}
-	// The IdP still has the (old + new) metadata: it verifies the request
-	// signed with the new key.
-	a.signIn("(new), IdP with the (old + new) metadata", newX)
-	if a.failureCount() != 0 {
-		t.Fatalf("failed sign-ins during the rotation: %v", a.failures)
-	}
-
-	// A mistake: the IdP still encrypts to the old key. Refused, and said so.
-	if ok, resp := a.finish(a.start(oldX)); ok || resp.StatusCode != http.StatusBadRequest || a.failureCount() != 1 ||
-		a.failures[0].Code != extauth.CodeInvalidResponse || !strings.Contains(a.failures[0].Message, "could not be decrypted") {
-		t.Fatalf("an assertion for the retired key: %d %s, failures %v", resp.StatusCode, resp.Body, a.failures)
-	}
-	if certs := spCerts(t, a.publish()); fmt.Sprint(certs) != fmt.Sprint(map[string][]string{"encryption": {newB64}, "signing": {newB64}}) {
-		t.Fatalf("(new) metadata certificates %v", certs)
-	}
-	a.signIn("(new), IdP with the new metadata", nil)
-
-	// Another: promoting before the IdP had the new certificate. It refuses
-	// the request signed with a key it does not know.
-	a.configure([2]string{oldCert, oldKey}, [2]string{})
-	a.publish()
-	a.configure([2]string{newCert, newKey}, [2]string{})
-	if at := harness.NewBrowser(t).Get(a.authorizeURL(harness.NewBrowser(t))); at.StatusCode != http.StatusBadRequest || !strings.Contains(at.Body, "signature") {
-		t.Fatalf("an IdP without the new certificate: %d %s", at.StatusCode, at.Body)
-	}
-	if n := len(a.identities()); n != 8 {
-		t.Fatalf("%d sign-ins, want 8", n)
-	}
 }
 
 // TestSAMLNextKeyPairValidated: certificate_new and private_key_new get the

@@ -2,6 +2,10 @@ package extauth_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"gopkg.in/yaml.v3"
 
 	"github.com/extauth/extauth"
@@ -327,7 +332,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	oldKey := []byte("LEAK-old-cookie-key-0123456789ab")
 	full := fullConfig(t)
 	keyPEM := full.SAML.Additional.PrivateKey.Value()
-	oidcKeys := []string{full.OIDC.Additional.PrivateKey.Value(), full.OIDC.Additional.PrivateKeyNew.Value()}
+	oidcKeys := []string{full.OIDC.Additional.PrivateKey.Value(), full.OIDC.Additional.PrivateKeyNew.Value(), clientKeys()["EC"][1].pem}
 	secrets := append([]string{"LEAK-", string(cookieKey), string(oldKey), "full-microblog-secret", "full-socialnet-secret",
 		"full-search-secret", "full-blog-secret", "full-oidc-secret"}, pemLines(keyPEM)...)
 	for _, k := range oidcKeys {
@@ -353,7 +358,7 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 	blogCfg := providers.BlogOAuth2Config{ClientID: "bk", ClientSecret: "LEAK-blog-cfg", Site: "https://blog.example.com"}
 	searchCfg := providers.SearchOAuth2Config{ClientID: "gk", ClientSecret: "LEAK-search-cfg"}
 	oidcCfg := providers.OIDCConfig{ClientID: "oc", ClientSecret: "LEAK-oidc-cfg", Issuer: "https://id.example.org",
-		PrivateKey: oidcKeys[0], NextPrivateKey: oidcKeys[1]}
+		PrivateKey: oidcKeys[0], NextPrivateKey: oidcKeys[1], OldPrivateKey: oidcKeys[2]}
 	must := func(s any, err error) any {
 		t.Helper()
 		if err != nil {
@@ -362,27 +367,46 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		return s
 	}
 	oidcStrategy := must(providers.NewOIDC(oidcCfg, env)).(*providers.OIDC)
-	tokens := extauth.Tokens{AccessToken: "LEAK-access", RefreshToken: "LEAK-refresh", Secret: "LEAK-token-secret", IDToken: "LEAK-id-token"}
+	// A DPoP key as a sign-in hands it over: a private JWK.
+	dpopKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dpopJWK, err := (&jose.JSONWebKey{Key: dpopKey, Algorithm: "ES256"}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dpopD struct{ D string }
+	if err := json.Unmarshal(dpopJWK, &dpopD); err != nil || dpopD.D == "" {
+		t.Fatalf("no d in %v", err)
+	}
+	secrets = append(secrets, string(dpopJWK), dpopD.D)
+	tokens := extauth.Tokens{AccessToken: "LEAK-access", RefreshToken: "LEAK-refresh", Secret: "LEAK-token-secret", IDToken: "LEAK-id-token",
+		DPoPKey: string(dpopJWK)}
 	values := map[string]any{
-		"Options":                  opts,
-		"*Options":                 &opts,
-		"*Auth":                    a,
-		"MicroblogConfig":          mbCfg,
-		"SocialnetConfig":          snCfg,
-		"BlogOAuth2Config":         blogCfg,
-		"SearchOAuth2Config":       searchCfg,
-		"OIDCConfig":               oidcCfg,
-		"*OIDCConfig":              &oidcCfg,
-		"*Microblog":               must(providers.NewMicroblog(mbCfg, env)),
-		"*Socialnet":               must(providers.NewSocialnet(snCfg, env)),
-		"*BlogOAuth2":              must(providers.NewBlogOAuth2(blogCfg, env)),
-		"*SearchOAuth2":            must(providers.NewSearchOAuth2(searchCfg, env)),
-		"*OIDC":                    oidcStrategy,
-		"OIDC JWKS":                string(oidcStrategy.JWKS()),
-		"OIDCAdditional":           full.OIDC.Additional,
-		"Transaction":              providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret"},
+		"Options":                 opts,
+		"*Options":                &opts,
+		"*Auth":                   a,
+		"MicroblogConfig":         mbCfg,
+		"SocialnetConfig":         snCfg,
+		"BlogOAuth2Config":        blogCfg,
+		"SearchOAuth2Config":      searchCfg,
+		"OIDCConfig":              oidcCfg,
+		"*OIDCConfig":             &oidcCfg,
+		"*Microblog":              must(providers.NewMicroblog(mbCfg, env)),
+		"*Socialnet":              must(providers.NewSocialnet(snCfg, env)),
+		"*BlogOAuth2":             must(providers.NewBlogOAuth2(blogCfg, env)),
+		"*SearchOAuth2":           must(providers.NewSearchOAuth2(searchCfg, env)),
+		"*OIDC":                   oidcStrategy,
+		"OIDC JWKS":               string(oidcStrategy.JWKS()),
+		"OIDCAdditional":          full.OIDC.Additional,
+		"OIDCConfig TLS keys":     providers.OIDCConfig{TLSCertificate: "cert", TLSKey: "LEAK-tls-key", NextTLSKey: "LEAK-tls-key-new"},
+		"OIDCAdditional TLS keys": extauth.OIDCAdditionalSettings{TLSClientKey: extauth.NewSecret("LEAK-tls"), TLSClientKeyNew: extauth.NewSecret("LEAK-tls-new")},
+		"Transaction": providers.Transaction{ID: "id", State: "LEAK-state", Verifier: "LEAK-verifier", Nonce: "LEAK-nonce", Binding: "LEAK-binding", TokenSecret: "LEAK-oauth1-secret",
+			Extra: map[string]string{"dpop": string(dpopJWK)}},
 		"Identity":                 extauth.Identity{UID: "u", Tokens: tokens},
 		"*Identity":                &extauth.Identity{UID: "u", Tokens: tokens},
+		"SignInOptions":            extauth.SignInOptions{LoginHint: "u", Account: &extauth.Identity{UID: "u", Tokens: tokens}},
 		"providers.Identity":       providers.Identity{UID: "u", Tokens: providers.Tokens(tokens)},
 		"Tokens":                   tokens,
 		"LogoutSession":            extauth.LogoutSession{IDToken: "LEAK-id-token", NameID: "n"},
@@ -391,6 +415,9 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		"samlsp.Config":            samlsp.Config{SPEntityID: "sp", PrivateKeyPEM: keyPEM},
 		"samlsp.Config next key":   samlsp.Config{SPEntityID: "sp", PrivateKeyNewPEM: keyPEM},
 		"SAMLAdditional next key":  extauth.SAMLAdditionalSettings{PrivateKeyNew: extauth.NewSecret(keyPEM)},
+		"samlsp.Config old key":    samlsp.Config{SPEntityID: "sp", PrivateKeyOldPEM: keyPEM},
+		"SAMLAdditional old key":   extauth.SAMLAdditionalSettings{PrivateKeyOld: extauth.NewSecret(keyPEM)},
+		"OIDCAdditional old key":   extauth.OIDCAdditionalSettings{PrivateKeyOld: extauth.NewSecret(oidcKeys[2])},
 		"Config.SAML":              full.SAML,
 		"Config":                   *full,
 		"Config.OIDC":              full.OIDC,
@@ -421,6 +448,19 @@ func TestSecretsNeverPrintedAnywhere(t *testing.T) {
 		t.Error("NewOIDC accepted a mangled key")
 	} else {
 		assertNoSecrets(t, "NewOIDC error", err, secrets)
+	}
+	// A DPoP key that does not parse is refused without being quoted.
+	broken := extauth.Identity{Provider: "oidc", UID: "u", Tokens: extauth.Tokens{AccessToken: "LEAK-access", TokenType: "DPoP",
+		Issuer: full.OIDC.Issuer, DPoPKey: strings.Replace(string(dpopJWK), `"d":"`, `"d":"LEAK`, 1)}}
+	if _, err := a.TokenSource(context.Background(), &broken); err == nil {
+		t.Error("TokenSource took a mangled DPoP key")
+	} else {
+		assertNoSecrets(t, "TokenSource error", err, secrets)
+	}
+	if _, err := a.Client(context.Background(), &broken, nil); err == nil {
+		t.Error("Client took a mangled DPoP key")
+	} else {
+		assertNoSecrets(t, "Client error", err, secrets)
 	}
 	bad := *full
 	bad.OIDC.Issuer = "http://not-https.example.org"

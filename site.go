@@ -36,6 +36,9 @@ type site struct {
 	log   *slog.Logger
 	store siteStore
 	tel   *telemetry.Site
+	// ignored are the sign-in options its providers were sent without
+	// allowing them, each logged once.
+	ignored *ignoredOptions
 }
 
 // layout is where a site's routes are: the one place that knows their paths.
@@ -67,6 +70,7 @@ func (a *Auth) buildSite(tenant string, base *url.URL, cfg *Config, o *Options) 
 		log:        a.log,
 		store:      a.store,
 		tel:        a.tel.Site(tenant),
+		ignored:    &ignoredOptions{},
 	}
 	if tenant != "" {
 		st.log = a.log.With("tenant", tenant)

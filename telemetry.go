@@ -28,6 +28,7 @@ func (a *Auth) newTelemetry(o *Options) (*telemetry.T, error) {
 		Propagator:     o.Propagator,
 		Now:            a.now,
 		Providers:      names,
+		StoreSpans:     o.TraceStoreCalls,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("extauth: %w", err)
@@ -88,7 +89,7 @@ func watch(p *telemetry.Provider, s providers.Strategy) {
 		certs = func() []telemetry.Certificate {
 			var out []telemetry.Certificate
 			for _, c := range sp.CertificateExpiries() {
-				out = append(out, telemetry.Certificate{Role: c.Kind, SHA256: c.SHA256, NotAfter: c.NotAfter})
+				out = append(out, telemetry.Certificate{Role: c.Kind, Use: c.Use, SHA256: c.SHA256, NotAfter: c.NotAfter})
 			}
 			return out
 		}

@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/extauthtest/wpoauth"
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/internal/telemetry"
@@ -55,9 +56,10 @@ func newOtelKit(t *testing.T) *otelKit {
 }
 
 // options installs the kit in o, with W3C trace context on outbound
-// requests.
+// requests and the spans of store calls.
 func (k *otelKit) options(o *extauth.Options) {
 	o.MeterProvider, o.TracerProvider, o.Propagator = k.mp, k.tp, propagation.TraceContext{}
+	o.TraceStoreCalls = true
 }
 
 // point is one data point: a counter's or gauge's value, a histogram's
@@ -272,6 +274,38 @@ func TestTelemetrySignIn(t *testing.T) {
 	}
 }
 
+// Store calls make spans only with Options.TraceStoreCalls: by default a
+// traced callback has the spans of its outbound requests under its own,
+// and its store call is measured by the store duration histogram alone.
+func TestTelemetryStoreSpansOff(t *testing.T) {
+	k := newOtelKit(t)
+	a := newApp(t, func(o *extauth.Options) {
+		k.options(o)
+		o.TraceStoreCalls = false
+	})
+	b := harness.NewBrowser(t).NoFollow()
+	if resp := b.Get(a.approve(b, a.start(b, nil))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+	}
+	if d := k.point(t, "extauth.store.duration", blog("result", "new")); d.count != 1 {
+		t.Errorf("store calls: %d", d.count)
+	}
+	cbs := k.ended("extauth.callback")
+	if len(cbs) != 1 {
+		t.Fatalf("%d callback spans", len(cbs))
+	}
+	var children []string
+	for _, s := range k.spans.Ended() {
+		if s.Parent().SpanID() == cbs[0].SpanContext().SpanID() {
+			children = append(children, s.Name())
+		}
+	}
+	slices.Sort(children)
+	if want := []string{"GET userinfo", "POST token"}; !slices.Equal(children, want) {
+		t.Errorf("spans under the callback's: %v, want %v", children, want)
+	}
+}
+
 // Each way a sign-in fails is counted under its code, with the outbound
 // result that caused it, and the span carries the code as its status.
 func TestTelemetrySignInFailures(t *testing.T) {
@@ -460,7 +494,8 @@ func TestTelemetrySAMLMetadataAndCertificates(t *testing.T) {
 	roles := map[string]int{}
 	for _, p := range certs {
 		roles[p.attrs["role"]]++
-		if p.attrs["provider"] != "saml" || len(p.attrs["sha256"]) != 64 || p.value < 86400 {
+		use := map[string]string{"sp": "sign+decrypt", "idp": "verify"}[p.attrs["role"]]
+		if p.attrs["provider"] != "saml" || len(p.attrs["sha256"]) != 64 || p.value < 86400 || p.attrs["use"] != use {
 			t.Errorf("certificate point %v = %v", p.attrs, p.value)
 		}
 	}
@@ -684,5 +719,54 @@ func TestTelemetryKnowsEveryCode(t *testing.T) {
 	want := slices.Sorted(slices.Values(telemetry.Codes))
 	if len(codes) == 0 || !slices.Equal(codes, want) {
 		t.Errorf("errors.go has the codes %q, internal/telemetry %q", codes, want)
+	}
+}
+
+// A federation reports its aggregate as a document, its entities and IdPs,
+// and its signing certificate alone: not the certificates of its
+// thousands of IdPs, which would make a time series each.
+func TestTelemetrySAMLFederation(t *testing.T) {
+	k := newOtelKit(t)
+	f := newFederation(t)
+	f.start(func(c *extauth.Config, o *extauth.Options) {
+		k.options(o)
+		c.SAML.Additional.Federation.EntityIDs = []string{f.A.EntityID()}
+	})
+	saml := map[string]string{"provider": "saml", "tenant": ""}
+	if p := k.point(t, "extauth.federation.entities", saml); p.value != 2 {
+		t.Errorf("entities %v, want 2", p.value)
+	}
+	if p := k.point(t, "extauth.federation.idps", saml); p.value != 1 {
+		t.Errorf("IdPs %v, want the 1 the allow-list keeps", p.value)
+	}
+	k.point(t, "extauth.document.age", map[string]string{"provider": "saml", "tenant": "", "document": "metadata"})
+	certs := k.points(t, "extauth.certificate.expiry")
+	if len(certs) != 1 || certs[0].attrs["role"] != "federation" {
+		t.Errorf("certificates: %v", certs)
+	}
+}
+
+// MDQ look-ups are counted by result, a fixed list.
+func TestTelemetrySAMLFederationMDQ(t *testing.T) {
+	k := newOtelKit(t)
+	f := newFederation(t)
+	ea, _ := samlidp.Decorate(f.A.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "University of Aa"}})
+	mdq := newMDQServer(t, f.signer, false, ea)
+	a := f.start(func(c *extauth.Config, o *extauth.Options) {
+		k.options(o)
+		c.SAML.Additional.Federation = extauth.SAMLFederation{MDQURL: mdq.URL, SigningCertificate: f.certPEM(), EntityIDs: []string{f.A.EntityID()}}
+	})
+	b := harness.NewBrowser(t)
+	for range 3 {
+		a.startAt(b, f.A.EntityID())
+	}
+	b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {"https://junk.example.org/idp"}})
+	// A start looks its IdP up twice (its binding, its request): the
+	// counts are of look-ups.
+	for result, least := range map[string]float64{"fetched": 1, "hit": 2, "not_listed": 1} {
+		p := k.point(t, "extauth.federation.mdq.lookups", map[string]string{"provider": "saml", "tenant": "", "result": result})
+		if p.value < least || result == "fetched" && p.value != least {
+			t.Errorf("%s: %v, want %v", result, p.value, least)
+		}
 	}
 }

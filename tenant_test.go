@@ -43,8 +43,11 @@ type tenantApp struct {
 	Logs   *syncBuffer
 	clock  *clock
 	store  extauth.Store
-	mu     sync.Mutex
-	seen   []string // "tenant provider uid" per sign-in, from the hook
+	// cfg is the configuration the application starts with, which the
+	// edit of newTenantInstance may replace.
+	cfg  *extauth.Config
+	mu   sync.Mutex
+	seen []string // "tenant provider uid" per sign-in, from the hook
 }
 
 type syncBuffer = harness.SyncBuffer
@@ -106,10 +109,11 @@ func newTenantInstance(t *testing.T, tenants []string, of *tenantApp, edit func(
 			fmt.Fprintf(w, "signed in at %s", id.Tenant)
 		},
 	}
+	ta.cfg = cfg
 	if edit != nil {
 		edit(ta, &o)
 	}
-	a, err := extauth.New(cfg, o)
+	a, err := extauth.New(ta.cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}

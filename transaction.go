@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -20,7 +21,18 @@ const txVersion = 1
 // its bytes, the expiry in Unix milliseconds, and Extra sorted by key. It is
 // smaller and several times cheaper than JSON, and it keeps the secrets out
 // of Transaction's JSON form, which redacts them.
+//
+// The IdP of a federation's sign-in travels as an entry of Extra under
+// txIdPKey, so that the encoding, and the instances of a rolling upgrade,
+// stay as they were for every other sign-in.
 func encodeTransaction(tx *providers.Transaction) []byte {
+	if tx.IdP != "" {
+		c := *tx
+		c.Extra = make(map[string]string, len(tx.Extra)+1)
+		maps.Copy(c.Extra, tx.Extra)
+		c.Extra[txIdPKey] = tx.IdP
+		tx = &c
+	}
 	n := 1 + binary.MaxVarintLen64*2
 	for _, s := range txStrings(tx) {
 		n += binary.MaxVarintLen64 + len(*s)
@@ -60,6 +72,10 @@ func appendString(b []byte, s string) []byte {
 
 var errBadTransaction = errors.New("transaction cookie is malformed")
 
+// txIdPKey is the Extra entry that carries Transaction.IdP: no strategy's
+// key starts with a NUL.
+const txIdPKey = "\x00idp"
+
 // decodeTransaction reverses encodeTransaction. Its input has been opened
 // by the sealer, so it was written by us; the bounds checks are for keys
 // shared with an older or broken instance, never for an attacker.
@@ -95,6 +111,13 @@ func decodeTransaction(b []byte) (*providers.Transaction, error) {
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, errBadTransaction
+	}
+	if idp, ok := tx.Extra[txIdPKey]; ok {
+		tx.IdP = idp
+		delete(tx.Extra, txIdPKey)
+		if len(tx.Extra) == 0 {
+			tx.Extra = nil
+		}
 	}
 	tx.Expires = time.UnixMilli(ms)
 	return tx, nil

@@ -69,6 +69,8 @@ type haSetup struct {
 	add    extauth.OIDCAdditionalSettings
 	enc    *oidcop.Encryption
 	key    crypto.Signer
+	// tokenType is the token_type the provider answers with.
+	tokenType string
 }
 
 // haCallback is the oidc callback route of an application configured as s
@@ -79,6 +81,7 @@ func haCallback(b *testing.B, s haSetup) oidcSide {
 			c.AuthMethod = s.method
 		}
 	})
+	p.tokenType = s.tokenType
 	if s.enc != nil {
 		enc, err := jose.NewEncrypter(jose.ContentEncryption(s.enc.Enc),
 			jose.Recipient{Algorithm: jose.KeyAlgorithm(s.enc.Alg), Key: s.key.Public()},
@@ -88,18 +91,7 @@ func haCallback(b *testing.B, s haSetup) oidcSide {
 		}
 		p.encrypter = enc
 	}
-	cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oidcIssuer, Additional: s.add}}
-	a, err := extauth.New(cfg, extauth.Options{
-		BaseURL: oidcBase, CookieKey: make([]byte, 32), HTTPClient: p.client,
-		Logger: slog.New(slog.DiscardHandler),
-		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close() })
+	a := newBenchApp(b, p, s.add)
 	side := oidcSide{s.name, func(tb testing.TB, n int) func(int) error {
 		reqs := oidcCallbacks(tb, p, a, "/users/auth/oidc", n)
 		return func(i int) error {
@@ -116,6 +108,46 @@ func haCallback(b *testing.B, s haSetup) oidcSide {
 		b.Fatal(err)
 	}
 	return side
+}
+
+// newBenchApp is an application whose oidc client is registered with the
+// peer, with the oidc_additional_settings add, its hook answering 204.
+func newBenchApp(b *testing.B, p *oidcPeer, add extauth.OIDCAdditionalSettings) *extauth.Auth {
+	cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oidcIssuer, Additional: add}}
+	a, err := extauth.New(cfg, extauth.Options{
+		BaseURL: oidcBase, CookieKey: make([]byte, 32), HTTPClient: p.client,
+		Logger: slog.New(slog.DiscardHandler),
+		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
+			w.WriteHeader(http.StatusNoContent)
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	return a
+}
+
+// cpuFloor reports what run costs alone, timed as the Ratio benchmarks
+// time a side: in process CPU time, the median of -oidc.rounds rounds of
+// per calls, so that a floor and the operations above it are measured
+// alike.
+func cpuFloor(b *testing.B, per int, run func() error) {
+	var once sync.Once
+	var perOp []float64
+	once.Do(func() {
+		for range *oidcRounds {
+			runtime.GC()
+			start := loadtest.ProcessCPU()
+			for range per {
+				if err := run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perOp = append(perOp, float64((loadtest.ProcessCPU()-start).Nanoseconds())/float64(per))
+		}
+	})
+	b.ReportMetric(median(perOp), "ns/op")
 }
 
 // haPairs are the comparisons: each high-assurance side beside the plain
@@ -202,25 +234,6 @@ func BenchmarkOIDCHighAssuranceFloor(b *testing.B) {
 		{"rsa_oaep256_decrypt", func() error { _, err := rsa.DecryptOAEP(sha256.New(), nil, rsaKey, wrapped, nil); return err }},
 		{"ecdh_p256", func() error { _, err := ecdhKey.ECDH(peer.PublicKey()); return err }},
 	} {
-		b.Run(f.name, func(b *testing.B) {
-			// Timed as the Ratio benchmarks are: in process CPU time,
-			// the median of -oidc.rounds rounds, so that the floor and
-			// the callbacks above are measured alike.
-			var once sync.Once
-			var perOp []float64
-			once.Do(func() {
-				for range *oidcRounds {
-					runtime.GC()
-					start := loadtest.ProcessCPU()
-					for range 50 {
-						if err := f.run(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					perOp = append(perOp, float64((loadtest.ProcessCPU()-start).Nanoseconds())/50)
-				}
-			})
-			b.ReportMetric(median(perOp), "ns/op")
-		})
+		b.Run(f.name, func(b *testing.B) { cpuFloor(b, 50, f.run) })
 	}
 }

@@ -15,6 +15,7 @@ package bench
 // what other processes do not inflate.
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -25,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -76,6 +76,9 @@ type oidcPeer struct {
 	mu        sync.Mutex
 	canned    map[string][]byte
 	client    *http.Client
+	// tokenType is the token_type of the minted responses; Bearer when
+	// empty.
+	tokenType string
 }
 
 func newOIDCPeer(tb testing.TB) *oidcPeer { return newOIDCPeerWith(tb, nil) }
@@ -108,9 +111,15 @@ func newOIDCPeerWith(tb testing.TB, edit func(*oidcop.Config)) *oidcPeer {
 // RoundTrip serves outbound requests in-process, without sockets.
 func (p *oidcPeer) RoundTrip(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
-	if r.URL.Path == "/op/token" {
+	switch r.URL.Path {
+	case "/op/token":
 		p.token(rec, r)
-	} else {
+	case "/api/me":
+		// A resource server that answers at once: what an API call
+		// costs the client alone.
+		rec.Header().Set("Content-Type", "application/json")
+		rec.WriteString(`{"sub":"248289761001"}`)
+	default:
 		p.op.ServeHTTP(rec, r)
 	}
 	resp := rec.Result()
@@ -181,7 +190,7 @@ func (p *oidcPeer) idToken(tb testing.TB, nonce, accessToken string) string {
 func (p *oidcPeer) grant(tb testing.TB, nonce string) string {
 	code, access := oidcRandom(), oidcRandom()
 	body, _ := json.Marshal(map[string]any{
-		"access_token": access, "token_type": "Bearer", "expires_in": 3600,
+		"access_token": access, "token_type": cmp.Or(p.tokenType, "Bearer"), "expires_in": 3600,
 		"id_token": p.idToken(tb, nonce, access),
 	})
 	p.mu.Lock()
@@ -438,19 +447,7 @@ func BenchmarkOIDCCallbackRatio(b *testing.B) {
 
 func callbackSides(b *testing.B) (ours, anchor oidcSide) {
 	p := newOIDCPeer(b)
-	a, err := extauth.New(&extauth.Config{OIDC: extauth.OIDCConfig{
-		ClientID: oidcClientID, ClientSecret: extauth.NewSecret(oidcSecret), Issuer: oidcIssuer,
-	}}, extauth.Options{
-		BaseURL: oidcBase, CookieKey: make([]byte, 32), HTTPClient: p.client,
-		Logger: slog.New(slog.DiscardHandler),
-		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
-			w.WriteHeader(http.StatusNoContent)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close() })
+	a := newBenchApp(b, p, extauth.OIDCAdditionalSettings{})
 	hand := handByHand(b, p)
 	through := func(name string, h http.Handler, authorize string) oidcSide {
 		return oidcSide{name, func(tb testing.TB, n int) func(int) error {

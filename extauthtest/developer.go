@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/mail"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/extauth/extauth"
@@ -30,7 +33,19 @@ type DeveloperOptions struct {
 	// signs anyone in as anyone: never set it for an application that
 	// anyone else can reach.
 	AllowNonLoopback bool
+	// RequestOptions are the per-request sign-in options the provider
+	// takes: login_hint fills in the form's email, acr_values or level
+	// (mapped by AssuranceLevels) offer the asked levels to choose from,
+	// and max_age and prompt are met by the form itself, which always
+	// authenticates anew. None when empty.
+	RequestOptions []string
+	// AssuranceLevels maps the host's levels to the acr values the form
+	// offers for each.
+	AssuranceLevels map[string][]string
 }
+
+// developerOptions are the options the developer provider takes.
+var developerOptions = []string{providers.OptionLoginHint, providers.OptionPrompt, providers.OptionMaxAge, providers.OptionACRValues, providers.OptionLevel}
 
 // AddDeveloper mounts the developer provider on o, the Options of a host's
 // development server: a form that asks for a name and an email address and
@@ -55,7 +70,11 @@ func AddDeveloper(o *extauth.Options, d DeveloperOptions) error {
 			return fmt.Errorf("extauthtest: the developer provider signs anyone in and runs only at a loopback BaseURL, not %q (DeveloperOptions.AllowNonLoopback overrides this, for a development machine only)", o.BaseURL)
 		}
 	}
-	o.Extra = append(o.Extra, &developer{name: string(d.Name), allowNonLoopback: d.AllowNonLoopback})
+	if ps := providers.CheckRequestOptionConfig("DeveloperOptions", d.RequestOptions, developerOptions, d.AssuranceLevels, providers.OptionACRValues, nil); len(ps) > 0 {
+		return fmt.Errorf("extauthtest: %w", ps[0])
+	}
+	o.Extra = append(o.Extra, &developer{name: string(d.Name), allowNonLoopback: d.AllowNonLoopback,
+		options: slices.Clone(d.RequestOptions), levels: maps.Clone(d.AssuranceLevels)})
 	return nil
 }
 
@@ -76,12 +95,33 @@ type developer struct {
 	allowNonLoopback bool
 	callback         string
 	form             string
+	now              func() time.Time
+	options          []string
+	levels           map[string][]string
+}
+
+var _ providers.OptionTaker = (*developer)(nil)
+
+func (d *developer) RequestOptions() []string { return slices.Clone(d.options) }
+
+func (d *developer) AssuranceLevel(level string) ([]string, bool) {
+	v, ok := d.levels[level]
+	return slices.Clone(v), ok
+}
+
+func (d *developer) ClockSkew() time.Duration { return providers.DefaultOIDCClockSkew }
+
+// asked is what the sign-in asks of the authentication: the acr values to
+// offer, of which the one chosen must be.
+func (d *developer) asked(tx *providers.Transaction) (providers.Asked, error) {
+	return providers.Narrow(tx, providers.Asked{MaxAge: -1}, providers.OptionACRValues, d.levels)
 }
 
 func (d *developer) Name() string { return d.name }
 
 // SetEnv receives the callback URL; the form is served beside it.
 func (d *developer) SetEnv(env providers.Env) {
+	d.now = env.Now
 	d.callback = env.CallbackURL
 	d.form = strings.TrimSuffix(env.CallbackURL, "/callback") + "/form"
 }
@@ -101,12 +141,23 @@ func (d *developer) Begin(_ context.Context, tx *providers.Transaction) (string,
 	if err := d.allowed(); err != nil {
 		return "", err
 	}
-	return d.form + "?" + url.Values{"state": {tx.State}}.Encode(), nil
+	q := url.Values{"state": {tx.State}}
+	want, err := d.asked(tx)
+	if err != nil {
+		return "", err
+	}
+	if len(want.Values) > 0 {
+		q.Set("acr", strings.Join(want.Values, " "))
+	}
+	if hint := tx.Option(providers.OptionLoginHint); hint != "" {
+		q.Set("login_hint", hint)
+	}
+	return d.form + "?" + q.Encode(), nil
 }
 
 func (d *developer) Binding(r *http.Request) string { return r.PostFormValue("state") }
 
-func (d *developer) Complete(_ context.Context, r *http.Request, _ *providers.Transaction) (*providers.Identity, error) {
+func (d *developer) Complete(_ context.Context, r *http.Request, tx *providers.Transaction) (*providers.Identity, error) {
 	if err := d.allowed(); err != nil {
 		return nil, err
 	}
@@ -121,11 +172,28 @@ func (d *developer) Complete(_ context.Context, r *http.Request, _ *providers.Tr
 	case name == "" || utf8.RuneCountInString(name) > 200:
 		return nil, providers.NewError(providers.CodeInvalidResponse, "enter a name", nil)
 	}
+	// The level chosen must be one asked for, as a provider's must.
+	acr := r.PostFormValue("acr")
+	want, err := d.asked(tx)
+	if err != nil {
+		return nil, err
+	}
+	if len(want.Values) > 0 && !slices.Contains(want.Values, acr) {
+		return nil, providers.NewError(providers.CodeInsufficientAuthentication, "the level chosen is not one the sign-in asked for",
+			errors.New("extauthtest: the developer form's acr is not one of the requested acr_values"))
+	}
+	now := time.Now
+	if d.now != nil {
+		now = d.now
+	}
 	return &providers.Identity{
 		UID:   email,
 		Email: email,
 		Name:  name,
 		Raw:   map[string]any{"name": name, "email": email},
+		// The form authenticates anew every time.
+		ACR:      acr,
+		AuthTime: now(),
 	}, nil
 }
 
@@ -141,7 +209,9 @@ var developerForm = devpage.Provider("developer", "Developer sign-in", `{{define
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="state" value="{{.State}}">
 <label class="field">Name <input name="name" id="name" autocomplete="name" required></label>
-<label class="field">Email <input name="email" id="email" type="email" autocomplete="email" required></label>
+<label class="field">Email <input name="email" id="email" type="email" autocomplete="email" value="{{.LoginHint}}" required></label>
+{{with .Levels}}<label class="field">Authenticated at <select name="acr" id="acr">{{range .}}<option>{{.}}</option>
+{{end}}<option value="">a weaker level</option></select></label>{{end}}
 <div class="actions"><button type="submit" id="sign-in" class="primary">Sign in</button></div>
 </form>
 </div>{{end}}`)
@@ -166,5 +236,14 @@ func (d *developer) serveForm(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
-	developerForm.Execute(w, map[string]string{"Action": d.callback, "State": state})
+	q := r.URL.Query()
+	var levels []string
+	if acr := q.Get("acr"); providers.CheckRequestOption(providers.OptionACRValues, acr) == nil {
+		levels = strings.Fields(acr)
+	}
+	hint := q.Get("login_hint")
+	if providers.CheckRequestOption(providers.OptionLoginHint, hint) != nil {
+		hint = ""
+	}
+	developerForm.Execute(w, map[string]any{"Action": d.callback, "State": state, "LoginHint": hint, "Levels": levels})
 }

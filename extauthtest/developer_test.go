@@ -102,3 +102,39 @@ func TestDeveloperIsLoopbackOnly(t *testing.T) {
 		t.Fatalf("its form: %d", form.StatusCode)
 	}
 }
+
+// With options allowed, the developer form fills in the login_hint and
+// offers the levels asked for; the level chosen is the identity's ACR, and
+// a weaker one is refused as a provider's would be.
+func TestDeveloperAnswersAtAChosenLevel(t *testing.T) {
+	a := newApp(t, nil, func(o *extauth.Options) {
+		err := extauthtest.AddDeveloper(o, extauthtest.DeveloperOptions{
+			RequestOptions:  []string{"login_hint", "level", "max_age"},
+			AssuranceLevels: map[string][]string{"high": {"urn:dev:mfa", "urn:dev:hwk"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	start := url.Values{"login_hint": {"ada@example.org"}, "level": {"high"}, "max_age": {"0"}}
+	b := extauthtest.NewBrowser(t)
+	form := b.Post(a.URL+"/users/auth/developer", start)
+	if !strings.Contains(form.Body, `value="ada@example.org"`) || !strings.Contains(form.Body, "<option>urn:dev:mfa</option>") {
+		t.Fatalf("form: %d %s", form.StatusCode, form.Body)
+	}
+	b.Submit(form, "Sign in", url.Values{"name": {"Ada"}, "email": {"ada@example.org"}, "acr": {"urn:dev:hwk"}})
+	ids := a.identities()
+	if len(ids) != 1 || ids[0].ACR != "urn:dev:hwk" || ids[0].AuthTime.IsZero() {
+		t.Fatalf("identities %+v, failure %v", ids, a.lastFailure())
+	}
+	form = b.Post(a.URL+"/users/auth/developer", start)
+	b.Submit(form, "Sign in", url.Values{"name": {"Ada"}, "email": {"ada@example.org"}, "acr": {""}})
+	if e := a.lastFailure(); e == nil || e.Code != extauth.CodeInsufficientAuthentication || len(a.identities()) != 1 {
+		t.Fatalf("a weaker level: %v", e)
+	}
+	var o extauth.Options
+	o.BaseURL = "http://127.0.0.1"
+	if err := extauthtest.AddDeveloper(&o, extauthtest.DeveloperOptions{RequestOptions: []string{"ForceAuthn"}}); err == nil {
+		t.Error("AddDeveloper took an option the developer provider does not")
+	}
+}

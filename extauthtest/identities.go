@@ -149,6 +149,8 @@ func samlIdentity(u samlidp.User, issuer string) extauth.Identity {
 	return extauth.Identity{
 		UID: u.NameID, Email: u.Email, FirstName: u.GivenName, LastName: u.Surname, Name: u.DisplayName, NickName: u.UserName,
 		SAML: info, SessionID: info.SessionIndex,
+		// AuthTime is the mocked sign-in's, which the routes set.
+		ACR: "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport",
 		Raw: map[string]any{
 			"issuer": issuer, "assertion_id": "mock-assertion-1", "name_id": u.NameID, "name_id_format": u.NameIDFormat,
 			"session_index": info.SessionIndex, "authn_context": "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport",

@@ -1,6 +1,8 @@
 package extauthtest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -90,6 +92,14 @@ type ProvidersOptions struct {
 	// the application with a private key and no secret, as
 	// oidc_additional_settings does. Making the RSA key takes a moment.
 	OIDCHighAssurance bool
+	// OIDCFAPI2 makes the OpenID provider a FAPI 2.0 one shaped as
+	// Singpass's: it enforces the FAPI 2.0 Security Profile (pushed
+	// requests, PKCE, private_key_jwt with the issuer as audience, PS256,
+	// ES256 or EdDSA), requires DPoP with nonces, and encrypts ID tokens
+	// (ECDH-ES+A256KW + A256GCM). Config then registers the application
+	// with profile: fapi2, dpop: true and an EC P-256 key, no secret. It
+	// wins over OIDCHighAssurance.
+	OIDCFAPI2 bool
 	// SAMLKeyPair gives the application a SAML service-provider key pair
 	// (saml_additional_settings' certificate and private_key, with
 	// logout_requests_signed): it signs its requests, and the IdP
@@ -269,7 +279,21 @@ func (p *Providers) start(prov extauth.Provider, site string, urls map[string]st
 			FrontchannelLogoutURI:  urls["frontchannel_logout"],
 			HTTPClient:             o.HTTPClient}
 		var add extauth.OIDCAdditionalSettings
-		if o.OIDCHighAssurance {
+		switch {
+		case o.OIDCFAPI2:
+			keyPEM, err := newECClientKey()
+			if err != nil {
+				return nil, err
+			}
+			enc := oidcop.Encryption{Alg: "ECDH-ES+A256KW", Enc: "A256GCM"}
+			oc.AuthMethod, oc.ClientSecret, oc.ClientJWKSURI = "private_key_jwt", "", urls["jwks"]
+			oc.Profile, oc.DPoPNonce, oc.IDTokenEncryption = oidcop.FAPI2, true, enc
+			secret = extauth.Secret{}
+			add = extauth.OIDCAdditionalSettings{
+				Profile: "fapi2", DPoP: true, PrivateKey: extauth.NewSecret(keyPEM),
+				IDTokenEncryptedResponseAlg: enc.Alg, IDTokenEncryptedResponseEnc: enc.Enc,
+			}
+		case o.OIDCHighAssurance:
 			keyPEM, err := newClientKey()
 			if err != nil {
 				return nil, err
@@ -596,6 +620,19 @@ func newClientKey() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return pkcs8PEM(key)
+}
+
+// newECClientKey is an EC P-256 client private key, PEM.
+func newECClientKey() (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	return pkcs8PEM(key)
+}
+
+func pkcs8PEM(key any) (string, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return "", err

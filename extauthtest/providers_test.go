@@ -360,3 +360,40 @@ func TestProvidersOIDCHighAssurance(t *testing.T) {
 		t.Errorf("client assertions %+v", as)
 	}
 }
+
+// TestProvidersOIDCFAPI2: with OIDCFAPI2, the OpenID provider enforces the
+// FAPI 2.0 Security Profile, requires DPoP with nonces and encrypts its ID
+// tokens, and Config registers the application with profile: fapi2,
+// dpop: true and an EC key: the sign-in gives the same identity as ever,
+// with DPoP-bound tokens, which Auth.Client uses at UserInfo.
+func TestProvidersOIDCFAPI2(t *testing.T) {
+	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{Only: []extauth.Provider{extauth.OIDC}, OIDCFAPI2: true}, nil)
+	cfg := fakes.Config().OIDC
+	if !cfg.ClientSecret.IsZero() || cfg.Additional.Profile != "fapi2" || !cfg.Additional.DPoP || cfg.Additional.PrivateKey.IsZero() {
+		t.Fatalf("config %+v", cfg)
+	}
+	page := extauthtest.NewBrowser(t).Post(a.URL+"/users/auth/oidc", url.Values{"return_to": {"/after"}})
+	if page.URL.Path != "/after" {
+		t.Fatalf("ended at %s (%d): %s, failure %v", page.URL, page.StatusCode, page.Body, a.lastFailure())
+	}
+	id := a.identities()[0]
+	compareIdentity(t, extauth.OIDC, id, extauthtest.DefaultIdentity(extauth.OIDC))
+	if id.Tokens.TokenType != "DPoP" || id.Tokens.DPoPKey == "" {
+		t.Errorf("tokens %v", id.Tokens)
+	}
+	if ps := fakes.OIDC.DPoPProofs(); len(ps) < 2 || ps[0].Endpoint != "par" {
+		t.Errorf("proofs %+v", ps)
+	}
+	hc, err := a.Client(context.Background(), id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(fakes.OIDC.Issuer() + "/userinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("UserInfo through Auth.Client: %d", resp.StatusCode)
+	}
+}

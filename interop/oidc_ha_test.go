@@ -119,6 +119,8 @@ oidc_additional_settings:
   request_object: true
   id_token_encrypted_response_alg: RSA-OAEP-256
   id_token_encrypted_response_enc: A256GCM
+  # A per-request option travels inside the pushed request object.
+  request_options: [login_hint]
   # oidc-provider issues a refresh token for offline_access, which it
   # grants only with prompt=consent.
   scope: openid email profile offline_access
@@ -167,8 +169,9 @@ oidc_additional_settings:
 	})
 
 	b := harness.NewBrowser(t)
-	login := b.PostForm(srv.URL+"/users/auth/oidc", nil)
-	if !strings.HasPrefix(login.URL.String(), issuer+"/interaction/") || !strings.Contains(login.Body, `name="login"`) {
+	login := b.PostForm(srv.URL+"/users/auth/oidc", url.Values{"login_hint": {"alice"}})
+	if !strings.HasPrefix(login.URL.String(), issuer+"/interaction/") || !strings.Contains(login.Body, `name="login"`) ||
+		!strings.Contains(login.Body, `value="alice"`) {
 		t.Fatalf("no login page: %s %d %s\nlogs:\n%s", login.URL, login.StatusCode, login.Body, logs.String())
 	}
 	// The browser carried the request_uri alone.

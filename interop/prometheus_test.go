@@ -55,25 +55,50 @@ evaluation_interval: 1m
 tests:
   - interval: 1m
     input_series:
-      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-a",role="idp",sha256="ab"}'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-a",role="idp",use="verify",sha256="ab"}'
         values: '864000-60x180'
-      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-b",role="sp",sha256="cd"}'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-b",role="sp",use="sign+decrypt",sha256="cd"}'
         values: '60-60x180'
-      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-c",role="sp",sha256="ef"}'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-c",role="sp",use="sign+decrypt",sha256="ef"}'
         values: '31536000x180'
+      # An IdP's rollover: its old certificate has expired, the new one is
+      # valid for a year. Nothing breaks.
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-d",role="idp",use="verify",sha256="01"}'
+        values: '-86400-60x180'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-d",role="idp",use="verify",sha256="02"}'
+        values: '31536000x180'
+      # Every IdP signing certificate has expired: every sign-in fails.
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-e",role="idp",use="verify",sha256="03"}'
+        values: '-86400-60x180'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-e",role="idp",use="verify",sha256="04"}'
+        values: '60-60x180'
+      # A rotation after the promotion: the retiring certificate has
+      # expired (why it retires), the next one expires soon.
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-f",role="sp",use="sign+decrypt",sha256="05"}'
+        values: '31536000x180'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-f",role="sp",use="retiring",sha256="06"}'
+        values: '-86400-60x180'
+      - series: 'extauth_certificate_expiry_seconds{provider="saml",tenant="city-f",role="sp",use="decrypt",sha256="07"}'
+        values: '864000-60x180'
     alert_rule_test:
       - eval_time: 2h
         alertname: ExtauthCertificateExpiresSoon
         exp_alerts:
-          - exp_labels: {severity: warning, provider: saml, tenant: city-a, role: idp, sha256: ab}
+          - exp_labels: {severity: warning, provider: saml, tenant: city-a, role: idp}
             exp_annotations: {summary: "idp certificate of saml at tenant 'city-a' expires in 9d 22h 0m 0s"}
           - exp_labels: {severity: warning, provider: saml, tenant: city-b, role: sp, sha256: cd}
             exp_annotations: {summary: "sp certificate of saml at tenant 'city-b' expires in -1h 59m 0s"}
+          - exp_labels: {severity: warning, provider: saml, tenant: city-e, role: idp}
+            exp_annotations: {summary: "idp certificate of saml at tenant 'city-e' expires in -1h 59m 0s"}
+          - exp_labels: {severity: warning, provider: saml, tenant: city-f, role: sp, sha256: "07"}
+            exp_annotations: {summary: "sp certificate of saml at tenant 'city-f' expires in 9d 22h 0m 0s"}
       - eval_time: 2h
         alertname: ExtauthCertificateExpired
         exp_alerts:
           - exp_labels: {severity: critical, provider: saml, tenant: city-b, role: sp, sha256: cd}
             exp_annotations: {summary: "sp certificate of saml at tenant 'city-b' has expired"}
+          - exp_labels: {severity: critical, provider: saml, tenant: city-e, role: idp}
+            exp_annotations: {summary: "idp certificate of saml at tenant 'city-e' has expired"}
   - interval: 1m
     input_series:
       - series: 'extauth_signin_completed_total{provider="oidc",tenant="city-a",outcome="success"}'

@@ -339,6 +339,8 @@ type sspApp struct {
 	failures   []*extauth.Error
 	loggedOut  []*providers.Error // the Logout.Done results
 	idpLogouts []samlsp.LogoutSession
+	// edit, when set, adjusts the configuration configure deploys.
+	edit func(*extauth.Config)
 }
 
 func (a *sspApp) failureList() []*extauth.Error {
@@ -383,15 +385,15 @@ func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) 
 		})
 	})
 	a.URL = srv.URL
-	a.configure(keys, nil, signLogout)
+	a.configure(keys, nil, nil, signLogout)
 	return a
 }
 
 // configure (re)starts our application with keys as the SP key pair (nil:
-// none) and next as the next pair of a key rotation (nil: none), at the
-// same URL, with the same entity ID and cookie key: a deployment of a new
-// secrets file.
-func (a *sspApp) configure(keys, next *pair, signLogout bool) {
+// none), next and old as the next and the retiring pairs of a key rotation
+// (nil: none), at the same URL, with the same entity ID and cookie key: a
+// deployment of a new secrets file.
+func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	t := a.t
 	t.Helper()
 	cfg := &extauth.Config{SAML: extauth.SAMLConfig{
@@ -406,6 +408,13 @@ func (a *sspApp) configure(keys, next *pair, signLogout bool) {
 	if next != nil {
 		cfg.SAML.Additional.CertificateNew = next.certPEM
 		cfg.SAML.Additional.PrivateKeyNew = extauth.NewSecret(next.keyPEM)
+	}
+	if old != nil {
+		cfg.SAML.Additional.CertificateOld = old.certPEM
+		cfg.SAML.Additional.PrivateKeyOld = extauth.NewSecret(old.keyPEM)
+	}
+	if a.edit != nil {
+		a.edit(cfg)
 	}
 	opts := extauth.Options{BaseURL: a.URL, CookieKey: bytes.Repeat([]byte{7}, 32),
 		Logger: slog.New(slog.DiscardHandler),
@@ -530,7 +539,14 @@ func hop(b *harness.Browser, prefix string) *url.URL {
 // SAMLResponse it posts back, after b has posted it to our callback.
 func sspSignIn(t *testing.T, b *harness.Browser, a *sspApp, login bool) (samlResponse []byte, callback *harness.Response) {
 	t.Helper()
-	page := b.PostForm(a.URL+"/users/auth/saml", nil)
+	return sspSignInWith(t, b, a, nil, login)
+}
+
+// sspSignInWith is sspSignIn with the start's form fields (sign-in
+// options).
+func sspSignInWith(t *testing.T, b *harness.Browser, a *sspApp, start url.Values, login bool) (samlResponse []byte, callback *harness.Response) {
+	t.Helper()
+	page := b.PostForm(a.URL+"/users/auth/saml", start)
 	if login {
 		if !isLoginForm(page) {
 			t.Fatalf("expected SimpleSAMLphp's login form, got %s (%d):\n%s", page.URL, page.StatusCode, page.Body)
@@ -930,13 +946,14 @@ func sspKey(cert *x509.Certificate, signing, encryption bool) map[string]any {
 		"X509Certificate": base64.StdEncoding.EncodeToString(cert.Raw)}
 }
 
-// TestSimpleSAMLphpKeyRotation rotates our SP key pair while SimpleSAMLphp
-// encrypts every assertion to us (assertion.encryption) and verifies every
-// AuthnRequest signature (validate.authnrequest): our SP goes from (old) to
-// (old + new) to (new), SimpleSAMLphp from the old certificate to the new
-// one, and every sign-in succeeds but the one of a mistake, an IdP still
-// encrypting to the retired key. Logout at the end is signed with the new
-// key.
+// TestSimpleSAMLphpKeyRotation plays docs/saml.md's rotation while
+// SimpleSAMLphp encrypts every assertion to us (assertion.encryption) and
+// verifies every AuthnRequest signature (validate.authnrequest), reading our
+// metadata only where the procedure waits for it and after the promotion:
+// our SP goes from (old) to (old + new) to (new + retiring old) to (new),
+// and every sign-in succeeds, the one after the promotion by the retiring
+// key, to which SimpleSAMLphp still encrypts. Promoting without keeping the
+// old pair fails that sign-in. Logout at the end is signed with the new key.
 func TestSimpleSAMLphpKeyRotation(t *testing.T) {
 	idp := startSimpleSAMLphp(t, newPair(t, "idp"))
 	oldKeys, newKeys := newPair(t, "sp-old"), newPair(t, "sp-new")
@@ -970,30 +987,30 @@ func TestSimpleSAMLphpKeyRotation(t *testing.T) {
 	idp.trustSP(t, md, nil, opts(nil))
 	signIn("(old)", true)
 
-	// (old + new), SimpleSAMLphp still with the old metadata.
-	a.configure(&oldKeys, &newKeys, true)
-	signIn("(old + new), IdP with the old metadata", false)
-	// It reads the new metadata: both certificates, the current first, so
-	// it goes on encrypting to the old one.
+	// 1. certificate_new; SimpleSAMLphp still with the old metadata.
+	a.configure(&oldKeys, &newKeys, nil, true)
+	signIn("step 1, IdP with the old metadata", false)
+	// 2. It reads the new metadata: the new certificate for signing only,
+	// so it goes on encrypting to the old one.
 	idp.trustSP(t, md, nil, opts(nil))
-	signIn("(old + new), IdP with the new metadata", false)
-	// Its administrator moves encryption to the new certificate.
-	moved := opts(map[string]any{"keys": []map[string]any{
-		sspKey(newKeys.cert, false, true), sspKey(oldKeys.cert, true, false), sspKey(newKeys.cert, true, false)}})
-	idp.trustSP(t, md, nil, moved)
-	signIn("(old + new), IdP encrypting to the new key", false)
+	signIn("step 2, IdP with the new metadata", false)
 
-	// (new): promoted. SimpleSAMLphp verifies the request signed with the
-	// new key, and decrypts for the new key only.
-	a.configure(&newKeys, nil, true)
-	signIn("(new), IdP with the (old + new) keys", false)
+	// 3. Promotion: SimpleSAMLphp verifies the request signed with the new
+	// key, and still encrypts to the old one, which retires and decrypts.
+	a.configure(&newKeys, nil, &oldKeys, true)
+	signIn("step 3, IdP with the step 2 metadata", false)
+	// 4. It reads the metadata again: it encrypts to the new certificate.
 	idp.trustSP(t, md, nil, opts(nil))
-	signIn("(new), IdP with the new metadata", false)
+	signIn("step 4, IdP with the promoted metadata", false)
+	// certificate_old goes.
+	a.configure(&newKeys, nil, nil, true)
+	signIn("(new)", false)
 	if n := len(a.failureList()); n != 0 {
 		t.Fatalf("failed sign-ins during the rotation: %v", a.failureList())
 	}
 
-	// The mistake: an IdP still encrypting to the retired key.
+	// The mistake: promoting without certificate_old while the IdP still
+	// encrypts to the old key.
 	idp.trustSP(t, md, nil, opts(map[string]any{"keys": []map[string]any{
 		sspKey(oldKeys.cert, false, true), sspKey(newKeys.cert, true, false)}}))
 	if _, cb := sspSignIn(t, b, a, false); cb.StatusCode != http.StatusBadRequest || len(a.failureList()) != 1 ||

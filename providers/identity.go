@@ -40,6 +40,13 @@ type Identity struct {
 	SessionID string `json:"sid,omitempty"`
 	// SAML is set for SAML sign-ins.
 	SAML *SAMLInfo `json:"saml,omitempty"`
+	// ACR, AMR and AuthTime say how and when the user authenticated: the
+	// OpenID Connect acr, amr and auth_time claims, the SAML
+	// AuthnContextClassRef and AuthnInstant; for providers that cannot
+	// say, AuthTime is the time of the sign-in, set by the routes.
+	ACR      string    `json:"acr,omitempty"`
+	AMR      []string  `json:"amr,omitempty"`
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 // SAMLInfo is what a SAML assertion says beyond the normalized fields, kept
@@ -55,6 +62,11 @@ type SAMLInfo struct {
 	NameIDEncrypted bool                `json:"name_id_encrypted,omitempty"`
 	SessionIndex    string              `json:"session_index,omitempty"`
 	Attributes      map[string][]string `json:"attributes,omitempty"`
+	// IdP is the entity ID of the IdP that asserted the identity: the
+	// one IdP, or in a federation the one the user chose, so that the
+	// host can tell users of two IdPs apart (a NameID is unique per IdP
+	// only).
+	IdP string `json:"idp,omitempty"`
 }
 
 // Tokens are the credentials of a sign-in. Their String, Format, LogValue and
@@ -72,6 +84,9 @@ type Tokens struct {
 	Issuer string
 	// Tenant is the tenant whose provider issued them, set by the routes.
 	Tenant string
+	// DPoPKey is the private key the tokens are bound to (DPoP, RFC
+	// 9449), a JWK; empty for tokens that are not.
+	DPoPKey string
 }
 
 const redacted = "[REDACTED]"
@@ -92,6 +107,7 @@ type tokensView struct {
 	IDToken      string    `json:"id_token,omitempty"`
 	Issuer       string    `json:"issuer,omitempty"`
 	Tenant       string    `json:"tenant,omitempty"`
+	DPoPKey      string    `json:"dpop_key,omitempty"`
 }
 
 // Format prints the identity with its tokens redacted, for every verb.
@@ -111,14 +127,15 @@ func (t Tokens) view() tokensView {
 		IDToken:      mark(t.IDToken),
 		Issuer:       t.Issuer,
 		Tenant:       t.Tenant,
+		DPoPKey:      mark(t.DPoPKey),
 	}
 }
 
 // String describes the tokens with every value redacted.
 func (t Tokens) String() string {
 	v := t.view()
-	return fmt.Sprintf("{AccessToken:%s RefreshToken:%s TokenType:%s Secret:%s Expiry:%s IDToken:%s Issuer:%s Tenant:%s}",
-		v.AccessToken, v.RefreshToken, v.TokenType, v.Secret, v.Expiry.Format(time.RFC3339), v.IDToken, v.Issuer, v.Tenant)
+	return fmt.Sprintf("{AccessToken:%s RefreshToken:%s TokenType:%s Secret:%s Expiry:%s IDToken:%s Issuer:%s Tenant:%s DPoPKey:%s}",
+		v.AccessToken, v.RefreshToken, v.TokenType, v.Secret, v.Expiry.Format(time.RFC3339), v.IDToken, v.Issuer, v.Tenant, v.DPoPKey)
 }
 
 // Format makes every fmt verb, %#v included, print the redacted String.

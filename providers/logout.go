@@ -41,6 +41,8 @@ type LogoutSession struct {
 	SPProvidedID    string
 	NameIDEncrypted bool
 	SessionIndex    string
+	// IdP is the SAML IdP of the session, in a federation.
+	IdP string
 }
 
 // Format prints the session with its ID token redacted.

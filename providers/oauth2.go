@@ -20,7 +20,14 @@ import (
 // callbackError turns the error parameters an OAuth 2 provider returns to
 // the callback (RFC 6749 4.1.2.1) into an *Error, or nil when there are none.
 func callbackError(r *http.Request) *Error {
-	code := r.FormValue("error")
+	r.ParseForm()
+	return responseError(r.Form)
+}
+
+// responseError is callbackError for the parameters of an authorization
+// response.
+func responseError(params url.Values) *Error {
+	code := params.Get("error")
 	if code == "" {
 		return nil
 	}
@@ -86,7 +93,7 @@ func get(ctx context.Context, client *http.Client, url, accessToken, accept, wha
 		return nil, nil, NewError(CodeMisconfigured, what+": bad URL", err)
 	}
 	if accessToken != "" {
-		req.Header.Set("Authorization", "Bearer "+accessToken)
+		req.Header.Set("Authorization", authorization(ctx, accessToken))
 	}
 	req.Header.Set("Accept", accept)
 	resp, err := client.Do(req)

@@ -116,6 +116,27 @@ type OIDCOptions struct {
 	// (userinfo_encrypted_response_alg and _enc); an answer that is not
 	// encrypted is then refused.
 	UserInfoEncryption OIDCEncryption
+	// DPoP binds the tokens to a key made for each sign-in (RFC 9449):
+	// the pushed authorization request, the token, UserInfo and
+	// revocation requests each carry a proof signed with it, and the
+	// provider must answer with token_type DPoP. The key is handed over
+	// with the tokens (Tokens.DPoPKey) for renewals and API calls.
+	DPoP bool
+	// DPoPSigningAlg signs the proofs (dpop_signing_alg): ES256 (the
+	// default), PS256 or EdDSA. It must be one the provider lists in
+	// dpop_signing_alg_values_supported, when it publishes the list.
+	DPoPSigningAlg string
+	// ResponseMode ResponseModeJWT (response_mode: jwt) asks for
+	// JWT-secured authorization responses (JARM): the callback's response
+	// JWT is verified (signature with the provider's keys, iss, aud, exp,
+	// state) before its code is used, and a response that is not one is
+	// refused.
+	ResponseMode string
+	// Profile enforces a security profile's client rules (profile):
+	// OIDCProfileFAPI2 or OIDCProfileFAPI2MessageSigning, whose doc
+	// comments say what each implies and requires. NewOIDC and
+	// CheckOIDCConfig refuse settings the profile forbids.
+	Profile string
 	// SigningAlgs is the ID token algorithm allow-list. Empty means every
 	// asymmetric algorithm the provider advertises; none and HS* are
 	// refused whatever is set here.
@@ -136,6 +157,16 @@ type OIDCOptions struct {
 	// 13): otherwise the sign-in fails with
 	// CodeInsufficientAuthentication.
 	AuthParams map[string]string
+	// RequestOptions are the per-request sign-in options the start route
+	// takes for this provider, of OIDCRequestOptions(); none when empty.
+	// oidc_additional_settings.request_options sets it. A per-request
+	// acr_values (or level) must lie within a configured acr_values; the
+	// smaller of two max_age wins; the others replace the configured ones.
+	RequestOptions []string
+	// AssuranceLevels maps each of the host's assurance levels to the acr
+	// values that meet it (oidc_additional_settings.assurance_levels):
+	// what the level option asks for, and Auth.Assure checks.
+	AssuranceLevels map[string][]string
 	// ClockSkew is tolerated on exp and iat; default 60 s.
 	ClockSkew time.Duration
 	// DiscoveryRetryMin and DiscoveryRetryMax bound the back-off between
@@ -172,10 +203,31 @@ type OIDCConfig struct {
 	// half is served at the JWKS route.
 	PrivateKey string `redact:"secret"`
 	// NextPrivateKey is a key being rotated in: published at the JWKS
-	// route beside PrivateKey and used to decrypt, but not yet to sign.
-	// Once every provider has read it, it becomes PrivateKey.
+	// route beside PrivateKey for signing only, so that the provider
+	// knows it before it signs anything, and used to decrypt, never to
+	// sign. Once the provider has read it, it becomes PrivateKey, and
+	// PrivateKey becomes OldPrivateKey.
 	NextPrivateKey string `redact:"secret"`
-	Options        OIDCOptions
+	// OldPrivateKey is the retiring key after a promotion: it decrypts
+	// what a provider that has not read the JWKS since still encrypts to
+	// it, never signs, and is published for signing only (what it signed
+	// before the promotion still verifies), so that a provider that reads
+	// the set encrypts to PrivateKey. Remove it once the provider has.
+	OldPrivateKey string `redact:"secret"`
+	// TLSCertificate and TLSKey are the client's TLS certificate and its
+	// private key, PEM (mutual TLS, RFC 8705): presented to the provider
+	// and to the resource servers the API client calls, so that the
+	// provider can authenticate the client by it (AuthMethodTLS,
+	// AuthMethodSelfSignedTLS) and bind the access tokens to it.
+	TLSCertificate string
+	TLSKey         string `redact:"secret"`
+	// NextTLSCertificate and NextTLSKey are a certificate being rotated
+	// in: published at the JWKS route beside TLSCertificate (for
+	// self_signed_tls_client_auth), not yet presented. Once the provider
+	// has read it, it becomes TLSCertificate.
+	NextTLSCertificate string
+	NextTLSKey         string `redact:"secret"`
+	Options            OIDCOptions
 }
 
 // OIDC signs users in with an OpenID Connect provider: discovery, the
@@ -209,12 +261,24 @@ type OIDC struct {
 	authParams []oauth2.AuthCodeOption
 	// check runs after the standard ID token checks (search_oauth2's hd).
 	check func(claims *idClaims) error
-	// keys are the client's private keys, the one that signs first.
+	// keys are the client's private keys, each of which decrypts: the one
+	// that signs (private_key) first, then the next and the retiring ones
+	// of a rotation.
 	keys []*clientKey
+	// tls are the client's TLS certificates, the one presented first.
+	tls []*tlsPair
+	// oldKey is the retiring key of a rotation (private_key_old), nil
+	// when there is none; oldUsed rate-limits the log line that says the
+	// provider still encrypts to it: the Unix nanoseconds of the last.
+	oldKey  *clientKey
+	oldUsed atomic.Int64
 	// jwks is the public key set the JWKS route serves; routes maps the
 	// route to its handler (oidc only).
 	jwks   []byte
 	routes map[string]http.Handler
+	// nonces are the DPoP nonces of the provider's and resource servers'
+	// origins.
+	nonces nonceCache
 	// acrValues and maxAge are what the authorization request asks of the
 	// authentication (OIDC Core 3.1.2.1); maxAge < 0 when it asks nothing.
 	acrValues []string
@@ -252,8 +316,10 @@ type discovered struct {
 
 	// method is the client authentication method.
 	method string
-	// tokenClient makes the token endpoint's requests: the bounded
-	// client, which with a JWT method adds a client assertion to each.
+	// tokenClient makes the requests to the token, pushed authorization
+	// request, revocation and UserInfo endpoints: the bounded client,
+	// which with a JWT method adds a client assertion to each but
+	// UserInfo's, and under a DPoP key (withDPoP) a proof to each.
 	tokenClient *http.Client
 	// assertionSigner signs client assertions (JWT methods only),
 	// requestSigner request objects (nil: none are sent).
@@ -262,6 +328,9 @@ type discovered struct {
 	// par sends authorization requests to parURL first.
 	par    bool
 	parURL string
+	// jarmAlgs are the algorithms a JWT-secured authorization response
+	// may be signed with.
+	jarmAlgs []jose.SignatureAlgorithm
 	// revocationURL is the revocation_endpoint, "" when there is none.
 	revocationURL string
 }
@@ -285,11 +354,11 @@ func settingsOf(name string) settingNames {
 
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
-	o := c.Options
-	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "") {
-		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only", name)
+	o := c.profileOptions()
+	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "" || c.OldPrivateKey != "" || c.TLSCertificate != "" || c.TLSKey != "") {
+		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
 	}
-	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT) {
+	if c.ClientID == "" || (c.ClientSecret == "" && o.AuthMethod != AuthMethodPrivateKeyJWT && !tlsMethod(o.AuthMethod)) {
 		return nil, fmt.Errorf("%s and %s are required", keys.id, keys.secret)
 	}
 	if err := checkIssuer(c.Issuer); err != nil {
@@ -325,6 +394,9 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if o.LogoutTokenMaxAge <= 0 {
 		o.LogoutTokenMaxAge = DefaultOIDCLogoutTokenMaxAge
 	}
+	if o.DPoP && o.DPoPSigningAlg == "" {
+		o.DPoPSigningAlg = DefaultDPoPSigningAlg
+	}
 	o.IDTokenEncryption = o.IDTokenEncryption.withDefault()
 	o.UserInfoEncryption = o.UserInfoEncryption.withDefault()
 	scopes := o.Scopes
@@ -357,20 +429,38 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if o.AssertionAudience == OIDCAudienceTokenEndpoint {
 		s.log.Warn("extauth: "+OIDCAudienceTokenWarning, "provider", name, "setting", settingAudience)
 	}
-	for _, text := range []string{c.PrivateKey, c.NextPrivateKey} {
-		if text != "" {
-			k, err := newClientKey(text)
-			if err != nil {
+	for _, pair := range [][2]string{{c.TLSCertificate, c.TLSKey}, {c.NextTLSCertificate, c.NextTLSKey}} {
+		if pair[0] != "" {
+			p, certErr, keyErr := parseTLSPair(pair[0], pair[1])
+			if err := errors.Join(certErr, keyErr); err != nil {
 				return nil, err
 			}
-			s.keys = append(s.keys, k)
+			s.tls = append(s.tls, p)
 		}
 	}
-	jwks, err := jwks(s.keys)
+	if len(s.tls) > 0 {
+		client, err := outbound.WithClientCertificate(s.client, s.clientCertificate)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", settingTLSCert, err)
+		}
+		s.client = client
+	}
+	ckeys, warnings, err := clientKeys(c)
 	if err != nil {
 		return nil, err
 	}
-	s.jwks = jwks
+	for _, w := range warnings {
+		s.log.Warn(name + ": " + w)
+	}
+	for _, k := range ckeys {
+		s.keys = append(s.keys, k.key)
+		if k.setting == settingPrivateKeyOld {
+			s.oldKey = k.key
+		}
+	}
+	if s.jwks, err = jwks(ckeys, s.tlsJWKs()); err != nil {
+		return nil, err
+	}
 	if name == "oidc" {
 		s.routes = map[string]http.Handler{PurposeJWKS: http.HandlerFunc(s.serveJWKS)}
 	}
@@ -618,6 +708,19 @@ type OIDCDiscovery struct {
 	// RevocationEndpoint revokes tokens (RFC 7009); empty when there is
 	// none.
 	RevocationEndpoint string `json:"revocation_endpoint"`
+	// DPoPSigningAlgs are the algorithms of DPoP proofs the provider
+	// takes (RFC 9449 5.1).
+	DPoPSigningAlgs []string `json:"dpop_signing_alg_values_supported"`
+	// MTLSEndpointAliases are the endpoints a client that presents a
+	// TLS certificate uses (RFC 8705 5); TLSBoundTokens says the
+	// provider binds access tokens to the certificate (RFC 8705 3.3).
+	MTLSEndpointAliases *mtlsAliases `json:"mtls_endpoint_aliases"`
+	TLSBoundTokens      bool         `json:"tls_client_certificate_bound_access_tokens"`
+	// ResponseModes are the response modes the provider supports;
+	// AuthorizationSigningAlgs the algorithms it signs JWT-secured
+	// authorization responses with (JARM 3).
+	ResponseModes            []string `json:"response_modes_supported"`
+	AuthorizationSigningAlgs []string `json:"authorization_signing_alg_values_supported"`
 }
 
 // fetchDiscovery reads the discovery document and builds a copy from it.
@@ -659,11 +762,8 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 				fmt.Errorf("discovery: %s %.200q: %w", ep.name, ep.url, err))
 		}
 	}
+	// None accepted: register refuses the provider.
 	algs := OIDCAcceptedAlgs(doc.SigningAlgs, s.opts.SigningAlgs)
-	if len(algs) == 0 {
-		return nil, NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
-			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
-	}
 	method, style, err := s.authStyle(doc.TokenAuthMethods)
 	if err != nil {
 		return nil, err
@@ -845,6 +945,19 @@ func misconfigured(setting, format string, args ...any) *Error {
 // requests. Each refusal names the setting and what the provider lists.
 func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 	o := &s.opts
+	if len(OIDCAcceptedAlgs(doc.SigningAlgs, o.SigningAlgs)) == 0 {
+		return NewError(CodeMisconfigured, "the provider signs ID tokens with no algorithm extauth accepts",
+			fmt.Errorf("discovery: id_token_signing_alg_values_supported %q has none of %q", doc.SigningAlgs, s.allowList()))
+	}
+	if err := s.useMTLSAliases(d, doc); err != nil {
+		return err
+	}
+	if tlsMethod(d.method) {
+		d.oauth.ClientSecret = ""
+	}
+	if o.Profile != "" && !o.DPoP && !doc.TLSBoundTokens {
+		return misconfigured(settingTLSCert, "the provider does not bind access tokens to TLS certificates (tls_client_certificate_bound_access_tokens) and dpop is off: FAPI 2.0 requires sender-constrained tokens")
+	}
 	var signingKey *clientKey
 	if len(s.keys) > 0 {
 		signingKey = s.keys[0]
@@ -852,7 +965,7 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 	if d.method == AuthMethodSecretJWT || d.method == AuthMethodPrivateKeyJWT {
 		candidates := hmacSigningAlgs
 		if d.method == AuthMethodPrivateKeyJWT {
-			candidates = keyAlgs(signingKey)
+			candidates = o.profileAlgs(keyAlgs(signingKey))
 		}
 		alg, ok := signingAlg(o.AssertionSigningAlg, candidates, doc.TokenAuthSigningAlgs)
 		if !ok {
@@ -865,16 +978,6 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 		}
 		d.assertionSigner = signer
 		d.oauth.ClientSecret = ""
-		next := s.client.Transport
-		if next == nil {
-			next = http.DefaultTransport
-		}
-		d.tokenClient = &http.Client{
-			Transport:     newAssertingTransport(next, s, d),
-			Jar:           s.client.Jar,
-			CheckRedirect: s.client.CheckRedirect,
-			Timeout:       s.client.Timeout,
-		}
 	}
 	d.par = o.PushedAuthorization || doc.RequirePAR
 	if d.par && doc.PAREndpoint == "" {
@@ -884,14 +987,35 @@ func (s *OIDC) register(d *discovered, doc *OIDCDiscovery) error {
 		}
 		return misconfigured(setting, "the provider has no pushed_authorization_request_endpoint")
 	}
+	if o.DPoP && len(doc.DPoPSigningAlgs) > 0 && !slices.Contains(doc.DPoPSigningAlgs, o.DPoPSigningAlg) {
+		return misconfigured(settingDPoPAlg, "%s is not in the provider's dpop_signing_alg_values_supported %q", o.DPoPSigningAlg, doc.DPoPSigningAlgs)
+	}
+	if s.jarm() {
+		if len(doc.ResponseModes) > 0 && !slices.ContainsFunc(responseModes, func(m string) bool { return slices.Contains(doc.ResponseModes, m) }) {
+			return misconfigured(settingResponseMode, "%s is not in the provider's response_modes_supported %q", o.ResponseMode, doc.ResponseModes)
+		}
+		algs := OIDCAcceptedAlgs(doc.AuthorizationSigningAlgs, o.SigningAlgs)
+		if len(algs) == 0 {
+			return misconfigured(settingResponseMode, "the provider signs authorization responses with %q, none of %q", doc.AuthorizationSigningAlgs, s.allowList())
+		}
+		d.jarmAlgs = make([]jose.SignatureAlgorithm, len(algs))
+		for i, a := range algs {
+			d.jarmAlgs[i] = jose.SignatureAlgorithm(a)
+		}
+	}
+	// The profile wants the iss response parameter (RFC 9207) whether or
+	// not discovery advertises it; with JARM it is inside the JWT.
+	d.issRequired = d.issRequired || o.Profile != "" && !s.jarm()
+	d.tokenClient = s.endpointClient(d)
 	if o.RequestObject {
 		if !d.par && !doc.RequestParameterSupported {
 			return misconfigured(settingRequestObject, "the provider does not take request objects by value (request_parameter_supported is not true): set pushed_authorization_requests too")
 		}
-		alg, ok := signingAlg(o.RequestObjectSigningAlg, keyAlgs(signingKey), doc.RequestObjectSigningAlgs)
+		candidates := o.profileAlgs(keyAlgs(signingKey))
+		alg, ok := signingAlg(o.RequestObjectSigningAlg, candidates, doc.RequestObjectSigningAlgs)
 		if !ok {
 			return misconfigured(settingRequestAlg, "the provider accepts request objects signed with %q only, none of %q",
-				doc.RequestObjectSigningAlgs, pick(o.RequestObjectSigningAlg, keyAlgs(signingKey)))
+				doc.RequestObjectSigningAlgs, pick(o.RequestObjectSigningAlg, candidates))
 		}
 		signer, err := s.newSigner(alg, "oauth-authz-req+jwt")
 		if err != nil {
@@ -943,17 +1067,89 @@ func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	if tx.State == "" || tx.Verifier == "" || tx.Nonce == "" {
 		return "", NewError(CodeMisconfigured, "the sign-in transaction is incomplete", errors.New("transaction without state, verifier or nonce"))
 	}
+	key, err := s.beginDPoP(tx)
+	if err != nil {
+		return "", err
+	}
+	ctx = withDPoP(ctx, key)
 	if d.par || d.requestSigner != nil {
 		return s.beginHighAssurance(ctx, d, tx)
 	}
-	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
-	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
+	opts, err := s.authCodeOptions(ctx, d, tx)
+	if err != nil {
+		return "", err
+	}
 	return d.oauth.AuthCodeURL(tx.State, opts...), nil
 }
 
+// authCodeOptions are the parameters of tx's authorization request
+// beyond client_id, redirect_uri, response_type, scope and state: the
+// PKCE challenge, the nonce, the DPoP key's thumbprint when the request
+// is not pushed (a pushed one carries a proof of the key instead), the
+// configured parameters, and the sign-in's own options over them
+// (withRequestOptions). Whether the request travels in the URL, a
+// request object or a pushed request, its parameters are these.
+func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transaction) ([]oauth2.AuthCodeOption, error) {
+	opts := make([]oauth2.AuthCodeOption, 0, 9+len(s.authParams))
+	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
+	if k := dpopFrom(ctx); k != nil && !d.par {
+		// RFC 9449 10: the code is then bound to the key.
+		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", k.jkt))
+	}
+	if s.jarm() {
+		opts = append(opts, oauth2.SetAuthURLParam("response_mode", s.opts.ResponseMode))
+	}
+	return s.withRequestOptions(append(opts, s.authParams...), tx)
+}
+
+// beginDPoP makes the sign-in's DPoP key, when the client uses DPoP, and
+// keeps it in tx for the callback.
+func (s *OIDC) beginDPoP(tx *Transaction) (*dpopKey, error) {
+	if !s.opts.DPoP {
+		return nil, nil
+	}
+	k, err := newDPoPKey(s.opts.DPoPSigningAlg)
+	if err != nil {
+		return nil, NewError(CodeMisconfigured, "the DPoP key cannot be made", fmt.Errorf("DPoP key: %w", err))
+	}
+	enc, err := k.encode()
+	if err != nil {
+		return nil, NewError(CodeMisconfigured, "the DPoP key cannot be made", fmt.Errorf("DPoP key: %w", err))
+	}
+	if tx.Extra == nil {
+		tx.Extra = map[string]string{}
+	}
+	tx.Extra[dpopExtra] = enc
+	return k, nil
+}
+
+// completeDPoP is the DPoP key the sign-in of tx began with, nil when it
+// began without one.
+func (s *OIDC) completeDPoP(tx *Transaction) (*dpopKey, error) {
+	enc := tx.Extra[dpopExtra]
+	if enc == "" {
+		if s.opts.DPoP {
+			return nil, NewError(CodeInvalidState, "the sign-in started without a DPoP key: sign in again",
+				errors.New("transaction without a DPoP key, which this client's configuration requires"))
+		}
+		return nil, nil
+	}
+	k, err := parseDPoPKey(enc)
+	if err != nil {
+		return nil, NewError(CodeInvalidState, "the sign-in's DPoP key is unreadable: sign in again", err)
+	}
+	return k, nil
+}
+
 // Binding returns the state parameter.
-func (s *OIDC) Binding(r *http.Request) string { return r.FormValue("state") }
+// With JARM it is the state inside the response JWT, read unverified:
+// Complete verifies the JWT, and the state, before it uses them.
+func (s *OIDC) Binding(r *http.Request) string {
+	if s.jarm() {
+		return jarmState(r.FormValue(jarmParam))
+	}
+	return r.FormValue("state")
+}
 
 // Complete checks the authorization response (RFC 9207 iss, error), trades
 // the code for tokens with the PKCE verifier from the transaction, verifies
@@ -966,10 +1162,18 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err := r.ParseForm(); err != nil {
 		return nil, NewError(CodeInvalidResponse, "the callback request is malformed", err)
 	}
+	resp := r.Form
+	if s.jarm() {
+		// JARM: the response's parameters are those of the verified JWT,
+		// its iss among them.
+		if resp, err = s.jarmResponse(ctx, d, r, tx.State); err != nil {
+			return nil, err
+		}
+	}
 	// RFC 9207 2.4: the iss parameter is checked before anything else of
 	// the response, error responses included, so a mix-up never reaches
 	// our token endpoint call.
-	if iss, ok := r.Form["iss"]; ok {
+	if iss, ok := resp["iss"]; ok {
 		if len(iss) != 1 || iss[0] != d.issuer {
 			return nil, NewError(CodeInvalidResponse, "the authorization response comes from a different issuer",
 				fmt.Errorf("iss parameter %.200q, expected %q", iss, d.issuer))
@@ -978,15 +1182,23 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 		return nil, NewError(CodeInvalidResponse, "the authorization response does not name its issuer",
 			errors.New("iss parameter missing although the provider advertises authorization_response_iss_parameter_supported"))
 	}
-	if err := callbackError(r); err != nil {
+	if err := responseError(resp); err != nil {
 		return nil, err
 	}
-	code := r.FormValue("code")
+	code := resp.Get("code")
 	if code == "" {
 		return nil, NewError(CodeInvalidResponse, "the provider sent no authorization code", errors.New("callback without code"))
 	}
+	key, err := s.completeDPoP(tx)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withDPoP(ctx, key)
 	tok, err := exchange(ctx, &d.oauth, d.tokenClient, code, tx.Verifier)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTokenType(key, tok.TokenType); err != nil {
 		return nil, err
 	}
 	rawID, _ := tok.Extra("id_token").(string)
@@ -997,7 +1209,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkAuthentication(claims.raw); err != nil {
+	want, err := s.asked(tx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAuthentication(claims.raw, want); err != nil {
 		return nil, err
 	}
 	var info map[string]any
@@ -1006,7 +1222,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 			return nil, err
 		}
 	}
-	return s.identity(claims, info, tok), nil
+	id := s.identity(claims, info, tok)
+	if key != nil {
+		id.Tokens.DPoPKey = tx.Extra[dpopExtra]
+	}
+	return id, nil
 }
 
 // needUserInfo reports whether the ID token lacks a claim that a requested
@@ -1137,7 +1357,7 @@ func (s *OIDC) VerifyIDToken(ctx context.Context, rawIDToken, accessToken, nonce
 // provider's keys) and insists its sub is the ID token's (OIDC Core 5.3.4):
 // otherwise its claims could describe someone else.
 func (s *OIDC) userInfo(ctx context.Context, d *discovered, accessToken, sub string) (map[string]any, error) {
-	resp, body, err := get(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), s.client, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
+	resp, body, err := get(telemetry.WithEndpoint(ctx, telemetry.EndpointUserInfo), d.tokenClient, d.userInfoURL, accessToken, "application/json, application/jwt", "userinfo")
 	if err != nil {
 		return nil, err
 	}
@@ -1191,9 +1411,13 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Id
 	for k, v := range c.raw {
 		raw[k] = v
 	}
+	acr, amr, authTime := authentication(c.raw)
 	id := &Identity{
 		Provider:      s.name,
 		UID:           c.Subject,
+		ACR:           acr,
+		AMR:           amr,
+		AuthTime:      authTime,
 		Email:         c.Email,
 		EmailVerified: c.EmailVerified && c.Email != "",
 		Name:          c.Name,

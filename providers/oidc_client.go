@@ -22,10 +22,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
-	"golang.org/x/oauth2"
 
+	"github.com/extauth/extauth/internal/pemdiag"
 	"github.com/extauth/extauth/internal/telemetry"
 )
 
@@ -94,7 +93,10 @@ type clientKey struct {
 func ParseOIDCPrivateKey(text string) (crypto.Signer, error) {
 	block, _ := pem.Decode([]byte(text))
 	if block == nil {
-		return nil, errors.New("must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY")
+		if r := pemdiag.BodyProblem(text); r != "" {
+			return nil, errors.New(r)
+		}
+		return nil, errors.New("must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY" + pemdiag.Cause(text))
 	}
 	if _, ok := block.Headers["Proc-Type"]; ok {
 		return nil, errors.New("is encrypted; give the key unencrypted")
@@ -155,22 +157,120 @@ func (k *clientKey) isRSA() bool {
 	return ok
 }
 
-// jwks builds the client's public key set: each key twice, for signing
-// and for encryption, under its two key IDs. Only public halves are in it.
-func jwks(keys []*clientKey) ([]byte, error) {
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
+// OIDCKey is one of an OpenID Connect client's private keys as the oidc
+// strategy uses it, for extauth check to show: every key decrypts; the
+// one of private_key alone signs and is published for encryption.
+type OIDCKey struct {
+	// Setting is the entry that holds it: oidc_additional_settings.
+	// private_key, private_key_new or private_key_old.
+	Setting string
+	// Type is "RSA 2048" (the size in bits) or "EC P-256".
+	Type string
+	// KID and EncKID are the key IDs of its signing and encryption
+	// halves, derived from its RFC 7638 thumbprint.
+	KID, EncKID string
+	// Signs: client assertions and request objects are signed with it.
+	Signs bool
+	// Published lists the halves the JWKS route publishes: "sig", and
+	// "enc" for the key that signs.
+	Published []string
+}
+
+// roleKey is a client key with the role its setting gives it.
+type roleKey struct {
+	key     *clientKey
+	setting string
+	signs   bool
+}
+
+// clientKeys parses the client's keys in the order the strategy uses
+// them, private_key first, then private_key_new and private_key_old, with
+// the warnings a start-up logs: a next or retiring key that is the current
+// one is left out, as it holds nothing to rotate. c has passed
+// CheckOIDCConfig.
+func clientKeys(c OIDCConfig) ([]roleKey, []string, error) {
+	var out []roleKey
+	var warnings []string
+	for i, e := range []struct{ setting, text string }{
+		{settingPrivateKey, c.PrivateKey}, {settingPrivateKeyNew, c.NextPrivateKey}, {settingPrivateKeyOld, c.OldPrivateKey},
+	} {
+		if e.text == "" {
+			continue
+		}
+		k, err := newClientKey(e.text)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i > 0 && len(out) > 0 && out[0].key.kid == k.kid {
+			if i == 1 {
+				warnings = append(warnings, e.setting+" holds the key of private_key: there is nothing to rotate; remove private_key_new")
+			} else {
+				warnings = append(warnings, e.setting+" holds the key of private_key: nothing retires; to promote private_key_new, "+
+					"it becomes private_key, else remove private_key_old")
+			}
+			continue
+		}
+		out = append(out, roleKey{key: k, setting: e.setting, signs: i == 0})
+	}
+	return out, warnings, nil
+}
+
+// OIDCKeys returns the client keys of c as the oidc strategy uses them,
+// and the warnings it logs at start-up about them (a next or retiring key
+// that is the current one). The error is CheckOIDCConfig's first problem.
+func OIDCKeys(c OIDCConfig) ([]OIDCKey, []string, error) {
+	if ps := CheckOIDCConfig(c); len(ps) > 0 {
+		return nil, nil, ps[0]
+	}
+	keys, warnings, err := clientKeys(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]OIDCKey, len(keys))
+	for i, k := range keys {
+		out[i] = OIDCKey{Setting: k.setting, Type: keyType(k.key), KID: k.key.kid, EncKID: k.key.encKid, Signs: k.signs, Published: []string{"sig"}}
+		if k.signs {
+			out[i].Published = append(out[i].Published, "enc")
+		}
+	}
+	return out, warnings, nil
+}
+
+func keyType(k *clientKey) string {
+	if r, ok := k.priv.(*rsa.PrivateKey); ok {
+		return "RSA " + strconv.Itoa(r.N.BitLen())
+	}
+	return "EC P-256"
+}
+
+// jwks builds the client's public key set. Every key is published for
+// signing, under its kid: the next one before it signs anything, the
+// retiring one for what it signed before it retired. The key that signs
+// is also published for encryption, under its encryption kid, and no
+// other: a provider that reads the set encrypts to a key every instance
+// of a rolling deployment holds (the next key is not on all of them yet),
+// and moves off the retiring one, whose private half decrypts what a
+// provider that has not read the set since still sends. The client's TLS
+// certificates, for self_signed_tls_client_auth, come first. Only public
+// halves are in it.
+func jwks(keys []roleKey, certificates []jose.JSONWebKey) ([]byte, error) {
+	set := jose.JSONWebKeySet{Keys: certificates}
+	if set.Keys == nil {
+		set.Keys = []jose.JSONWebKey{}
+	}
 	for _, k := range keys {
-		set.Keys = append(set.Keys,
-			jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Use: "sig"},
-			jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.encKid, Use: "enc"})
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.kid, Use: "sig"})
+		if k.signs {
+			set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.encKid, Use: "enc"})
+		}
 	}
 	return json.Marshal(set)
 }
 
 // JWKS returns the client's public key set (RFC 7517) as the JWKS route
-// serves it: the signing and encryption halves of OIDCConfig.PrivateKey
-// and NextPrivateKey, never a private part. It is {"keys":[]} without
-// keys.
+// serves it: the signing halves of OIDCConfig.PrivateKey, NextPrivateKey
+// and OldPrivateKey, the encryption half of PrivateKey, never a private
+// part. It is {"keys":[]} without keys.
 func (s *OIDC) JWKS() []byte { return slices.Clone(s.jwks) }
 
 // ExtraRoutes serves the oidc strategy's JWKS route, /users/auth/oidc/jwks,
@@ -188,8 +288,9 @@ func (s *OIDC) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/jwk-set+json")
 	// Providers cache the set; a key rotated in is published (as
-	// NextPrivateKey) well before it is used, so an hour of caching
-	// never leaves a provider without a key it needs.
+	// NextPrivateKey) well before it signs, and a retiring one keeps
+	// decrypting (as OldPrivateKey), so an hour of caching never leaves a
+	// provider without a key it needs.
 	h.Set("Cache-Control", "public, max-age=3600")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(s.jwks)))
@@ -367,6 +468,10 @@ func (s *OIDC) authenticate(d *discovered, endpoint string, form url.Values, h h
 	case AuthMethodPost:
 		form.Set("client_id", s.clientID)
 		form.Set("client_secret", s.clientSecret)
+	case AuthMethodTLS, AuthMethodSelfSignedTLS:
+		// RFC 8705 2: the certificate authenticates; the form names the
+		// client.
+		form.Set("client_id", s.clientID)
 	default:
 		a, err := s.assertion(d, endpoint)
 		if err != nil {
@@ -379,27 +484,51 @@ func (s *OIDC) authenticate(d *discovered, endpoint string, form url.Values, h h
 	return nil
 }
 
-// assertingTransport adds a fresh client assertion to every request x/oauth2
-// makes to the token endpoint (code exchange and refresh), which has no
-// option for it on refreshes.
+// endpointClient is the client of the provider's endpoints that take the
+// client's credentials or tokens (d.tokenClient): the bounded client,
+// under a transport that adds a fresh client assertion with the JWT
+// methods and, under that, one that adds a DPoP proof to the requests
+// whose context carries a key.
+func (s *OIDC) endpointClient(d *discovered) *http.Client {
+	rt := s.client.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if d.method == AuthMethodSecretJWT || d.method == AuthMethodPrivateKeyJWT {
+		rt = newAssertingTransport(rt, s, d)
+	}
+	// Always there: tokens bound to a key by an earlier configuration
+	// still get their proofs.
+	rt = &dpopTransport{next: rt, s: s}
+	return &http.Client{Transport: rt, Jar: s.client.Jar, CheckRedirect: s.client.CheckRedirect, Timeout: s.client.Timeout}
+}
+
+// assertingTransport adds a fresh client assertion to every request to the
+// token, pushed authorization request and revocation endpoints: x/oauth2
+// has no option for it on refreshes, and a request sent again (for a DPoP
+// nonce) needs a new one, since a provider takes each jti once.
 type assertingTransport struct {
 	next http.RoundTripper
 	s    *OIDC
 	d    *discovered
-	// tokenURL is the token endpoint as a request's URL prints it.
-	tokenURL string
+	// urls maps the endpoints, as a request's URL prints them, to their
+	// URLs as discovery names them.
+	urls map[string]string
 }
 
 func newAssertingTransport(next http.RoundTripper, s *OIDC, d *discovered) *assertingTransport {
-	t := &assertingTransport{next: next, s: s, d: d, tokenURL: d.oauth.Endpoint.TokenURL}
-	if u, err := url.Parse(t.tokenURL); err == nil {
-		t.tokenURL = u.String()
+	t := &assertingTransport{next: next, s: s, d: d, urls: map[string]string{}}
+	for _, e := range []string{d.oauth.Endpoint.TokenURL, d.parURL, d.revocationURL} {
+		if u, err := url.Parse(e); e != "" && err == nil {
+			t.urls[u.String()] = e
+		}
 	}
 	return t
 }
 
 func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodPost || r.URL.String() != t.tokenURL || r.Body == nil {
+	endpoint, ok := t.urls[r.URL.String()]
+	if r.Method != http.MethodPost || !ok || r.Body == nil {
 		return t.next.RoundTrip(r)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxFormBody+1))
@@ -414,7 +543,7 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 	if err != nil {
 		return nil, fmt.Errorf("token request: %w", err)
 	}
-	if err := t.s.authenticate(t.d, t.d.oauth.Endpoint.TokenURL, form, r.Header); err != nil {
+	if err := t.s.authenticate(t.d, endpoint, form, r.Header); err != nil {
 		return nil, err
 	}
 	enc := form.Encode()
@@ -429,8 +558,11 @@ func (t *assertingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 // the client, through the bounded client, and returns the status and body.
 func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, form url.Values, what string) (int, []byte, error) {
 	h := http.Header{}
-	if err := s.authenticate(d, endpoint, form, h); err != nil {
-		return 0, nil, err
+	// With an assertion, the endpoint client adds it.
+	if d.method == AuthMethodBasic || d.method == AuthMethodPost || tlsMethod(d.method) {
+		if err := s.authenticate(d, endpoint, form, h); err != nil {
+			return 0, nil, err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -439,7 +571,7 @@ func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, for
 	req.Header = h
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
+	resp, err := d.tokenClient.Do(req)
 	if err != nil {
 		return 0, nil, TransportError(err, what)
 	}
@@ -471,14 +603,15 @@ func endpointError(status int, body []byte, what, refused string) *Error {
 
 // authRequestParams returns the parameters of the authorization request for tx,
 // as x/oauth2 would put them in the authorization URL.
-func (s *OIDC) authRequestParams(d *discovered, tx *Transaction) url.Values {
+func (s *OIDC) authRequestParams(ctx context.Context, d *discovered, tx *Transaction) (url.Values, error) {
 	conf := d.oauth
 	conf.Endpoint.AuthURL = ""
-	opts := make([]oauth2.AuthCodeOption, 0, 2+len(s.authParams))
-	opts = append(opts, oauth2.S256ChallengeOption(tx.Verifier), oidc.Nonce(tx.Nonce))
-	opts = append(opts, s.authParams...)
+	opts, err := s.authCodeOptions(ctx, d, tx)
+	if err != nil {
+		return nil, err
+	}
 	v, _ := url.ParseQuery(strings.TrimPrefix(conf.AuthCodeURL(tx.State, opts...), "?"))
-	return v
+	return v, nil
 }
 
 // requestObject signs params as a request object (RFC 9101 4): every
@@ -529,7 +662,10 @@ func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (stri
 // beginHighAssurance builds the authorization URL of a sign-in that pushes
 // its request (PAR) or signs it (a request object), or both.
 func (s *OIDC) beginHighAssurance(ctx context.Context, d *discovered, tx *Transaction) (string, error) {
-	params := s.authRequestParams(d, tx)
+	params, err := s.authRequestParams(ctx, d, tx)
+	if err != nil {
+		return "", err
+	}
 	front := params
 	if d.requestSigner != nil {
 		ro, err := s.requestObject(d, params)
@@ -563,7 +699,8 @@ var _ Revoker = (*OIDC)(nil)
 // RevokeTokens revokes t's refresh token, then its access token, at the
 // provider's revocation_endpoint (RFC 7009), each authenticated as the
 // client is at the token endpoint: with a fresh client assertion under
-// the JWT methods. Tokens another issuer issued, or that do not say which,
+// the JWT methods, and with a DPoP proof of the key DPoP-bound tokens
+// carry. Tokens another issuer issued, or that do not say which,
 // are refused before any request, as TokenSource refuses them. A provider
 // answers 200 also for a token it does not know, so revoking twice is no
 // error.
@@ -582,6 +719,11 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 	if t.RefreshToken == "" && t.AccessToken == "" {
 		return NewError(CodeMisconfigured, "there is no token to revoke", errors.New("revocation: no token"))
 	}
+	key, err := tokensDPoPKey(t)
+	if err != nil {
+		return err
+	}
+	ctx = withDPoP(ctx, key)
 	for _, tok := range []struct{ value, hint string }{{t.RefreshToken, "refresh_token"}, {t.AccessToken, "access_token"}} {
 		if tok.value == "" {
 			continue

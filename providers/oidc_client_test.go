@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -116,4 +117,38 @@ func ExampleCheckOIDCConfig() {
 	// Output:
 	// oidc_additional_settings.id_token_encrypted_response_alg does not suit the EC private_key: use ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW
 	// oidc_additional_settings.max_age must be a whole number of seconds
+}
+
+// TestOIDCKeyThatIsTheCurrentOneWarned: a private_key_new or
+// private_key_old that holds private_key's key is left out, with a
+// warning at start-up, so the JWKS publishes the key once.
+func TestOIDCKeyThatIsTheCurrentOneWarned(t *testing.T) {
+	p256, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key := pkcs8(t, p256)
+	for _, c := range []struct {
+		cfg  providers.OIDCConfig
+		want string
+	}{
+		{providers.OIDCConfig{NextPrivateKey: key}, "oidc: oidc_additional_settings.private_key_new holds the key of private_key: there is nothing to rotate"},
+		{providers.OIDCConfig{OldPrivateKey: key}, "oidc: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires"},
+	} {
+		var logs strings.Builder
+		c.cfg.ClientID, c.cfg.Issuer, c.cfg.PrivateKey = "app", "https://id.example.org", key
+		c.cfg.Options.AuthMethod = providers.AuthMethodPrivateKeyJWT
+		s, err := providers.NewOIDC(c.cfg, providers.Env{CallbackURL: "https://app.example/cb", HTTPClient: http.DefaultClient,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), c.want) {
+			t.Errorf("log %q, want %q", logs.String(), c.want)
+		}
+		if n := strings.Count(string(s.JWKS()), `"kid"`); n != 2 {
+			t.Errorf("the JWKS has %d keys, want the key's two halves: %s", n, s.JWKS())
+		}
+		keys, warnings, err := providers.OIDCKeys(c.cfg)
+		if err != nil || len(keys) != 1 || len(warnings) != 1 || !strings.Contains("oidc: "+warnings[0], c.want) {
+			t.Errorf("OIDCKeys: %+v %q %v", keys, warnings, err)
+		}
+	}
 }

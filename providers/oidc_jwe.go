@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 )
@@ -21,7 +22,8 @@ func isJWE(raw string) bool { return strings.Count(raw, ".") == 4 }
 // exactly the registered algorithms (enc), and returns its plaintext: the
 // signed token inside an ID token, or UserInfo's claims. The key is the
 // one the header's kid names, else each of the client's keys in turn, so a
-// provider that already encrypts to NextPrivateKey is understood.
+// provider that encrypts to NextPrivateKey (it read the set from an instance
+// that promoted it) or still to OldPrivateKey is understood.
 func (s *OIDC) decrypt(raw string, enc OIDCEncryption) ([]byte, error) {
 	if !enc.enabled() {
 		return nil, errors.New("is encrypted, but the client registered no encryption for it")
@@ -46,12 +48,33 @@ func (s *OIDC) decrypt(raw string, enc OIDCEncryption) ([]byte, error) {
 			continue
 		}
 		if pt, err := jwe.Decrypt(k.priv); err == nil {
+			if k == s.oldKey {
+				s.noteRetiringUsed()
+			}
 			return pt, nil
 		}
 	}
 	// One fixed cause whichever step failed: a decryption failure says
 	// nothing about the plaintext.
 	return nil, errors.New("does not decrypt with the client's keys")
+}
+
+// retiringLogEvery is how often the strategy says that the provider still
+// encrypts to the retiring key: often enough to see when it stops, seldom
+// enough for every sign-in not to log it.
+const retiringLogEvery = time.Hour
+
+// noteRetiringUsed logs, at most once per retiringLogEvery, that the
+// provider encrypted to private_key_old: it has not read the JWKS since
+// the promotion, so the key must stay.
+func (s *OIDC) noteRetiringUsed() {
+	now := s.now()
+	last := s.oldUsed.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < retiringLogEvery || !s.oldUsed.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	s.log.Info(s.name+": the provider encrypted to the retiring key ("+settingPrivateKeyOld+"): it has not read the JWKS "+
+		"since the promotion; keep private_key_old until this stops (logged at most hourly)", "kid", s.oldKey.encKid)
 }
 
 // openIDToken returns the signed token of an ID token: the decrypted

@@ -18,6 +18,8 @@ var _ Refresher = (*OIDC)(nil)
 // verified as at sign-in, but for the nonce, and must name the subject of
 // t's ID token (OIDC Core 12.2); the renewed oauth2.Token carries it as
 // Extra("id_token"). A provider that rotates refresh tokens is followed.
+// Tokens bound to a DPoP key (t.DPoPKey) are renewed with proofs of that
+// key, and the renewed ones must come back bound to it (token_type DPoP).
 func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error) {
 	if err := issuedBy(t, s.issuer); err != nil {
 		return nil, err
@@ -41,7 +43,13 @@ func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth
 		return nil, NewError(CodeMisconfigured, "the tokens cannot be renewed without their user",
 			errors.New("refresh: the identity names no user (Identity.UID) and Tokens holds no ID token"))
 	}
-	r := &refresher{ctx: ctx, refreshToken: t.RefreshToken,
+	// Tokens bound to a DPoP key are renewed with proofs of it, and the
+	// renewed ones must be bound to it too.
+	key, err := tokensDPoPKey(t)
+	if err != nil {
+		return nil, err
+	}
+	r := &refresher{ctx: withDPoP(ctx, key), refreshToken: t.RefreshToken,
 		conf: func(ctx context.Context) (*oauth2.Config, *http.Client, error) {
 			d, err := s.provider(ctx)
 			if err != nil {
@@ -52,6 +60,9 @@ func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth
 			return &d.oauth, d.tokenClient, nil
 		},
 		check: func(ctx context.Context, tok *oauth2.Token) error {
+			if err := checkTokenType(key, tok.TokenType); err != nil {
+				return err
+			}
 			raw, _ := tok.Extra("id_token").(string)
 			if raw == "" {
 				return nil

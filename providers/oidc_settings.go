@@ -4,12 +4,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/oauth2"
+
+	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/spelling"
 )
 
 // OIDCSettingsKey is the secrets file's mapping of the OpenID Connect
@@ -34,6 +36,7 @@ const (
 	settingAuthMethod    = OIDCSettingsKey + ".client_auth_method"        // AuthMethod
 	settingPrivateKey    = OIDCSettingsKey + ".private_key"               // PrivateKey
 	settingPrivateKeyNew = OIDCSettingsKey + ".private_key_new"           // NextPrivateKey
+	settingPrivateKeyOld = OIDCSettingsKey + ".private_key_old"           // OldPrivateKey
 	settingAudience      = OIDCSettingsKey + ".client_assertion_audience" // AssertionAudience
 	settingAssertionAlg  = OIDCSettingsKey + ".token_endpoint_auth_signing_alg"
 	settingPAR           = OIDCSettingsKey + ".pushed_authorization_requests"
@@ -45,8 +48,22 @@ const (
 	settingUserInfoEnc   = OIDCSettingsKey + ".userinfo_encrypted_response_enc"
 	settingMaxAge        = OIDCSettingsKey + ".max_age"
 	settingPrompt        = OIDCSettingsKey + ".prompt"
+	settingDPoP          = OIDCSettingsKey + ".dpop"             // DPoP
+	settingDPoPAlg       = OIDCSettingsKey + ".dpop_signing_alg" // DPoPSigningAlg
+	settingResponseMode  = OIDCSettingsKey + ".response_mode"    // ResponseMode
+	settingProfile       = OIDCSettingsKey + ".profile"          // Profile
+	settingTLSCert       = OIDCSettingsKey + ".tls_client_certificate"
+	settingTLSKey        = OIDCSettingsKey + ".tls_client_key"
+	settingTLSCertNew    = OIDCSettingsKey + ".tls_client_certificate_new"
+	settingTLSKeyNew     = OIDCSettingsKey + ".tls_client_key_new"
 	settingClientSecret  = "oidc_client_secret"
 )
+
+// OIDCAuthMethods returns the values of client_auth_method
+// (OIDCOptions.AuthMethod).
+func OIDCAuthMethods() []string {
+	return []string{AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT, AuthMethodTLS, AuthMethodSelfSignedTLS}
+}
 
 // prompts are the values of the prompt parameter (OIDC Core 3.1.2.1).
 var prompts = []string{"none", "login", "consent", "select_account"}
@@ -63,7 +80,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	bad := func(setting, format string, args ...any) {
 		ps = append(ps, &OIDCSettingError{Setting: setting, Reason: fmt.Sprintf(format, args...)})
 	}
-	o := c.Options
+	o := c.profileOptions()
 	parse := func(setting, text string) *clientKey {
 		if text == "" {
 			return nil
@@ -74,16 +91,48 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 		return k
 	}
-	signing, next := parse(settingPrivateKey, c.PrivateKey), parse(settingPrivateKeyNew, c.NextPrivateKey)
-	if c.PrivateKey == "" && c.NextPrivateKey != "" {
-		bad(settingPrivateKey, "is missing (private_key_new is set: it is the key rotated in after private_key)")
+	signing, next, old := parse(settingPrivateKey, c.PrivateKey), parse(settingPrivateKeyNew, c.NextPrivateKey), parse(settingPrivateKeyOld, c.OldPrivateKey)
+	// needKey notes what needs private_key, for one problem that names
+	// them all when it is missing.
+	var needers []string
+	if c.NextPrivateKey != "" {
+		needers = append(needers, "the rotation's private_key_new")
 	}
-	needKey := func(by string) {
-		if c.PrivateKey == "" {
-			bad(settingPrivateKey, "is missing (%s needs it)", by)
+	if c.OldPrivateKey != "" {
+		needers = append(needers, "the rotation's private_key_old")
+	}
+	needKey := func(by string) { needers = append(needers, by) }
+	if old != nil && next != nil && old.kid == next.kid {
+		bad(settingPrivateKeyOld, "holds the key of private_key_new: a key cannot be retiring and next at once")
+	}
+	pair := func(certSetting, keySetting, cert, key string) {
+		switch {
+		case cert == "" && key == "":
+		case cert == "":
+			bad(certSetting, "is missing (%s is set; the pair needs both)", strings.TrimPrefix(keySetting, OIDCSettingsKey+"."))
+		case key == "":
+			bad(keySetting, "is missing (%s is set; the pair needs both)", strings.TrimPrefix(certSetting, OIDCSettingsKey+"."))
+		default:
+			if _, certErr, keyErr := parseTLSPair(cert, key); certErr != nil {
+				bad(certSetting, "%s", certErr.Error())
+			} else if keyErr != nil {
+				bad(keySetting, "%s", keyErr.Error())
+			}
 		}
 	}
+	pair(settingTLSCert, settingTLSKey, c.TLSCertificate, c.TLSKey)
+	pair(settingTLSCertNew, settingTLSKeyNew, c.NextTLSCertificate, c.NextTLSKey)
+	if c.TLSCertificate == "" && c.NextTLSCertificate != "" {
+		bad(settingTLSCert, "is missing (tls_client_certificate_new is set: it is the certificate rotated in after tls_client_certificate)")
+	}
 	switch o.AuthMethod {
+	case AuthMethodTLS, AuthMethodSelfSignedTLS:
+		if c.TLSCertificate == "" {
+			bad(settingTLSCert, "is missing (client_auth_method %s needs it)", o.AuthMethod)
+		}
+		if o.AssertionSigningAlg != "" {
+			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		}
 	case "", AuthMethodBasic, AuthMethodPost:
 		if o.AssertionSigningAlg != "" {
 			bad(settingAssertionAlg, "applies only to %s and %s", AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
@@ -100,11 +149,16 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 	case AuthMethodPrivateKeyJWT:
 		needKey("client_auth_method " + AuthMethodPrivateKeyJWT)
-		if signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.AssertionSigningAlg) {
-			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(algs, o.AssertionSigningAlg) {
+			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	default:
-		bad(settingAuthMethod, "must be one of %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT)
+		if near := spelling.Nearest(o.AuthMethod, OIDCAuthMethods(), 2); near != "" {
+			bad(settingAuthMethod, "is not a method extauth knows (did you mean %s?)", near)
+		} else {
+			bad(settingAuthMethod, "must be one of %s, %s, %s, %s, %s, %s", AuthMethodBasic, AuthMethodPost, AuthMethodSecretJWT, AuthMethodPrivateKeyJWT,
+				AuthMethodTLS, AuthMethodSelfSignedTLS)
+		}
 	}
 	switch o.AssertionAudience {
 	case "", OIDCAudienceTokenEndpoint, OIDCAudienceIssuer:
@@ -113,8 +167,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	}
 	if o.RequestObject {
 		needKey("request_object")
-		if signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(keyAlgs(signing), o.RequestObjectSigningAlg) {
-			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(keyAlgs(signing), ", "), keyKind(signing))
+		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(algs, o.RequestObjectSigningAlg) {
+			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
 		}
 	} else if o.RequestObjectSigningAlg != "" {
 		bad(settingRequestAlg, "applies only with request_object: true")
@@ -142,11 +196,51 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(e.alg, "must be one of %s (RSA key) or %s (EC key)", strings.Join(rsaKeyAlgs, ", "), strings.Join(ecKeyAlgs, ", "))
 			continue
 		}
-		for i, k := range []*clientKey{signing, next} {
+		for i, k := range []*clientKey{signing, next, old} {
 			if k != nil && slices.Contains(rsaKeyAlgs, e.enc.Alg) != k.isRSA() {
-				bad(e.alg, "does not suit the %s %s: use %s", keyKind(k), []string{"private_key", "private_key_new"}[i], strings.Join(encAlgsFor(k), ", "))
+				bad(e.alg, "does not suit the %s %s: use %s", keyKind(k), []string{"private_key", "private_key_new", "private_key_old"}[i], strings.Join(encAlgsFor(k), ", "))
 			}
 		}
+	}
+	if o.DPoPSigningAlg != "" {
+		if !o.DPoP {
+			bad(settingDPoPAlg, "applies only with dpop: true")
+		} else if !slices.Contains(dpopSigningAlgs, o.DPoPSigningAlg) {
+			bad(settingDPoPAlg, "must be one of %s", strings.Join(dpopSigningAlgs, ", "))
+		}
+	}
+	if o.ResponseMode != "" && !slices.Contains(responseModes, o.ResponseMode) {
+		bad(settingResponseMode, "must be jwt or query.jwt (JARM); the other modes are chosen by extauth")
+	}
+	switch o.Profile {
+	case "":
+	case OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning:
+		// The FAPI 2.0 Security Profile's client rules (5.3.2, 5.4);
+		// what it implies, profileOptions has set.
+		if o.AuthMethod != AuthMethodPrivateKeyJWT && !tlsMethod(o.AuthMethod) {
+			bad(settingAuthMethod, "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret", o.AuthMethod, o.Profile)
+		}
+		if o.AssertionAudience != OIDCAudienceIssuer {
+			bad(settingAudience, "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience", o.Profile)
+		}
+		if !o.DPoP && c.TLSCertificate == "" {
+			bad(settingDPoP, "must be true under profile %s, or tls_client_certificate set: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)", o.Profile)
+		}
+		for _, a := range []struct{ setting, alg string }{
+			{settingAssertionAlg, o.AssertionSigningAlg}, {settingRequestAlg, o.RequestObjectSigningAlg}, {settingDPoPAlg, o.DPoPSigningAlg},
+		} {
+			if a.alg != "" && !slices.Contains(fapiAlgs, a.alg) {
+				bad(a.setting, "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm", o.Profile)
+			}
+		}
+		for _, a := range o.SigningAlgs {
+			if !slices.Contains(fapiAlgs, a) {
+				bad(settingProfile, "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", o.Profile, a)
+				break
+			}
+		}
+	default:
+		bad(settingProfile, "must be %s or %s", OIDCProfileFAPI2, OIDCProfileFAPI2MessageSigning)
 	}
 	for _, k := range sortedKeys(o.AuthParams) {
 		switch {
@@ -165,6 +259,9 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingMaxAge, "must be a whole number of seconds")
 		}
 	}
+	if c.PrivateKey == "" && len(needers) > 0 {
+		bad(settingPrivateKey, "is missing (%s)", needs(needers))
+	}
 	if o.Prompt != "" {
 		words := strings.Fields(o.Prompt)
 		for _, w := range words {
@@ -177,7 +274,19 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "cannot combine none with other values")
 		}
 	}
-	return ps
+	return append(ps, checkOptionConfig(&o)...)
+}
+
+// needs says what needs a setting: "request_object needs it", "a and b
+// need it".
+func needs(by []string) string {
+	switch len(by) {
+	case 1:
+		return by[0] + " needs it"
+	case 2:
+		return by[0] + " and " + by[1] + " need it"
+	}
+	return strings.Join(by[:len(by)-1], ", ") + " and " + by[len(by)-1] + " need it"
 }
 
 // hasHighAssurance reports whether o sets any of the options beyond the
@@ -185,7 +294,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 func (o *OIDCOptions) hasHighAssurance() bool {
 	return o.AuthMethod == AuthMethodSecretJWT || o.AuthMethod == AuthMethodPrivateKeyJWT || o.AssertionAudience != "" ||
 		o.AssertionSigningAlg != "" || o.PushedAuthorization || o.RequestObject || o.RequestObjectSigningAlg != "" ||
-		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{})
+		o.IDTokenEncryption != (OIDCEncryption{}) || o.UserInfoEncryption != (OIDCEncryption{}) || o.DPoP || o.DPoPSigningAlg != "" ||
+		o.ResponseMode != "" || o.Profile != ""
 }
 
 func keyKind(k *clientKey) string {
@@ -212,7 +322,7 @@ func encAlgsFor(k *clientKey) []string {
 // take. The error names the setting. It makes no request; extauth check
 // runs it on the document it fetched.
 func CheckOIDCDiscovery(c OIDCConfig, doc *OIDCDiscovery) error {
-	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: http.DefaultClient})
+	s, err := newOIDC("oidc", c, Env{CallbackURL: "https://client.invalid/callback", HTTPClient: outbound.NewClient(nil, 0, 0)})
 	if err != nil {
 		return err
 	}

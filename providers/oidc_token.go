@@ -205,14 +205,15 @@ func checkAtHash(alg, atHash, accessToken string) error {
 }
 
 // checkAuthentication checks what the authorization request asked of the
-// user's authentication (OIDC Core 3.1.3.7 steps 12 and 13): with
+// user's authentication (OIDC Core 3.1.3.7 steps 12 and 13), want (the
+// configuration's, narrowed by the sign-in's options): with
 // acr_values, the acr claim must be one of them; with max_age, the
 // auth_time claim must be present and no older than max_age (with the
 // clock skew). acr values are opaque, so any other value, or none, is
 // taken for a weaker one. An auth_time, asked for or not, must not lie
 // after now or after the token's iat (each with the clock skew): a date
 // to come would pass any max_age, here and wherever the host reads it.
-func (s *OIDC) checkAuthentication(claims map[string]any) error {
+func (s *OIDC) checkAuthentication(claims map[string]any, want Asked) error {
 	if v, ok := claims["auth_time"]; ok {
 		at, err := numericDate(v)
 		if err != nil {
@@ -227,18 +228,18 @@ func (s *OIDC) checkAuthentication(claims map[string]any) error {
 				fmt.Errorf("id token: auth_time %s is after the token was issued and after now", at.UTC().Format(time.RFC3339)))
 		}
 	}
-	if len(s.acrValues) > 0 {
+	if len(want.Values) > 0 {
 		acr, _ := claims["acr"].(string)
 		if acr == "" {
 			return NewError(CodeInsufficientAuthentication, "the provider did not say how strongly you were authenticated",
-				fmt.Errorf("id token: no acr claim, acr_values %q were requested", s.acrValues))
+				fmt.Errorf("id token: no acr claim, acr_values %q were requested", want.Values))
 		}
-		if !slices.Contains(s.acrValues, acr) {
+		if !slices.Contains(want.Values, acr) {
 			return NewError(CodeInsufficientAuthentication, "the provider authenticated you less strongly than required",
-				fmt.Errorf("id token: acr %.200q is not one of the requested acr_values %q", acr, s.acrValues))
+				fmt.Errorf("id token: acr %.200q is not one of the requested acr_values %q", acr, want.Values))
 		}
 	}
-	if s.maxAge >= 0 {
+	if want.MaxAge >= 0 {
 		v, ok := claims["auth_time"]
 		if !ok {
 			return idError("no auth_time, although max_age was requested (OIDC Core 3.1.2.1)")
@@ -247,9 +248,9 @@ func (s *OIDC) checkAuthentication(claims map[string]any) error {
 		if err != nil {
 			return idError("claim auth_time: %w", err)
 		}
-		if s.now().Sub(at) > s.maxAge+s.opts.ClockSkew {
+		if s.now().Sub(at) > want.MaxAge+s.opts.ClockSkew {
 			return NewError(CodeInsufficientAuthentication, "the provider's authentication of you is older than allowed",
-				fmt.Errorf("id token: auth_time %s is more than max_age %s ago", at.UTC().Format(time.RFC3339), s.maxAge))
+				fmt.Errorf("id token: auth_time %s is more than max_age %s ago", at.UTC().Format(time.RFC3339), want.MaxAge))
 		}
 	}
 	return nil

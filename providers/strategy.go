@@ -83,6 +83,45 @@ type PostStarter interface {
 	BeginPost(ctx context.Context, tx *Transaction) (action string, form url.Values, err error)
 }
 
+// IdPChooser is implemented by strategies that sign users in through one
+// of many identity providers, which the user picks: a SAML SP in a
+// federation. When ChoosesIdP reports true, the authorize route takes the
+// IdP from the request's idp field (query or form) into Transaction.IdP,
+// under the usual start rules, and the strategy starts the sign-in there;
+// a request that names no IdP is answered by Discover, a page to choose
+// one, which is no sign-in start and so needs none of the start rules.
+type IdPChooser interface {
+	ChoosesIdP() bool
+	// Discover writes the discovery page (or, with d.JSON, the list of
+	// IdPs) for r; an error, written nothing, is the routes' to answer.
+	Discover(w http.ResponseWriter, r *http.Request, d Discovery) error
+	// StartsWithPostAt is PostStarter.StartsWithPost for the IdP the
+	// sign-in tx names.
+	StartsWithPostAt(ctx context.Context, tx *Transaction) bool
+}
+
+// Discovery is what the routes tell an IdPChooser's discovery page.
+type Discovery struct {
+	// Action is the path of the authorize route, where the page's forms
+	// go: a search by GET, a choice (the idp field) by POST.
+	Action string
+	// ReturnTo is the start request's return_to, validated, for the
+	// forms to carry on ("" for none).
+	ReturnTo string
+	// LastChoice is the IdP this browser chose last (a cookie the routes
+	// set when a sign-in starts), "" for none; the page shows it first.
+	LastChoice string
+	// JSON asks for the list of IdPs as JSON (the .json route).
+	JSON bool
+	// Return, for a strategy that sends the browser to an external
+	// discovery service instead (the SAML IdP Discovery Protocol), returns
+	// the URL the service sends the browser back to with its choice in the
+	// idp field, and arms the cookie that lets that cross-site return
+	// start the sign-in: a return without it is refused like any
+	// cross-site start.
+	Return func() string
+}
+
 // MetadataPublisher is implemented by strategies that publish a metadata
 // document of their own for the provider to read, as a SAML service provider
 // does; extauth.Auth.SAMLMetadata returns it for the saml strategy.
@@ -120,5 +159,10 @@ type Transaction struct {
 	// Expires is when the transaction stops being accepted.
 	Expires time.Time `json:"e"`
 	// Extra holds strategy-specific values (a goth session, for example).
-	Extra map[string]string `json:"x,omitempty"`
+	Extra map[string]string `json:"x,omitempty" redact:"secret"`
+	// IdP is the identity provider the sign-in started at, for a strategy
+	// that signs in through one of many (an IdPChooser: a SAML
+	// federation's entity ID). Sealed with the rest, it is the only one
+	// whose answer the callback accepts.
+	IdP string `json:"d,omitempty"`
 }

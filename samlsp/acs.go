@@ -2,6 +2,7 @@ package samlsp
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -37,6 +38,8 @@ type Assertion struct {
 	NameIDEncrypted bool
 	SessionIndex    string
 	AuthnContext    string
+	// AuthnInstant is when the IdP authenticated the user.
+	AuthnInstant time.Time
 	// Attributes maps each attribute Name to its values, in document order.
 	Attributes map[string][]string
 	// FriendlyNames maps FriendlyName to Name, for look-ups by either.
@@ -57,16 +60,19 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 			err = invalid("the SAML response could not be processed", fmt.Errorf("recovered from panic: %v", p))
 		}
 	}()
-	// A tenant built again after its eviction has no metadata until its
-	// first fetch: a sign-in it had in flight waits for that fetch rather
-	// than failing.
-	md, perr := sp.metadata(ctx)
-	if perr != nil {
-		return nil, perr
-	}
-	requestID := ""
+	requestID, idp := "", ""
 	if tx != nil {
-		requestID = tx.RequestID
+		requestID, idp = tx.RequestID, tx.IdP
+	}
+	var md *idpMetadata
+	var perr *providers.Error
+	if sp.fed == nil {
+		// A tenant built again after its eviction has no metadata until
+		// its first fetch: a sign-in it had in flight waits for that fetch
+		// rather than failing.
+		if md, perr = sp.metadata(ctx); perr != nil {
+			return nil, perr
+		}
 	}
 	if requestID == "" && !sp.opts.AllowIDPInitiated {
 		return nil, invalid("unsolicited SAML responses are not accepted", errors.New("no AuthnRequest ID in the transaction"))
@@ -75,9 +81,27 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 	if perr != nil {
 		return nil, perr
 	}
+	if md == nil {
+		// In a federation, the IdP is the one the sign-in was started at:
+		// its keys alone verify the answer, its entity ID alone is the
+		// Issuer accepted. An unsolicited response is checked against the
+		// entry of the IdP it names: every signature must then verify with
+		// that IdP's keys, every Issuer name that IdP.
+		if requestID == "" {
+			if idp, perr = issuerOf(raw); perr != nil {
+				return nil, perr
+			}
+		}
+		if md, perr = sp.idpFor(ctx, idp); perr != nil {
+			return nil, perr
+		}
+	}
 	a, perr := sp.validate(raw, requestID, md)
 	if perr != nil {
 		return nil, perr
+	}
+	if err := sp.checkAuthentication(a, tx, sp.env.Now()); err != nil {
+		return nil, err
 	}
 	if perr := sp.consume(ctx, a, requestID); perr != nil {
 		return nil, perr
@@ -124,6 +148,25 @@ func (sp *SP) readResponse(r *http.Request) ([]byte, *providers.Error) {
 
 var errBadStatus = errors.New("response Status is not Success")
 
+// issuerOf returns the Issuer an unsolicited response says it comes from:
+// the Response's, else its plain assertion's. Nothing is trusted yet: the
+// IdP it names must then verify the whole response.
+func issuerOf(raw []byte) (string, *providers.Error) {
+	root, err := parseXML(raw)
+	if err != nil {
+		return "", invalid("the SAML response is not acceptable XML", err)
+	}
+	if iss, _ := onlyChild(root, nsAssertion, "Issuer"); iss != nil && text(iss) != "" {
+		return text(iss), nil
+	}
+	if a, _ := onlyChild(root, nsAssertion, "Assertion"); a != nil {
+		if iss, _ := onlyChild(a, nsAssertion, "Issuer"); iss != nil && text(iss) != "" {
+			return text(iss), nil
+		}
+	}
+	return "", invalid("the SAML response names no Issuer", nil)
+}
+
 // maxIssueDelay is how old a response or assertion may be when it arrives
 // (IssueInstant), give or take the clock skew: an IdP posts it at once.
 const maxIssueDelay = 90 * time.Second
@@ -140,6 +183,9 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 		}
 	}()
 	if md == nil {
+		if sp.md == nil {
+			return nil, invalid("no identity provider was chosen", errUnknownIdP)
+		}
 		if md = sp.md.current(); md == nil {
 			return nil, unavailable(sp.md.err())
 		}
@@ -206,8 +252,10 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	// verified: then the ciphertext is the IdP's, and no one can make us
 	// decrypt one of their choosing. Without it, decryption answers every
 	// CBC failure alike (see decrypter.open).
+	var dec *decrypter
 	if encrypted {
-		if aEl, err = sp.decrypter().decryptAssertion(aEl, sp.maxDecrypted(), responseSigned); err != nil {
+		dec = sp.decrypter()
+		if aEl, err = dec.decryptAssertion(aEl, sp.maxDecrypted(), responseSigned); err != nil {
 			return nil, invalid("the encrypted assertion could not be decrypted", err)
 		}
 	}
@@ -223,7 +271,35 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	if err != nil {
 		return nil, invalid("the SAML assertion was rejected", err)
 	}
+	if dec != nil {
+		// Only now: the certificate anyone can encrypt to says nothing
+		// about the IdP until the IdP's signature is verified.
+		sp.noteDecryptedWith(dec.used)
+	}
 	return a, nil
+}
+
+// retiringLogEvery is how often the SP says that the IdP still encrypts to
+// the retiring key: often enough to see when it stops, seldom enough for
+// every sign-in not to log it.
+const retiringLogEvery = time.Hour
+
+// noteDecryptedWith logs, at most once per retiringLogEvery, that an
+// assertion the IdP signed was encrypted to the retiring key: the IdP has
+// not read the SP metadata since the promotion, so the key must stay.
+func (sp *SP) noteDecryptedWith(key *rsa.PrivateKey) {
+	if key == nil || key != sp.keyOld {
+		return
+	}
+	now := sp.env.Now()
+	last := sp.retiringUsed.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < retiringLogEvery || !sp.retiringUsed.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	sum := sha256.Sum256(sp.certOld.Raw)
+	sp.log.Info("saml: the IdP encrypted an assertion to the retiring SP certificate (saml_additional_settings.certificate_old): "+
+		"it has not read the SP metadata since the promotion; keep certificate_old and private_key_old until this stops "+
+		"(logged at most hourly)", "sha256", hex.EncodeToString(sum[:]), "subject", sp.certOld.Subject.String())
 }
 
 func (sp *SP) verifier(md *idpMetadata) *verifier {
@@ -512,7 +588,8 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		return nil, errors.New("assertion has no AuthnStatement")
 	}
 	st := stmts[0]
-	if _, ok, err := timeAttr(st, "AuthnInstant"); err != nil || !ok {
+	authnInstant, ok, err := timeAttr(st, "AuthnInstant")
+	if err != nil || !ok {
 		return nil, errors.New("AuthnStatement AuthnInstant is missing or malformed")
 	}
 	if sna, ok, err := timeAttr(st, "SessionNotOnOrAfter"); err != nil {
@@ -531,6 +608,7 @@ func (sp *SP) checkAssertion(el *etree.Element, requestID string, md *idpMetadat
 		SPProvidedID:    attr(nameIDEl, "SPProvidedID"),
 		NameIDEncrypted: nameIDEncrypted,
 		SessionIndex:    attr(st, "SessionIndex"),
+		AuthnInstant:    authnInstant,
 		Attributes:      map[string][]string{},
 		FriendlyNames:   map[string]string{},
 		NotOnOrAfter:    latest,
@@ -595,10 +673,13 @@ func (sp *SP) nameIDOf(parent *etree.Element) (*etree.Element, bool, error) {
 	case len(sp.decKeys) == 0:
 		return nil, false, errors.New("the IdP sent an EncryptedID but no SP private key is configured to decrypt it")
 	}
-	n, err := sp.decrypter().decryptNameID(enc, true)
+	d := sp.decrypter()
+	n, err := d.decryptNameID(enc, true)
 	if err != nil {
 		return nil, false, fmt.Errorf("the EncryptedID could not be decrypted: %w", err)
 	}
+	// The message around it is verified: the IdP encrypted it.
+	sp.noteDecryptedWith(d.used)
 	return n, true, nil
 }
 
@@ -615,11 +696,11 @@ func (sp *SP) consume(ctx context.Context, a *Assertion, requestID string) *prov
 	if min := sp.env.Now().Add(sp.opts.ClockSkew); until.Before(min) {
 		until = min
 	}
-	keys := []string{"saml:assertion:" + digest(a.Issuer, a.ID)}
+	keys, n := [2]string{storeKey("saml:assertion:", a.Issuer, a.ID)}, 1
 	if requestID != "" {
-		keys = append(keys, "saml:request:"+digest(requestID))
+		keys[1], n = storeKey("saml:request:", requestID), 2
 	}
-	for _, k := range keys {
+	for _, k := range keys[:n] {
 		fresh, err := sp.env.Store.Consume(ctx, k, until)
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
@@ -631,13 +712,22 @@ func (sp *SP) consume(ctx context.Context, a *Assertion, requestID string) *prov
 	return nil
 }
 
-// digest keeps store keys short and free of whatever characters an IdP
-// puts in its IDs.
-func digest(parts ...string) string {
-	h := sha256.New()
+// storeKey is a single-use store key: prefix and a digest of parts, which
+// keeps keys short and free of whatever characters an IdP puts in its IDs
+// (the hex of the first 20 bytes of the SHA-256 of each part followed by a
+// zero byte), made in one allocation.
+func storeKey(prefix string, parts ...string) string {
+	var buf [512]byte
+	b := buf[:0]
 	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+		b = append(append(b, p...), 0)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:20])
+	sum := sha256.Sum256(b)
+	var hx [40]byte
+	hex.Encode(hx[:], sum[:20])
+	var k strings.Builder
+	k.Grow(len(prefix) + len(hx))
+	k.WriteString(prefix)
+	k.Write(hx[:])
+	return k.String()
 }

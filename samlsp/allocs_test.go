@@ -62,3 +62,19 @@ const (
 	acsAllocs          = 4650
 	acsEncryptedAllocs = 3900
 )
+
+// Store keys are shared by every instance of an application, old and new
+// during an upgrade: their form must not change, and one is made in one
+// allocation.
+func TestStoreKey(t *testing.T) {
+	const want = "saml:assertion:4e51ff65e849480c9c6e7a5e1760fa5f297355b3"
+	if got := storeKey("saml:assertion:", "https://idp.example/saml", "_a1"); got != want {
+		t.Errorf("storeKey = %s, want %s", got, want)
+	}
+	if storeKey("p:", "ab", "c") == storeKey("p:", "a", "bc") {
+		t.Error("parts are not kept apart")
+	}
+	if n := testing.AllocsPerRun(100, func() { storeKey("saml:request:", "id-0123456789abcdef") }); n > 1 {
+		t.Errorf("storeKey allocates %v times", n)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ const (
 // sealed transaction (tx.ReturnTo), and RelayState carries only a random
 // handle that binds the IdP's answer to this browser's transaction.
 func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, error) {
-	md, perr := sp.metadata(ctx)
+	md, perr := sp.idpFor(ctx, tx.IdP)
 	if perr != nil {
 		return "", perr
 	}
@@ -48,7 +49,11 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 	if t == nil {
 		return "", noSSO(BindingRedirect)
 	}
-	return sp.redirectAuthnRequest(t, tx, sp.env.Now())
+	o, err := sp.authnOptions(tx)
+	if err != nil {
+		return "", err
+	}
+	return sp.redirectAuthnRequest(t, tx, sp.env.Now(), o)
 }
 
 // StartsWithPost reports whether sign-ins start with an HTTP-POST
@@ -58,6 +63,20 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 // endpoint unless the option says otherwise.) Without metadata yet, it waits
 // for a fetch under way as Begin does.
 func (sp *SP) StartsWithPost() bool {
+	if sp.fed != nil {
+		// Which IdP, and so which binding, the sign-in's transaction says:
+		// the routes ask StartsWithPostAt.
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sp.md.wait)
+	defer cancel()
+	return sp.StartsWithPostAt(ctx, &providers.Transaction{})
+}
+
+// StartsWithPostAt is StartsWithPost for the sign-in tx, which names the
+// IdP of a federation (tx.IdP): whether that IdP takes AuthnRequests by
+// HTTP-POST only, unless Options.AuthnRequestBinding says otherwise.
+func (sp *SP) StartsWithPostAt(ctx context.Context, tx *providers.Transaction) bool {
 	switch sp.opts.AuthnRequestBinding {
 	case BindingPOST:
 		return true
@@ -67,9 +86,7 @@ func (sp *SP) StartsWithPost() bool {
 	if sp.cfg.IdPSSOServiceURL != "" {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sp.md.wait)
-	defer cancel()
-	md, err := sp.metadata(ctx)
+	md, err := sp.idpFor(ctx, tx.IdP)
 	return err == nil && md.authn[0] == nil && md.authn[1] != nil
 }
 
@@ -79,7 +96,7 @@ func (sp *SP) StartsWithPost() bool {
 // enveloped RSA-SHA256 XML signature, placed after its Issuer as the schema
 // wants it. Custom entries are added to the form.
 func (sp *SP) BeginPost(ctx context.Context, tx *providers.Transaction) (action string, form url.Values, err error) {
-	md, perr := sp.metadata(ctx)
+	md, perr := sp.idpFor(ctx, tx.IdP)
 	if perr != nil {
 		return "", nil, perr
 	}
@@ -87,19 +104,24 @@ func (sp *SP) BeginPost(ctx context.Context, tx *providers.Transaction) (action 
 	if t == nil {
 		return "", nil, noSSO(BindingPOST)
 	}
+	o, err := sp.authnOptions(tx)
+	if err != nil {
+		return "", nil, err
+	}
 	id, handle, err := newIDs()
 	if err != nil {
 		return "", nil, err
 	}
 	var b bytes.Buffer
-	t.write(&b, id, sp.env.Now())
+	now := sp.env.Now()
+	t.write(&b, id, now, o)
 	x := b.Bytes()
 	if sp.key != nil {
 		if x, err = sp.signEnveloped(x); err != nil {
 			return "", nil, &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot sign the SAML request", Err: err}
 		}
 	}
-	sp.record(tx, id, handle)
+	sp.record(tx, id, handle, now, o)
 	form = url.Values{}
 	for _, p := range sp.cfg.Custom {
 		form.Add(p.Name, p.Value)
@@ -118,12 +140,19 @@ func noSSO(binding string) *providers.Error {
 }
 
 // record keeps in tx what the callback needs: the request ID, the
-// RelayState handle, and where to go after sign-in. The routes default
+// RelayState handle, and where to go after sign-in; for a request that
+// forced a new authentication, when it was issued. The routes default
 // return_to to "/": an explicit path from the request wins, otherwise the
 // configured RelayState is the destination.
-func (sp *SP) record(tx *providers.Transaction, id, handle string) {
+func (sp *SP) record(tx *providers.Transaction, id, handle string, now time.Time, o *authnOptions) {
 	tx.RequestID = id
 	tx.Binding = handle
+	if o != nil && o.forceAuthn {
+		if tx.Extra == nil {
+			tx.Extra = map[string]string{}
+		}
+		tx.Extra[forcedAtKey] = strconv.FormatInt(now.UnixMilli(), 10)
+	}
 	switch p, ok := SafeReturnPath(tx.ReturnTo, sp.origin); {
 	case ok && p != "/":
 		tx.ReturnTo = p
@@ -175,8 +204,10 @@ func (sp *SP) parseForm(r *http.Request) error {
 // values: no document to build, no serializer to run.
 type authnTemplate struct {
 	dest string
-	// The request is head + ID + mid + IssueInstant + tail.
-	head, mid, tail string
+	// The request is head + ID + mid + IssueInstant + tail + context +
+	// end; a sign-in with options adds attributes after IssueInstant and
+	// may replace context.
+	head, mid, tail, context, end string
 	// query is what follows the SSO URL before SAMLRequest: "?" or the
 	// URL's own query and "&".
 	query string
@@ -204,32 +235,65 @@ func (sp *SP) newAuthnTemplate(dest string) (*authnTemplate, error) {
 	tail.WriteString(`</saml:Issuer><samlp:NameIDPolicy`)
 	a("Format", sp.opts.NameIDFormat)
 	tail.WriteString(` AllowCreate="true"/>`)
-	if sp.cfg.AuthnContext != "" {
-		tail.WriteString(`<samlp:RequestedAuthnContext Comparison="exact"><saml:AuthnContextClassRef>`)
-		escapeXML(&tail, sp.cfg.AuthnContext)
-		tail.WriteString(`</saml:AuthnContextClassRef></samlp:RequestedAuthnContext>`)
-	}
-	tail.WriteString(`</samlp:AuthnRequest>`)
 	q := "?"
 	if u.RawQuery != "" {
 		q = "&"
 	}
 	return &authnTemplate{
-		dest:  dest,
-		head:  `<samlp:AuthnRequest xmlns:saml="` + nsAssertion + `" xmlns:samlp="` + nsProtocol + `" ID="`,
-		mid:   `" Version="2.0" IssueInstant="`,
-		tail:  tail.String(),
-		query: q,
+		dest:    dest,
+		head:    `<samlp:AuthnRequest xmlns:saml="` + nsAssertion + `" xmlns:samlp="` + nsProtocol + `" ID="`,
+		mid:     `" Version="2.0" IssueInstant="`,
+		tail:    tail.String(),
+		context: requestedAuthnContext(strings.Fields(sp.cfg.AuthnContext)),
+		end:     `</samlp:AuthnRequest>`,
+		query:   q,
 	}, nil
 }
 
-// write writes the request with id, issued at now.
-func (t *authnTemplate) write(w *bytes.Buffer, id string, now time.Time) {
+// requestedAuthnContext is the RequestedAuthnContext element asking for
+// one of classes exactly, "" for none.
+func requestedAuthnContext(classes []string) string {
+	if len(classes) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(`<samlp:RequestedAuthnContext Comparison="exact">`)
+	for _, c := range classes {
+		b.WriteString(`<saml:AuthnContextClassRef>`)
+		escapeXML(&b, c)
+		b.WriteString(`</saml:AuthnContextClassRef>`)
+	}
+	b.WriteString(`</samlp:RequestedAuthnContext>`)
+	return b.String()
+}
+
+// write writes the request with id, issued at now, as o asks (nil: as
+// configured).
+func (t *authnTemplate) write(w *bytes.Buffer, id string, now time.Time, o *authnOptions) {
 	w.WriteString(t.head)
 	w.WriteString(id)
 	w.WriteString(t.mid)
 	w.Write(now.UTC().AppendFormat(w.AvailableBuffer(), "2006-01-02T15:04:05.000Z"))
-	w.WriteString(t.tail)
+	if o == nil {
+		w.WriteString(t.tail)
+		w.WriteString(t.context)
+		w.WriteString(t.end)
+		return
+	}
+	w.WriteString(t.tail[:1])
+	if o.forceAuthn {
+		w.WriteString(` ForceAuthn="true"`)
+	}
+	if o.isPassive {
+		w.WriteString(` IsPassive="true"`)
+	}
+	w.WriteString(t.tail[1:])
+	if o.context != "" {
+		w.WriteString(o.context)
+	} else {
+		w.WriteString(t.context)
+	}
+	w.WriteString(t.end)
 }
 
 func escapeXML(b *strings.Builder, s string) {
@@ -269,7 +333,7 @@ var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // redirectAuthnRequest fills in template t and encodes it for the redirect
 // binding, recording the request in tx.
-func (sp *SP) redirectAuthnRequest(t *authnTemplate, tx *providers.Transaction, now time.Time) (string, error) {
+func (sp *SP) redirectAuthnRequest(t *authnTemplate, tx *providers.Transaction, now time.Time, o *authnOptions) (string, error) {
 	id, handle, err := newIDs()
 	if err != nil {
 		return "", err
@@ -277,12 +341,12 @@ func (sp *SP) redirectAuthnRequest(t *authnTemplate, tx *providers.Transaction, 
 	x := bufs.Get().(*bytes.Buffer)
 	defer bufs.Put(x)
 	x.Reset()
-	t.write(x, id, now)
+	t.write(x, id, now, o)
 	u, err := sp.redirect(t.dest, t.query, "SAMLRequest", x.Bytes(), handle, sp.key != nil, sp.customQuery)
 	if err != nil {
 		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot encode the SAML request", Err: err}
 	}
-	sp.record(tx, id, handle)
+	sp.record(tx, id, handle, now, o)
 	return u, nil
 }
 

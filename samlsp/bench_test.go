@@ -65,34 +65,14 @@ func BenchmarkBegin(b *testing.B) {
 	}
 }
 
+// BenchmarkComplete measures the ACS, Complete on the signed and on the
+// encrypted response of acsCases.
 func BenchmarkComplete(b *testing.B) {
-	for _, encrypted := range []bool{false, true} {
-		f := newFixture(b, withKeyPair)
-		sp, err := New(f.cfg, f.env(alwaysFresh{}), f.opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { sp.Close() })
-		f.waitReady(sp)
-		tx, _ := f.begin(sp)
-		s := f.idp.DefaultSpec(testEntityID, testACS, tx.RequestID)
-		s.SignResponse = true
-		name := "signed_response_and_assertion"
-		if encrypted {
-			_, s.EncryptTo = testKey(b, 1)
-			name = "encrypted_assertion"
-		}
-		x, err := f.idp.Forge(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		body := responseForm(x, tx.Binding).Encode()
-		b.Run(name, func(b *testing.B) {
+	for _, c := range acsCases(b) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				r := httptest.NewRequest(http.MethodPost, testACS, strings.NewReader(body))
-				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				if _, err := sp.Complete(context.Background(), r, tx); err != nil {
+				if err := c.acs(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -106,7 +86,7 @@ func BenchmarkComplete(b *testing.B) {
 func BenchmarkDeflateLevels(b *testing.B) {
 	f := newFixture(b)
 	var x bytes.Buffer
-	f.sp.md.current().authn[0].write(&x, "id-0123456789abcdef0123456789abcdef01234567", time.Now())
+	f.sp.md.current().authn[0].write(&x, "id-0123456789abcdef0123456789abcdef01234567", time.Now(), nil)
 	for _, level := range []int{flate.NoCompression, flate.HuffmanOnly, flate.BestSpeed, 5, flate.BestCompression} {
 		w, err := flate.NewWriter(nil, level)
 		if err != nil {

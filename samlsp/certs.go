@@ -13,10 +13,15 @@ import (
 // The kinds and uses of a CertExpiry.
 const (
 	// CertSP is a certificate of ours: saml_additional_settings.certificate,
-	// or certificate_new during a key rotation.
+	// or certificate_new or certificate_old during a key rotation.
 	CertSP = "sp"
 	// CertIdP is a signing certificate of the IdP, from its metadata.
 	CertIdP = "idp"
+	// CertFederation is a federation's metadata signing certificate
+	// (saml_additional_settings.federation.signing_certificate). The
+	// certificates of a federation's IdPs are not listed: there are
+	// thousands, and each is checked when its IdP signs a response.
+	CertFederation = "federation"
 
 	// CertUseSignDecrypt: the SP's current pair signs our requests and
 	// decrypts assertions.
@@ -24,6 +29,10 @@ const (
 	// CertUseDecrypt: the next pair of a rotation decrypts assertions and
 	// signs nothing until it is promoted.
 	CertUseDecrypt = "decrypt"
+	// CertUseRetiring: the retiring pair of a rotation decrypts what an
+	// IdP still encrypts to it and never signs again; its dates matter to
+	// no one, so expiry is not logged for it.
+	CertUseRetiring = "retiring"
 	// CertUseVerify: we verify the IdP's signatures with it.
 	CertUseVerify = "verify"
 )
@@ -40,8 +49,8 @@ const expiryLogEvery = 24 * time.Hour
 type CertExpiry struct {
 	// Kind is CertSP or CertIdP.
 	Kind string
-	// Use is what the SP does with it: CertUseSignDecrypt or
-	// CertUseDecrypt for ours, CertUseVerify for the IdP's.
+	// Use is what the SP does with it: CertUseSignDecrypt, CertUseDecrypt
+	// or CertUseRetiring for ours, CertUseVerify for the IdP's.
 	Use string
 	// Subject is the certificate's subject, as x509.Name prints it.
 	Subject string
@@ -52,8 +61,8 @@ type CertExpiry struct {
 }
 
 // CertificateExpiries lists the certificates the SP depends on with their
-// not-after times: the SP's own (the current pair, then the next one
-// during a rotation) and the signing certificates of the IdP metadata it
+// not-after times: the SP's own (the current pair, then the next and the
+// retiring ones during a rotation) and the signing certificates of the IdP metadata it
 // holds now (none before the first copy). It is what the SP checks at
 // start-up and after every metadata refresh, for the host's monitoring,
 // such as an expiry gauge per tenant. It is safe for concurrent use.
@@ -68,6 +77,13 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 	}
 	if sp.certNew != nil {
 		add(CertSP, CertUseDecrypt, sp.certNew)
+	}
+	if sp.certOld != nil {
+		add(CertSP, CertUseRetiring, sp.certOld)
+	}
+	if sp.fed != nil {
+		add(CertFederation, CertUseVerify, sp.fedCert)
+		return out
 	}
 	if md := sp.md.current(); md != nil {
 		for _, c := range md.certs {
@@ -84,6 +100,9 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 // the SP unready: it goes on signing and decrypting with it (see
 // docs/saml.md, "Certificates and expiry").
 func (sp *SP) ReadyError() error {
+	if sp.fed != nil {
+		return sp.federationReadyError()
+	}
 	md := sp.md.current()
 	if md == nil {
 		return errors.New("no copy of the identity provider's metadata yet")
@@ -133,7 +152,7 @@ func (sp *SP) checkExpiry() {
 	now := sp.env.Now()
 	certs := sp.CertificateExpiries()
 	idpValid := 0
-	if md := sp.md.current(); md != nil {
+	if md := sp.currentMetadata(); md != nil {
 		for _, c := range md.certs {
 			if !now.Before(c.NotBefore) && !now.After(c.NotAfter) {
 				idpValid++
@@ -148,6 +167,9 @@ func (sp *SP) checkExpiry() {
 	}
 	seen := map[string]bool{}
 	for _, c := range certs {
+		if c.Use == CertUseRetiring {
+			continue
+		}
 		key := c.SHA256 + " " + c.Use
 		seen[key] = true
 		state := certFine
@@ -197,6 +219,13 @@ func (sp *SP) logExpiry(c CertExpiry, state certState, now time.Time, idpValid i
 			sp.log.Error("saml: the SP certificate has expired; extauth goes on signing requests and decrypting assertions with it, "+
 				"as most IdPs ignore SP certificate dates, but one that checks them refuses them: rotate the SP key pair "+
 				"(docs/saml.md, \"Rotating the SP key pair\")", attrs...)
+		}
+	case c.Kind == CertFederation:
+		attrs = append(attrs, "setting", "saml_additional_settings.federation.signing_certificate")
+		if state == certExpiring {
+			sp.log.Warn("saml: the federation's signing certificate expires soon; the federation publishes the next one ahead of its key rollover: pin it", attrs...)
+		} else {
+			sp.log.Error("saml: the federation's signing certificate has expired: no aggregate verifies with it, and sign-ins fail once the last good copy expires", attrs...)
 		}
 	default:
 		attrs = append(attrs, "idp_signing_certs_valid", idpValid)

@@ -98,10 +98,12 @@ type decrypter struct {
 	// refuseCBC refuses the CBC block ciphers (saml_additional_settings.
 	// security.refuse_cbc_encryption).
 	refuseCBC bool
+	// used is the key of the last element opened.
+	used *rsa.PrivateKey
 }
 
 // decrypter returns the decrypter of the SP's keys: the current one first,
-// then, while certificate_new is set, the next one (sp.decKeys).
+// then the next and the retiring ones of a rotation (sp.decKeys).
 func (sp *SP) decrypter() *decrypter {
 	return &decrypter{keys: sp.decKeys, allow15: sp.opts.AllowRSA15KeyTransport, refuseCBC: sp.cfg.RefuseCBCEncryption}
 }
@@ -206,6 +208,7 @@ func (d *decrypter) open(enc *etree.Element, maxPlain int, authenticated bool, c
 			if !bc.gcm {
 				el, err := openCBC(alg, cek, ct, enc, check)
 				if err == nil {
+					d.used = key
 					return el, nil
 				}
 				if !authenticated {
@@ -229,6 +232,7 @@ func (d *decrypter) open(enc *etree.Element, maxPlain int, authenticated bool, c
 			if err := check(el); err != nil {
 				return nil, err
 			}
+			d.used = key
 			return el, nil
 		}
 	}

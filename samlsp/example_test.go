@@ -11,6 +11,8 @@ import (
 	"log"
 	"math/big"
 	"net/http"
+	"net/url"
+	"os"
 	"time"
 
 	"github.com/extauth/extauth"
@@ -90,3 +92,38 @@ func ExampleSP_CertificateExpiries() {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ExampleMDQEntityURL is where a federation's MDQ server answers for an
+// IdP, as the entity ID itself or as its {sha1} transform.
+func ExampleMDQEntityURL() {
+	base, _ := url.Parse("https://mdq.example.org/")
+	fmt.Println(samlsp.MDQEntityURL(base, "https://idp.example.ac.uk/idp/shibboleth", false))
+	fmt.Println(samlsp.MDQEntityURL(base, "https://idp.example.ac.uk/idp/shibboleth", true))
+	// Output:
+	// https://mdq.example.org/entities/https%3A%2F%2Fidp.example.ac.uk%2Fidp%2Fshibboleth
+	// https://mdq.example.org/entities/%7Bsha1%7De9b14179427f2152cec24988fdd7be04abaf13fd
+}
+
+// ExampleParseFederationMetadata verifies a federation's aggregate as the
+// SAML strategy will, before it is deployed: signed with the pinned
+// certificate, valid, and what it holds.
+func ExampleParseFederationMetadata() {
+	body, err := os.ReadFile("federation-metadata.xml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pemCert, err := os.ReadFile("federation-signer.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cert, err := samlsp.ParseCertificatePEM(string(pemCert))
+	if err != nil {
+		log.Fatal(err)
+	}
+	md, err := samlsp.ParseFederationMetadata(body, samlsp.FederationRules{Certificate: cert, Now: time.Now(),
+		EntityCategories: []string{"http://refeds.org/category/research-and-scholarship"}})
+	if err != nil {
+		log.Fatalf("the application would refuse this aggregate: %v", err)
+	}
+	fmt.Printf("%d entities, %d IdPs, %d of them allowed, valid until %s\n", md.Entities, md.IdPs, md.Allowed, md.ValidUntil.Format(time.RFC3339))
+}

@@ -259,14 +259,17 @@ func refusingClient() *http.Client { return &http.Client{Transport: refuse{}} }
 
 // offlineSP is an SP whose clock stands at now and that never reaches its
 // IdP: for tests that hand it metadata themselves. cfg's entity ID and
-// metadata URL default to the test ones.
+// metadata URL default to the test ones ("-" for none, with a federation).
 func offlineSP(t testing.TB, cfg Config, opts Options, now time.Time) *SP {
 	t.Helper()
 	if cfg.SPEntityID == "" {
 		cfg.SPEntityID = testEntityID
 	}
-	if cfg.IdPMetadataURL == "" {
+	switch cfg.IdPMetadataURL {
+	case "":
 		cfg.IdPMetadataURL = "https://idp.example.test/metadata"
+	case "-":
+		cfg.IdPMetadataURL = ""
 	}
 	if opts.MetadataRetry == 0 {
 		opts.MetadataRetry = time.Hour

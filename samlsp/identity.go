@@ -84,6 +84,8 @@ func (sp *SP) identity(a *Assertion) *providers.Identity {
 		// SAML has no standard claim that the IdP verified the address.
 		EmailVerified: false,
 		SessionID:     a.SessionIndex,
+		ACR:           a.AuthnContext,
+		AuthTime:      a.AuthnInstant,
 		SAML: &providers.SAMLInfo{
 			NameID:          a.NameID,
 			NameIDFormat:    a.NameIDFormat,
@@ -93,6 +95,7 @@ func (sp *SP) identity(a *Assertion) *providers.Identity {
 			NameIDEncrypted: a.NameIDEncrypted,
 			SessionIndex:    a.SessionIndex,
 			Attributes:      a.Attributes,
+			IdP:             a.Issuer,
 		},
 	}
 	if id.Email == "" && a.NameIDFormat == NameIDEmail {

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 		for {
 			buf := make([]byte, 1<<20)
 			stacks := string(buf[:runtime.Stack(buf, true)])
-			if !strings.Contains(stacks, "(*metadataCache).run") {
+			if !strings.Contains(stacks, "(*refresher).loop") {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -49,26 +49,14 @@ type idpMetadata struct {
 // metadataCache holds the last good copy and refreshes it in the
 // background. Readers never block: they see the last copy or nil.
 type metadataCache struct {
-	sp      *SP
-	cur     atomic.Pointer[idpMetadata]
-	lastErr atomic.Pointer[error]
-	kicks   chan struct{}
-	// attempt is closed when the fetch under way (or the next one) ends,
-	// then replaced: how a sign-in waits for the metadata.
-	attempt atomic.Pointer[chan struct{}]
-	// fetches counts attempts, for tests and logs.
-	fetches atomic.Int64
-	// failedAt and nextAt are when an attempt last failed and when the
-	// next is due, in Unix nanoseconds by the SP's clock (MetadataStatus).
-	failedAt, nextAt atomic.Int64
-	// wait is metadataWait; a test on a loaded machine waits longer.
-	wait time.Duration
+	refresher
+	sp  *SP
+	cur atomic.Pointer[idpMetadata]
 }
 
 func newMetadataCache(sp *SP) *metadataCache {
-	c := &metadataCache{sp: sp, kicks: make(chan struct{}, 1), wait: metadataWait}
-	ch := make(chan struct{})
-	c.attempt.Store(&ch)
+	c := &metadataCache{sp: sp}
+	c.init()
 	return c
 }
 
@@ -84,48 +72,10 @@ const metadataWait = 2 * time.Second
 // metadataWait, so that the first sign-in after the IdP comes back
 // succeeds instead of getting 503 while the refetch runs.
 func (sp *SP) metadata(ctx context.Context) (*idpMetadata, *providers.Error) {
-	c := sp.md
-	// Take the attempt before looking: a fetch that stores a copy after
-	// the look closes this channel.
-	attempt := *c.attempt.Load()
-	if md := c.current(); md != nil {
+	if md := waitFor(ctx, &sp.md.refresher, sp.md.current); md != nil {
 		return md, nil
 	}
-	c.kick()
-	t := time.NewTimer(c.wait)
-	defer t.Stop()
-	select {
-	case <-attempt:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	if md := c.current(); md != nil {
-		return md, nil
-	}
-	return nil, unavailable(c.err())
-}
-
-// attemptDone wakes whoever waits for the fetch that just ended.
-func (c *metadataCache) attemptDone() {
-	ch := make(chan struct{})
-	close(*c.attempt.Swap(&ch))
-}
-
-// kick asks the refresh loop for an early attempt; it is how a sign-in that
-// found no metadata makes the next one succeed as soon as the IdP is back.
-func (c *metadataCache) kick() {
-	select {
-	case c.kicks <- struct{}{}:
-	default:
-	}
-}
-
-// err returns the last fetch error, nil after a success.
-func (c *metadataCache) err() error {
-	if p := c.lastErr.Load(); p != nil {
-		return *p
-	}
-	return nil
+	return nil, unavailable(sp.md.err())
 }
 
 // minKickSpacing stops a burst of sign-ins against a dead IdP from turning
@@ -133,64 +83,36 @@ func (c *metadataCache) err() error {
 const minKickSpacing = time.Second
 
 func (c *metadataCache) run(ctx context.Context) {
-	opts := c.sp.opts
-	retry := opts.MetadataRetry
-	for {
-		started := time.Now()
-		md, err := c.fetch(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		var wait time.Duration
-		if err != nil {
-			c.lastErr.Store(&err)
-			c.failedAt.Store(c.sp.env.Now().UnixNano())
-			c.sp.log.Warn("saml: IdP metadata fetch failed; keeping the last good copy",
-				"url", outbound.Redact(c.sp.idpMeta), "have_copy", c.current() != nil, "err", err)
-			wait = retry
-			retry = min(retry*2, opts.MetadataRefresh)
-		} else {
+	sp := c.sp
+	c.loop(ctx, refreshLoop{
+		now: sp.env.Now, retry: sp.opts.MetadataRetry, maxRetry: sp.opts.MetadataRefresh,
+		have: func() bool { return c.current() != nil },
+		fetch: func(ctx context.Context) (time.Duration, error) {
+			md, err := c.fetch(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					sp.log.Warn("saml: IdP metadata fetch failed; keeping the last good copy",
+						"url", outbound.Redact(sp.idpMeta), "have_copy", c.current() != nil, "err", err)
+				}
+				return 0, err
+			}
 			c.cur.Store(md)
-			c.lastErr.Store(nil)
-			retry = opts.MetadataRetry
-			wait = max(md.refreshAt.Sub(c.sp.env.Now()), opts.MetadataRetry)
-			c.sp.log.Info("saml: IdP metadata loaded", "entity_id", md.entity.EntityID,
+			wait := max(md.refreshAt.Sub(sp.env.Now()), sp.opts.MetadataRetry)
+			sp.log.Info("saml: IdP metadata loaded", "entity_id", md.entity.EntityID,
 				"signing_certs", len(md.certs), "signed", md.signed, "next_refresh", wait.Round(time.Second).String())
 			for _, f := range md.sha1 {
-				c.sp.log.Warn("saml: the IdP uses SHA-1", "finding", f, "accepted", c.sp.policy.allowSHA1)
+				sp.log.Warn("saml: the IdP uses SHA-1", "finding", f, "accepted", sp.policy.allowSHA1)
 			}
-		}
-		c.nextAt.Store(c.sp.env.Now().Add(wait).UnixNano())
-		c.attemptDone()
+			return wait, nil
+		},
 		// At start-up and after every refresh, failed or not: the IdP's
 		// certificates are those of the copy we hold.
-		c.sp.checkExpiry()
-		timer := time.NewTimer(wait)
-	waiting:
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-				break waiting
-			case <-c.kicks:
-				// A kick only matters while there is no copy at all; a
-				// working copy is refreshed on its own schedule. Too soon
-				// after the last attempt, it brings the next one forward
-				// to the earliest allowed.
-				if c.current() == nil {
-					timer.Stop()
-					timer = time.NewTimer(max(minKickSpacing-time.Since(started), 0))
-				}
-			}
-		}
-	}
+		after: sp.checkExpiry,
+	})
 }
 
 // fetch downloads, bounds and parses the metadata.
 func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
-	c.fetches.Add(1)
 	// The metadata may have moved (http to https, a CDN): its fetch follows
 	// up to three safe redirects.
 	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(outbound.Document(ctx), telemetry.EndpointMetadata), http.MethodGet, c.sp.idpMeta.String(), nil)
@@ -229,7 +151,13 @@ func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saml metadata: %w", err)
 	}
-	defaultRefresh := sp.opts.MetadataRefresh
+	md := sp.newIdPMetadata(pm, now)
+	return md, sp.prepare(md)
+}
+
+// newIdPMetadata reduces pm to what the SP uses, and schedules its next
+// refresh.
+func (sp *SP) newIdPMetadata(pm *IdPMetadata, now time.Time) *idpMetadata {
 	md := &idpMetadata{entity: pm.Entity, certs: pm.SigningCerts, fetched: now, signed: pm.Signed, sha1: pm.SHA1Use()}
 	for _, d := range pm.Entity.IDPSSODescriptors {
 		for _, s := range d.SingleSignOnServices {
@@ -247,7 +175,7 @@ func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 		}
 	}
 
-	refresh := defaultRefresh
+	refresh := sp.opts.MetadataRefresh
 	if pm.CacheDuration > 0 && pm.CacheDuration < refresh {
 		refresh = pm.CacheDuration
 	}
@@ -259,7 +187,7 @@ func (sp *SP) parseMetadata(body []byte) (*idpMetadata, error) {
 			md.refreshAt = early
 		}
 	}
-	return md, sp.prepare(md)
+	return md
 }
 
 // prepare builds md's AuthnRequest templates, once per copy of the

@@ -284,7 +284,8 @@ func TestIdPLogoutRequestQualifiers(t *testing.T) {
 	if rec := serve(f.sp, http.MethodGet, m, nil); rec.Code != http.StatusSeeOther {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-	want := LogoutSession{NameID: "a3f1c9", NameIDFormat: NameIDPersistent, NameQualifier: f.idp.EntityID(), SPNameQualifier: testEntityID, SPProvidedID: "ada"}
+	want := LogoutSession{NameID: "a3f1c9", NameIDFormat: NameIDPersistent, NameQualifier: f.idp.EntityID(), SPNameQualifier: testEntityID, SPProvidedID: "ada",
+		IdP: f.idp.EntityID()}
 	if len(ended) != 1 || ended[0] != want {
 		t.Fatalf("OnIdPLogout saw %+v, want %+v", ended, want)
 	}

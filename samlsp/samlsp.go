@@ -27,8 +27,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crewjam/saml"
@@ -41,6 +43,10 @@ import (
 
 // Name is the provider slug.
 const Name = "saml"
+
+// settingsKey is the secrets file's mapping of the SAML settings beyond the
+// three URLs.
+const settingsKey = "saml_additional_settings"
 
 // Defaults of Options.
 const (
@@ -86,7 +92,9 @@ type Config struct {
 	IdPSSOServiceURL string
 	// RelayState is the page to go to after sign-in, relative or same-origin.
 	RelayState string
-	// AuthnContext is a requested authentication context class reference.
+	// AuthnContext is the requested authentication context class
+	// reference, or several, space-separated: the assertion's
+	// AuthnContextClassRef must be one of them.
 	AuthnContext string
 	// CertificatePEM and PrivateKeyPEM are the optional SP key pair.
 	CertificatePEM string
@@ -94,13 +102,26 @@ type Config struct {
 	// CertificateNewPEM and PrivateKeyNewPEM are the next SP key pair
 	// during a rotation (saml_additional_settings.certificate_new and
 	// private_key_new, as ruby-saml names them). While they are set, the SP
-	// metadata publishes both certificates, for signing and for
-	// encryption, and an assertion encrypted to either key is decrypted;
-	// requests are still signed with the current key. Promoting the new
-	// pair is a configuration change: it becomes CertificatePEM and
-	// PrivateKeyPEM, and these are emptied.
+	// metadata publishes the next certificate for signing only, so that
+	// the IdP learns it before any request is signed with it but encrypts
+	// to the current one still, which every instance of a rolling
+	// deployment can decrypt; an assertion encrypted to either key is
+	// decrypted all the same, and requests are signed with the current
+	// key. Promoting the pair is a configuration change: it becomes
+	// CertificatePEM and PrivateKeyPEM, and the pair it replaces becomes
+	// CertificateOldPEM and PrivateKeyOldPEM.
 	CertificateNewPEM string
 	PrivateKeyNewPEM  string
+	// CertificateOldPEM and PrivateKeyOldPEM are the retiring SP key pair
+	// after a promotion (saml_additional_settings.certificate_old and
+	// private_key_old). It signs nothing, ever; it decrypts what an IdP
+	// that has not re-read the SP metadata since the promotion still
+	// encrypts to it, and the metadata publishes it for signing only
+	// (requests signed with it before the promotion still verify), never
+	// for encryption, so that an IdP that reads the metadata moves to the
+	// current certificate. The operator removes it once the IdP has.
+	CertificateOldPEM string
+	PrivateKeyOldPEM  string
 	// MetadataValidFor, when positive, puts a validUntil of the time the
 	// SP metadata is built plus MetadataValidFor on it
 	// (saml_additional_settings.metadata_valid_for). By default the
@@ -137,6 +158,14 @@ type Config struct {
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
+	// Federation, when enabled, signs users in through the IdPs of a
+	// federation's signed aggregate (saml_additional_settings.federation)
+	// instead of IdPMetadataURL's one IdP; IdPMetadataURL,
+	// IdPSSOServiceURL and IdPMetadataCertificatePEM are then empty.
+	Federation FederationConfig
+	// Info is what the SP metadata says of the application besides its
+	// endpoints and keys (saml_additional_settings.sp_metadata).
+	Info SPInfo
 }
 
 // Param is one custom name/value entry of saml_additional_settings.
@@ -202,11 +231,31 @@ type Options struct {
 	// practical, so a signature over SHA-1 no longer binds the IdP to what
 	// it signed.
 	AllowSHA1 bool
+	// Federations shares federation aggregates between SPs (extauth.New
+	// sets one per Auth, for its tenants); nil gives the SP its own.
+	Federations *Federations
+	// MaxAggregateBytes bounds a federation's aggregate (default
+	// DefaultMaxAggregateBytes).
+	MaxAggregateBytes int64
+	// IdPCacheSize bounds how many of a federation's IdPs the SP keeps
+	// parsed (default DefaultIdPCacheSize); others are parsed again from
+	// the aggregate when a sign-in needs them.
+	IdPCacheSize int
+
 	// AllowRSA15KeyTransport accepts encrypted assertions whose key is
 	// wrapped with RSAES-PKCS1-v1_5 (xmlenc#rsa-1_5) instead of RSA-OAEP.
 	// Off by default, and New logs a warning when it is on: that padding is
 	// open to Bleichenbacher's attack, which can recover the content key.
 	AllowRSA15KeyTransport bool
+
+	// RequestOptions are the per-request sign-in options the start route
+	// takes for SAML, of providers.SAMLRequestOptions(); none when empty.
+	// saml_additional_settings.request_options sets it.
+	RequestOptions []string
+	// AssuranceLevels maps each of the host's assurance levels to the
+	// authentication context classes that meet it
+	// (saml_additional_settings.assurance_levels).
+	AssuranceLevels map[string][]string
 }
 
 // SP is the SAML service provider. It is safe for concurrent use. Close stops
@@ -227,12 +276,19 @@ type SP struct {
 	key  *rsa.PrivateKey
 	cert *x509.Certificate
 	// keyNew and certNew are the next key pair during a rotation: published
-	// and decrypted with, never signed with.
+	// for signing and decrypted with, never signed with.
 	keyNew  *rsa.PrivateKey
 	certNew *x509.Certificate
-	// decKeys are the keys an encrypted assertion may be for, the
-	// current one first.
+	// keyOld and certOld are the retiring key pair after a promotion:
+	// decrypted with, published for signing only, never signed with.
+	keyOld  *rsa.PrivateKey
+	certOld *x509.Certificate
+	// decKeys are the keys an encrypted assertion may be for: the
+	// current one, the next, the retiring one.
 	decKeys []*rsa.PrivateKey
+	// retiringUsed rate-limits the log line that says the IdP still
+	// encrypts to the retiring key: the Unix nanoseconds of the last one.
+	retiringUsed atomic.Int64
 	// mdCert must have signed the IdP metadata, when set.
 	mdCert *x509.Certificate
 
@@ -242,7 +298,11 @@ type SP struct {
 	// customQuery is Config.Custom, encoded once.
 	customQuery string
 
-	md *metadataCache
+	// md is the one IdP's metadata; fed, instead, a federation's IdPs.
+	md  *metadataCache
+	fed *federation
+	// fedCert is the federation's signing certificate.
+	fedCert *x509.Certificate
 	// expiry rate-limits the log lines about certificates that expire.
 	expiry   expiryWatch
 	stop     context.CancelFunc
@@ -275,9 +335,15 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	if env.Store == nil {
 		problems = append(problems, errors.New("a replay store is required"))
 	}
-	idpMeta, err := checkMetadataURL(cfg.IdPMetadataURL)
-	if err != nil {
-		problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+	var idpMeta, fedURL, mdqURL *url.URL
+	var fedCert *x509.Certificate
+	if cfg.Federation.Enabled() {
+		fedURL, mdqURL, fedCert, problems = checkFederation(cfg, problems)
+	} else {
+		var err error
+		if idpMeta, err = checkMetadataURL(cfg.IdPMetadataURL); err != nil {
+			problems = append(problems, fmt.Errorf("saml_idp_metadata_url: %w", err))
+		}
 	}
 	if cfg.IdPSSOServiceURL != "" {
 		if u, err := url.Parse(cfg.IdPSSOServiceURL); err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") {
@@ -306,7 +372,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		opts.MetadataRetry = 5 * time.Second
 	}
 
-	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
+	sp := &SP{cfg: cfg, opts: opts, env: env, log: env.Logger, idpMeta: idpMeta, fedCert: fedCert, policy: algPolicy{allowSHA1: opts.AllowSHA1 || cfg.AllowSHA1}}
 	if sp.log == nil {
 		sp.log = slog.New(slog.DiscardHandler)
 	}
@@ -353,6 +419,19 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			sp.keyNew, sp.certNew = key, cert
 		}
 	}
+	if cfg.CertificateOldPEM != "" || cfg.PrivateKeyOldPEM != "" {
+		key, cert, err := parseKeyPair(cfg.CertificateOldPEM, cfg.PrivateKeyOldPEM, "certificate_old", "private_key_old")
+		switch {
+		case err != nil:
+			problems = append(problems, err)
+		case cfg.CertificatePEM == "" || cfg.PrivateKeyPEM == "":
+			problems = append(problems, errors.New("saml_additional_settings.certificate_old: the retiring key pair needs a current one (certificate and private_key) that replaced it"))
+		case sp.keyNew != nil && sp.keyNew.PublicKey.Equal(&key.PublicKey):
+			problems = append(problems, errors.New("saml_additional_settings.certificate_old: holds the key pair of certificate_new: a pair cannot be retiring and next at once"))
+		default:
+			sp.keyOld, sp.certOld = key, cert
+		}
+	}
 	if v := cfg.MetadataValidFor; v != 0 && (v < MinMetadataValidFor || v > MaxMetadataValidFor) {
 		problems = append(problems, errors.New("saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days"))
 	}
@@ -377,6 +456,10 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		}
 	}
 	sp.customQuery = encodeCustom(cfg.Custom)
+	for _, p := range providers.CheckRequestOptionConfig(settingsKey, opts.RequestOptions, providers.SAMLRequestOptions(),
+		opts.AssuranceLevels, providers.OptionAuthnContext, strings.Fields(cfg.AuthnContext)) {
+		problems = append(problems, p)
+	}
 	switch opts.AuthnRequestBinding {
 	case "", BindingRedirect, BindingPOST:
 	default:
@@ -393,7 +476,14 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 			"remove certificate_new and private_key_new, there is nothing to rotate")
 		sp.keyNew, sp.certNew = nil, nil
 	}
-	for _, k := range []*rsa.PrivateKey{sp.key, sp.keyNew} {
+	if sp.keyOld != nil && sp.key.PublicKey.Equal(&sp.keyOld.PublicKey) {
+		// What a promotion that copied certificate to certificate_old but
+		// not certificate_new to certificate leaves behind.
+		sp.log.Warn("saml: saml_additional_settings.certificate_old holds the current key pair; nothing retires. " +
+			"To promote the next pair, it becomes certificate and private_key; otherwise remove certificate_old and private_key_old")
+		sp.keyOld, sp.certOld = nil, nil
+	}
+	for _, k := range []*rsa.PrivateKey{sp.key, sp.keyNew, sp.keyOld} {
 		if k != nil {
 			sp.decKeys = append(sp.decKeys, k)
 		}
@@ -413,6 +503,21 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
+	switch {
+	case mdqURL != nil:
+		sp.fed = newFederation(sp, nil)
+		sp.fed.mdq = newMDQClient(sp, mdqURL)
+		sp.checkExpiry()
+		return sp, nil
+	case fedURL != nil:
+		fs := opts.Federations
+		if fs == nil {
+			fs = &Federations{}
+		}
+		sp.fed = newFederation(sp, fs.acquire(sp, fedCert, fedURL))
+		sp.checkExpiry()
+		return sp, nil
+	}
 	sp.md = newMetadataCache(sp)
 	sp.checkExpiry()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -425,9 +530,66 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	return sp, nil
 }
 
+// checkFederation checks the federation settings of cfg.
+func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cert *x509.Certificate, _ []error) {
+	const pre = "saml_additional_settings.federation."
+	f := cfg.Federation
+	if cfg.IdPMetadataURL != "" {
+		problems = append(problems, errors.New("saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other"))
+	}
+	if cfg.IdPSSOServiceURL != "" {
+		problems = append(problems, errors.New("saml_idp_sso_service_url: the IdPs of a federation each have their own; leave it empty"))
+	}
+	if cfg.IdPMetadataCertificatePEM != "" {
+		problems = append(problems, errors.New("saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty"))
+	}
+	var err error
+	switch {
+	case f.MetadataURL != "" && f.MDQURL != "":
+		problems = append(problems, errors.New(pre+"mdq_url: the aggregate (metadata_url) or an MDQ server: set one"))
+	case f.MDQURL != "":
+		if mdq, err = checkMetadataURL(f.MDQURL); err != nil {
+			problems = append(problems, fmt.Errorf("%smdq_url: %w", pre, err))
+		}
+		if len(f.EntityIDs) == 0 && f.DiscoveryURL == "" {
+			problems = append(problems, errors.New(pre+"entity_ids: with an MDQ server, list the IdPs users may choose, or set discovery_url"))
+		}
+		if f.BackingFile != "" {
+			problems = append(problems, errors.New(pre+"backing_file: applies to an aggregate (metadata_url), not to an MDQ server"))
+		}
+	default:
+		if aggregate, err = checkMetadataURL(f.MetadataURL); err != nil {
+			problems = append(problems, fmt.Errorf("%smetadata_url: %w", pre, err))
+		}
+	}
+	if f.SigningCertificatePEM == "" {
+		problems = append(problems, errors.New(pre+"signing_certificate is required: nothing of the aggregate is used unless its signature verifies with it"))
+	} else if cert, err = ParseCertificatePEM(f.SigningCertificatePEM); err != nil {
+		problems = append(problems, fmt.Errorf("%ssigning_certificate: %w", pre, err))
+	}
+	if f.DiscoveryURL != "" {
+		if u, err := url.Parse(f.DiscoveryURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "" {
+			problems = append(problems, errors.New(pre+"discovery_url: must be an absolute https URL"))
+		}
+	}
+	if f.MaxValidity < 0 {
+		problems = append(problems, errors.New(pre+"max_validity: must be positive"))
+	}
+	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
+		problems = append(problems, errors.New(pre+"backing_file: must be an absolute path"))
+	}
+	return aggregate, mdq, cert, problems
+}
+
 // Close stops the background metadata refresh and waits for it to end.
 func (sp *SP) Close() error {
 	sp.closeOne.Do(func() {
+		if sp.fed != nil {
+			if sp.fed.src != nil {
+				sp.fed.src.release()
+			}
+			return
+		}
 		sp.stop()
 		<-sp.done
 	})
@@ -637,6 +799,9 @@ func (c Config) redacted() redactedConfig {
 	}
 	if r.PrivateKeyNewPEM != "" {
 		r.PrivateKeyNewPEM = "[REDACTED]"
+	}
+	if r.PrivateKeyOldPEM != "" {
+		r.PrivateKeyOldPEM = "[REDACTED]"
 	}
 	return r
 }

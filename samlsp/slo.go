@@ -38,6 +38,9 @@ type LogoutSession struct {
 	// Config.NameIDEncrypted).
 	NameIDEncrypted bool
 	SessionIndex    string
+	// IdP is the entity ID of the IdP the session is at (Identity.SAML's
+	// IdP): in a federation, the logout goes to that IdP.
+	IdP string
 }
 
 // LogoutHooks connect single logout to the host's sessions.
@@ -75,7 +78,7 @@ const (
 // when security.logout_requests_signed is set). The request ID is recorded
 // in the store so that only the IdP's answer to it is accepted.
 func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
-	md, perr := sp.metadata(ctx)
+	md, perr := sp.idpFor(ctx, s.IdP)
 	if perr != nil {
 		return "", perr
 	}
@@ -100,7 +103,7 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	exp := sp.env.Now().Add(logoutLifetime)
 	na := exp.UTC()
 	req.NotOnOrAfter = &na
-	if _, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(req.ID), exp); err != nil {
+	if _, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", req.ID), exp); err != nil {
 		return "", &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	el := req.Element()
@@ -354,10 +357,6 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 	if param == "" {
 		return nil, nil
 	}
-	md, perr := sp.metadata(r.Context())
-	if perr != nil {
-		return nil, perr
-	}
 	if len(value) > maxRedirectParam {
 		return nil, invalid("the logout message is too large", nil)
 	}
@@ -383,6 +382,16 @@ func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Err
 	}
 	if err := checkLogoutShape(root); err != nil {
 		return nil, invalid("the logout message has an unexpected structure", err)
+	}
+	// In a federation, the message is checked against the IdP it names,
+	// with that IdP's keys alone.
+	var issuer string
+	if iss, _ := onlyChild(root, nsAssertion, "Issuer"); iss != nil {
+		issuer = text(iss)
+	}
+	md, perr := sp.idpFor(r.Context(), issuer)
+	if perr != nil {
+		return nil, perr
 	}
 	ver := sp.verifier(md)
 	if redirect {
@@ -483,14 +492,14 @@ func (sp *SP) checkLogoutResponse(ctx context.Context, msg *logoutMessage) *prov
 	// means we never sent that request. The answered marker makes the
 	// response single-use.
 	exp := sp.env.Now().Add(logoutLifetime)
-	issued, err := sp.env.Store.Consume(ctx, "saml:slo:issued:"+digest(irt), exp)
+	issued, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", irt), exp)
 	if err != nil {
 		return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	if issued {
 		return invalid("the logout response answers a request we did not send", nil)
 	}
-	fresh, err := sp.env.Store.Consume(ctx, "saml:slo:answered:"+digest(irt), exp)
+	fresh, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:answered:", irt), exp)
 	if err != nil {
 		return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
@@ -524,7 +533,8 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 			return invalid("the logout request names no subject", err)
 		}
 		sess = LogoutSession{NameID: text(nameID), NameIDFormat: attr(nameID, "Format"), NameQualifier: attr(nameID, "NameQualifier"),
-			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID"), NameIDEncrypted: encrypted}
+			SPNameQualifier: attr(nameID, "SPNameQualifier"), SPProvidedID: attr(nameID, "SPProvidedID"), NameIDEncrypted: encrypted,
+			IdP: md.entity.EntityID}
 		// Several SessionIndex elements name several sessions of one
 		// subject; the hook ends the subject's sessions, so the first will do.
 		if si := children(msg.root, nsProtocol, "SessionIndex"); len(si) > 0 {
@@ -535,7 +545,7 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 		} else if ok && !sp.env.Now().Before(na.Add(sp.opts.ClockSkew)) {
 			return invalid("the logout request has expired", nil)
 		}
-		fresh, err := sp.env.Store.Consume(r.Context(), "saml:slo:request:"+digest(md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
+		fresh, err := sp.env.Store.Consume(r.Context(), storeKey("saml:slo:request:", md.entity.EntityID, id), sp.env.Now().Add(logoutLifetime))
 		if err != nil {
 			return &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 		}
@@ -599,9 +609,9 @@ func (sp *SP) MetadataHandler() http.Handler {
 
 // Metadata returns our SP metadata document. It carries no validUntil
 // unless Config.MetadataValidFor asks for one, and no cacheDuration unless
-// Config.MetadataCacheDuration does. During a key rotation it publishes the
-// current certificate and the next one, each for signing and for
-// encryption, the current one first.
+// Config.MetadataCacheDuration does. It publishes the current certificate
+// for encryption and for signing, and during a key rotation the next one
+// and the retiring one for signing only (see keyDescriptors).
 func (sp *SP) Metadata() ([]byte, error) {
 	ed := sp.crewjamSP(nil).Metadata()
 	for i := range ed.SPSSODescriptors {
@@ -636,6 +646,11 @@ func (sp *SP) Metadata() ([]byte, error) {
 		return nil, err
 	}
 	root := doc.Root()
+	var discoveryResponse string
+	if sp.cfg.Federation.DiscoveryURL != "" {
+		discoveryResponse = strings.TrimSuffix(sp.acs.String(), "/callback")
+	}
+	addSPInfo(root, &sp.cfg.Info, discoveryResponse)
 	root.RemoveAttr("validUntil")
 	root.RemoveAttr("cacheDuration")
 	if v := sp.cfg.MetadataValidFor; v > 0 {
@@ -654,20 +669,42 @@ func (sp *SP) Metadata() ([]byte, error) {
 	return append([]byte(xml.Header), out...), nil
 }
 
-// keyDescriptors publishes each SP certificate, the current one first, for
-// encryption (with the algorithms we decrypt) and for signing.
+// keyDescriptors publishes the current SP certificate for encryption (with
+// the algorithms we decrypt) and for signing, then the next and the
+// retiring ones of a key rotation for signing only.
+//
+// One encryption certificate, the current one, whatever the rotation's
+// step: an IdP that reads this metadata encrypts to a key that every
+// instance of a rolling deployment holds. Were the next certificate
+// published for encryption before its promotion, an IdP that reads the
+// metadata from an instance already given it could encrypt to it while
+// others still run without it; were the retiring one still published for
+// encryption after the promotion, an IdP that re-reads the metadata could
+// go on encrypting to it, and it could never be removed. The IdP moves
+// from the old certificate to the new one on its first read after the
+// promotion, whenever that is: until then the retiring key decrypts.
+//
+// Signing is the other way round: an IdP that verifies our requests must
+// know a key before any instance signs with it (the next one, published
+// before its promotion) and while any may still have signed with it (the
+// retiring one, signed with before the promotion).
 func (sp *SP) keyDescriptors() []saml.KeyDescriptor {
-	var out []saml.KeyDescriptor
-	for _, c := range []*x509.Certificate{sp.cert, sp.certNew} {
-		if c == nil {
-			continue
-		}
-		ki := saml.KeyInfo{X509Data: saml.X509Data{X509Certificates: []saml.X509Certificate{
+	if sp.cert == nil {
+		return nil
+	}
+	ki := func(c *x509.Certificate) saml.KeyInfo {
+		return saml.KeyInfo{X509Data: saml.X509Data{X509Certificates: []saml.X509Certificate{
 			{Data: base64.StdEncoding.EncodeToString(c.Raw)},
 		}}}
-		out = append(out,
-			saml.KeyDescriptor{Use: "encryption", KeyInfo: ki, EncryptionMethods: sp.encryptionMethods()},
-			saml.KeyDescriptor{Use: "signing", KeyInfo: ki})
+	}
+	out := []saml.KeyDescriptor{
+		{Use: "encryption", KeyInfo: ki(sp.cert), EncryptionMethods: sp.encryptionMethods()},
+		{Use: "signing", KeyInfo: ki(sp.cert)},
+	}
+	for _, c := range []*x509.Certificate{sp.certNew, sp.certOld} {
+		if c != nil {
+			out = append(out, saml.KeyDescriptor{Use: "signing", KeyInfo: ki(c)})
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/providers"
+	"github.com/extauth/extauth/samlsp"
 )
 
 const (
@@ -65,6 +68,10 @@ the tenant's name as a subdomain of -base-url, as the application derives it
 by default, or -base-url with the name for {tenant}, as in
 https://app.example.org/{tenant}. Documents that tenants share are fetched
 once.
+
+It lists the sign-in options each provider's start route takes per request
+(request_options) and the host's assurance levels (assurance_levels), and
+warns when levels are set that no step-up can ask for (level not allowed).
 
 Exit status 1 means at least one error was found.
 `)
@@ -240,7 +247,12 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	}
 	if len(r.broken[extauth.SAML]) == 0 {
 		r.spCertificate(t.cfg.SAML)
+		r.metadataCertificate(t.cfg.SAML)
 	}
+	if len(r.broken[extauth.OIDC]) == 0 {
+		r.clientKeys(t.cfg.OIDC)
+	}
+	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
 	// application builds it, whatever the flags.
 	usable = slices.DeleteFunc(usable, func(p extauth.Provider) bool {
@@ -257,15 +269,25 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 		if slices.Contains(usable, extauth.SAML) {
 			s := t.cfg.SAML
 			key := fmt.Sprintf("saml %q %q %v", s.IdPMetadataURL, s.IdPSSOServiceURL, s.Additional.HasKeyPair())
-			ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
+			if f := s.Additional.Federation; f.MDQURL != "" {
+				key = fmt.Sprintf("saml mdq %q %q %v %q %q %q %v", f.MDQURL, f.SigningCertificate, f.MaxValidity,
+					f.EntityIDs, f.RegistrationAuthorities, f.EntityCategories, f.MDQSHA1)
+				ck.probe(r, key, func(pr *prober) { pr.mdq(ctx, s) })
+			} else if f.MetadataURL != "" {
+				key = fmt.Sprintf("saml federation %q %q %q %v %q %q %q", f.MetadataURL, f.SigningCertificate, f.BackingFile, f.MaxValidity,
+					f.EntityIDs, f.RegistrationAuthorities, f.EntityCategories)
+				ck.probe(r, key, func(pr *prober) { pr.federation(ctx, s) })
+			} else {
+				ck.probe(r, key, func(pr *prober) { pr.saml(ctx, s) })
+			}
 		}
 		if slices.Contains(usable, extauth.OIDC) {
 			c := t.cfg.OIDC
 			// Tenants that share an issuer and a registration share one
 			// probe; the key tells registrations apart by the key too.
 			a := c.Additional
-			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value()))
-			a.PrivateKey, a.PrivateKeyNew = extauth.Secret{}, extauth.Secret{}
+			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value() + "\x00" + a.PrivateKeyOld.Value()))
+			a.PrivateKey, a.PrivateKeyNew, a.PrivateKeyOld = extauth.Secret{}, extauth.Secret{}, extauth.Secret{}
 			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
 			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
 		}
@@ -446,15 +468,21 @@ func plural(n int, noun string) string {
 }
 
 // spCertificate reports the service provider's own key pairs. Problems
-// with them are already among the configuration's; this only adds what a
-// valid pair tells: whom it names, when it expires, and, during a key
-// rotation, which pair does what.
+// with them are already among the configuration's; this only adds what
+// valid pairs tell: whom each names, its fingerprint, when it expires,
+// what it does now (signs, decrypts, is published for what) and, during a
+// key rotation, what to do next.
 func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
-	cert, _, err := cfg.Additional.KeyPair()
+	a := cfg.Additional
+	cert, _, err := a.KeyPair()
 	if err != nil {
 		return
 	}
-	next, _, err := cfg.Additional.NextKeyPair()
+	next, _, err := a.NextKeyPair()
+	if err != nil {
+		return
+	}
+	old, _, err := a.OldKeyPair()
 	if err != nil {
 		return
 	}
@@ -466,25 +494,144 @@ func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 		s.add("SP key pair", "none: requests are not signed, encrypted assertions are refused")
 		return
 	}
-	if next == nil || next.Equal(cert) {
+	// What the application ignores, with a warning, the check shows as it
+	// does: one pair is not two.
+	if next != nil && samePublicKey(next, cert) {
+		r.warn("saml: saml_additional_settings.certificate_new holds the current key pair: there is nothing to rotate; remove certificate_new and private_key_new")
+		next = nil
+	}
+	if old != nil && samePublicKey(old, cert) {
+		r.warn("saml: saml_additional_settings.certificate_old holds the current key pair: nothing retires; to promote certificate_new, " +
+			"it becomes certificate and private_key, otherwise remove certificate_old and private_key_old")
+		old = nil
+	}
+	const procedure = `docs/saml.md, "Rotating the SP key pair"`
+	switch {
+	case next == nil && old == nil:
 		s.add("SP key pair", "requests are signed (RSA-SHA256), encrypted assertions are decrypted")
-		s.add("SP certificate", describeCert(cert, r.now))
-	} else {
-		s.add("SP key pair", "rotation under way: requests are signed with certificate (RSA-SHA256), "+
-			"assertions encrypted to either certificate are decrypted, the metadata publishes both")
-		s.add("SP certificate", describeCert(cert, r.now)+"; signs requests, decrypts assertions")
-		s.add("SP certificate_new", describeCert(next, r.now)+"; decrypts assertions, signs nothing until it becomes certificate")
+	case old == nil:
+		s.add("SP key pair", "rotation under way: certificate_new is added, to be promoted (step 1 of "+procedure+")")
+	case next == nil:
+		s.add("SP key pair", "rotation under way: certificate_new was promoted to certificate, certificate_old retires (step 3 of "+procedure+")")
+	default:
+		s.add("SP key pair", "rotations under way: certificate_old retires from the last, certificate_new is added for the next ("+procedure+")")
+	}
+	certRows(s, "SP certificate", cert, r.now, "signs requests, decrypts assertions; published for encryption and signing")
+	if next != nil {
+		certRows(s, "SP certificate_new", next, r.now, "decrypts assertions, signs nothing; published for signing only")
+	}
+	if old != nil {
+		certRows(s, "SP certificate_old", old, r.now, "decrypts assertions, never signs again; published for signing only")
+	}
+	if next != nil {
+		s.add("Next step", "give the IdP the SP metadata and wait until it has read it (an IdP that verifies our signatures must know certificate_new before it signs); "+
+			"then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key")
+	}
+	if old != nil {
+		s.add("Next step", "give the IdP the SP metadata (certificate_old is no longer published for encryption); once it encrypts to certificate "+
+			"(the application logs hourly while it still encrypts to certificate_old), remove certificate_old and private_key_old")
+	}
+	if next != nil {
 		if msg := expiryProblem(next, r.now); msg != "" {
 			r.warn("saml: the next SP certificate (saml_additional_settings.certificate_new) %s", msg)
 		}
 	}
+	// The retiring certificate's dates matter to no one: it only decrypts.
 	if msg := expiryProblem(cert, r.now); msg != "" {
-		advice := "make the next pair with extauth keygen -next and rotate to it (docs/saml.md, \"Rotating the SP key pair\")"
-		if next != nil && !next.Equal(cert) {
-			advice = "finish the rotation to certificate_new once the IdP uses it"
+		advice := "make the next pair with extauth keygen -next and rotate to it (" + procedure + ")"
+		if next != nil {
+			advice = "promote certificate_new once the IdP has read the metadata with it"
 		}
 		r.warn("saml: the SP certificate (saml_additional_settings.certificate) %s; %s", msg, advice)
 	}
+}
+
+// metadataCertificate reports idp_metadata_certificate, with its
+// fingerprint, to match against the federation's or the IdP's.
+func (r *checkReport) metadataCertificate(cfg extauth.SAMLConfig) {
+	c := cfg.Additional.IdPMetadataCertificate
+	if c == "" || !cfg.Configured() {
+		return
+	}
+	cert, err := samlsp.ParseCertificatePEM(c)
+	if err != nil {
+		return
+	}
+	certRows(r.section("SAML"), "IdP metadata certificate", cert, r.now, "verifies the signature of the IdP metadata")
+	if msg := expiryProblem(cert, r.now); msg != "" {
+		r.warn("saml: the IdP metadata certificate (saml_additional_settings.idp_metadata_certificate) %s", msg)
+	}
+}
+
+// clientKeys reports the OpenID Connect client's keys as the strategy
+// uses them: each with its key IDs, whether it signs, that it decrypts,
+// what the JWKS route publishes of it, and, during a key rotation, what to
+// do next. Problems with them are already among the configuration's.
+func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
+	if cfg.Additional.PrivateKey.IsZero() {
+		return
+	}
+	keys, warnings, err := cfg.ClientKeys()
+	if err != nil {
+		return
+	}
+	for _, w := range warnings {
+		r.warn("oidc: %s", w)
+	}
+	s := r.section("OIDC")
+	const procedure = `docs/oidc.md, "Keys, the JWKS route and rotation"`
+	var next, old bool
+	for _, k := range keys {
+		next = next || strings.HasSuffix(k.Setting, ".private_key_new")
+		old = old || strings.HasSuffix(k.Setting, ".private_key_old")
+	}
+	switch {
+	case !next && !old:
+		s.add("Client key", "signs client assertions and request objects, decrypts ID tokens and UserInfo")
+	case !old:
+		s.add("Client key", "rotation under way: private_key_new is added, to be promoted (step 1 of "+procedure+")")
+	case !next:
+		s.add("Client key", "rotation under way: private_key_new was promoted to private_key, private_key_old retires (step 3 of "+procedure+")")
+	default:
+		s.add("Client key", "rotations under way: private_key_old retires from the last, private_key_new is added for the next ("+procedure+")")
+	}
+	for _, k := range keys {
+		name := strings.TrimPrefix(k.Setting, providers.OIDCSettingsKey+".")
+		s.add(name, k.Type+", kid "+k.KID)
+		use := "decrypts, signs nothing; published for signing only"
+		switch {
+		case k.Signs:
+			use = "signs, decrypts; published for signing, and for encryption as kid " + k.EncKID
+		case name == "private_key_old":
+			use = "decrypts, never signs again; published for signing only"
+		}
+		s.add("", use)
+	}
+	if next {
+		s.add("Next step", "deploy, and wait until the provider has read the JWKS again (its cache, often an hour; one that "+
+			"verifies assertions or request objects must know private_key_new before it signs); then promote: private_key "+
+			"becomes private_key_old, private_key_new becomes private_key")
+	}
+	if old {
+		s.add("Next step", "once the provider has read the JWKS again (private_key_old is no longer published for encryption) "+
+			"and encrypts to private_key, remove private_key_old")
+	}
+}
+
+// certRows adds a certificate to s: its subject and validity, its
+// SHA-256 fingerprint, as IdP consoles show it, and what it is used for.
+func certRows(s *section, name string, cert *x509.Certificate, now time.Time, use string) {
+	s.add(name, describeCert(cert, now))
+	s.add("", "SHA-256 "+fingerprint(cert))
+	if use != "" {
+		s.add("", use)
+	}
+}
+
+// samePublicKey reports whether two certificates hold one key.
+func samePublicKey(a, b *x509.Certificate) bool {
+	k, ok := a.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && k.Equal(b.PublicKey)
 }
 
 // describeCert names a certificate by its subject and validity.

@@ -78,12 +78,26 @@ func refusals(t *testing.T) []refusal {
 	oidcWith := func(entries string) string {
 		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n" + entries
 	}
+	tlsWith := func(certPEM, keyPEM, entries string) string {
+		return oidcWith("  tls_client_certificate: |\n" + block(certPEM) + "  tls_client_key: |\n" + block(keyPEM) + entries)
+	}
 	keyed := func(pemKey, entries string) string {
 		return oidcWith("  client_auth_method: private_key_jwt\n  private_key: |\n" + block(pemKey) + entries)
 	}
 	junk := func(typ string) string {
 		return "-----BEGIN " + typ + "-----\nbm90IGEga2V5\n-----END " + typ + "-----\n"
 	}
+	// federation is saml_additional_settings with a federation at
+	// metadataURL signed with certPEM, and extra lines after it.
+	federation := func(metadataURL, certPEM, extra string) string {
+		return "saml_additional_settings:\n  federation:\n    metadata_url: " + metadataURL + "\n    signing_certificate: |\n" +
+			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
+	}
+	mdqFederation := func(mdqURL, certPEM, extra string) string {
+		return "saml_additional_settings:\n  federation:\n    mdq_url: " + mdqURL + "\n    signing_certificate: |\n" +
+			indent(strings.TrimSuffix(certPEM, "\n")+"\n", "      ") + extra
+	}
+	fedOnly := func(settings string) string { return "saml_sp_entity_id: https://app.example.org/saml\n" + settings }
 	p384, ed := otherKeys(t)
 	return []refusal{
 		// New itself, and the site and tenant builders.
@@ -196,6 +210,11 @@ func refusals(t *testing.T) []refusal {
 		{msg: "%s: RSA key must have at least 2048 bits", key: "private_key", file: pair(string(small.certPEM), string(small.keyPEM))},
 		{msg: "saml_additional_settings.certificate_new: the next key pair needs the current one (certificate and private_key): without a current pair, configure the new one as certificate and private_key",
 			key: "certificate_new", file: samlWith("saml_additional_settings:\n  certificate_new: |\n" + block(cert) + "  private_key_new: |\n" + block(key))},
+		{msg: "saml_additional_settings.certificate_old: the retiring key pair needs a current one (certificate and private_key) that replaced it",
+			key: "certificate_old", file: samlWith("saml_additional_settings:\n  certificate_old: |\n" + block(cert) + "  private_key_old: |\n" + block(key))},
+		{msg: "saml_additional_settings.certificate_old: holds the key pair of certificate_new: a pair cannot be retiring and next at once",
+			key: "certificate_old", file: pair(cert, key) + "  certificate_new: |\n" + block(string(spPairSoon().certPEM)) + "  private_key_new: |\n" + block(string(spPairSoon().keyPEM)) +
+				"  certificate_old: |\n" + block(string(spPairSoon().certPEM)) + "  private_key_old: |\n" + block(string(spPairSoon().keyPEM))},
 		{msg: "saml_additional_settings.metadata_valid_for: must be between 1 hour and 3650 days", key: "metadata_valid_for",
 			file: samlWith("saml_additional_settings:\n  metadata_valid_for: 30m\n")},
 		{msg: "saml_additional_settings.metadata_cache_duration: must be between 1 minute and 3650 days", key: "metadata_cache_duration",
@@ -205,7 +224,7 @@ func refusals(t *testing.T) []refusal {
 
 		// oidc_additional_settings (providers/oidc_settings.go and
 		// oidc_client.go), which Validate checks with the same code.
-		{msg: "%s: client assertions, private keys, pushed and signed requests and encryption are for the oidc provider only",
+		{msg: "%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only",
 			none: byOptions + " (Options.SearchOAuth2): oidc_additional_settings is the oidc provider's"},
 		{msg: "must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY", key: "private_key", file: keyed("not a key", "")},
 		{msg: "is encrypted; give the key unencrypted", key: "private_key", file: keyed(junk("ENCRYPTED PRIVATE KEY"), "")},
@@ -217,9 +236,11 @@ func refusals(t *testing.T) []refusal {
 		{msg: "is an EC key on %s; only P-256 is accepted", key: "private_key", file: keyed(p384, "")},
 		{msg: "must be an RSA or EC P-256 key", key: "private_key", file: keyed(ed, "")},
 		{msg: "has no JWK thumbprint", none: "every key that parses has one"},
-		{msg: "is missing (private_key_new is set: it is the key rotated in after private_key)", key: "private_key",
-			file: oidcWith("  private_key_new: |\n" + block(ecKey))},
-		{msg: "is missing (%s needs it)", key: "private_key", file: oidcWith("  client_auth_method: private_key_jwt\n")},
+		{msg: "must be a PEM block of type PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY%s", key: "private_key", file: keyed("not a key", "")},
+		{msg: "is missing (%s)", key: "private_key", file: oidcWith("  private_key_new: |\n" + block(ecKey))},
+		{msg: "holds the key of private_key_new: a key cannot be retiring and next at once", key: "private_key_old",
+			file: keyed(key, "  private_key_new: |\n"+block(ecKey)+"  private_key_old: |\n"+block(ecKey))},
+		{msg: "is not a method extauth knows (did you mean %s?)", key: "client_auth_method", file: oidcWith("  client_auth_method: private_key_jwk\n")},
 		{msg: "client_auth_method %s", key: "private_key", file: oidcWith("  client_auth_method: private_key_jwt\n")},
 		{msg: "applies only to %s and %s", key: "token_endpoint_auth_signing_alg", file: oidcWith("  token_endpoint_auth_signing_alg: RS256\n")},
 		{msg: "must be one of %s with %s", key: "token_endpoint_auth_signing_alg",
@@ -228,7 +249,7 @@ func refusals(t *testing.T) []refusal {
 			file: oidcWith("  client_auth_method: client_secret_jwt\n")},
 		{msg: "must be one of %s for the %s private_key", key: "token_endpoint_auth_signing_alg",
 			file: keyed(ecKey, "  token_endpoint_auth_signing_alg: RS256\n")},
-		{msg: "must be one of %s, %s, %s, %s", key: "client_auth_method", file: oidcWith("  client_auth_method: magic\n")},
+		{msg: "must be one of %s, %s, %s, %s, %s, %s", key: "client_auth_method", file: oidcWith("  client_auth_method: magic\n")},
 		{msg: "must be %s or %s", key: "client_assertion_audience",
 			file: keyed(ecKey, "  client_assertion_audience: everyone\n")},
 		{msg: "applies only with request_object: true", key: "request_object_signing_alg", file: oidcWith("  request_object_signing_alg: PS256\n")},
@@ -248,8 +269,71 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must be a whole number of seconds", key: "max_age", file: oidcWith("  max_age: soon\n")},
 		{msg: "must be none, login, consent or select_account, or several of the last three", key: "prompt", file: oidcWith("  prompt: sometimes\n")},
 		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
+		{msg: "applies only with dpop: true", key: "dpop_signing_alg", file: oidcWith("  dpop_signing_alg: ES256\n")},
+		{msg: "must be one of %s", key: "dpop_signing_alg", file: oidcWith("  dpop: true\n  dpop_signing_alg: RS256\n")},
+		{msg: "must be jwt or query.jwt (JARM); the other modes are chosen by extauth", key: "response_mode", file: oidcWith("  response_mode: form_post\n")},
+		{msg: "must be %s or %s", key: "profile", file: oidcWith("  profile: fapi1\n")},
+		{msg: "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret",
+			key: "client_auth_method", file: oidcWith("  profile: fapi2\n  dpop: true\n  client_auth_method: client_secret_basic\n")},
+		{msg: "must be issuer under profile %s: FAPI 2.0 requires the issuer as the client assertions' one audience",
+			key: "client_assertion_audience", file: keyed(key, "  profile: fapi2\n  dpop: true\n  client_assertion_audience: token_endpoint\n")},
+		{msg: "must be true under profile %s, or tls_client_certificate set: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)",
+			key: "dpop", file: keyed(key, "  profile: fapi2\n")},
+		{msg: "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm",
+			key: "token_endpoint_auth_signing_alg", file: keyed(key, "  profile: fapi2\n  dpop: true\n  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", none: byOptions + " (Options.OIDC.SigningAlgs)"},
+		{msg: "%s: %w", none: byOptions + " (HTTPClient, whose transport cannot present the TLS certificate tls_client_certificate names)"},
+		{msg: "must be a PEM block of type CERTIFICATE", key: "tls_client_certificate", file: tlsWith("not a certificate", key, "")},
+		{msg: "does not parse as an X.509 certificate", key: "tls_client_certificate", file: tlsWith(notACertificate, key, "")},
+		{msg: "does not match tls_client_certificate", key: "tls_client_key", file: tlsWith(cert, ecKey, "")},
+		{msg: "is missing (%s is set; the pair needs both)", key: "tls_client_key", file: oidcWith("  tls_client_certificate: |\n" + block(cert))},
+		{msg: "is missing (tls_client_certificate_new is set: it is the certificate rotated in after tls_client_certificate)", key: "tls_client_certificate",
+			file: oidcWith("  tls_client_certificate_new: |\n" + block(cert) + "  tls_client_key_new: |\n" + block(key))},
+		{msg: "is missing (client_auth_method %s needs it)", key: "tls_client_certificate", file: oidcWith("  client_auth_method: tls_client_auth\n")},
+
+		// providers/options.go: the per-request options and assurance
+		// levels of oidc_additional_settings and saml_additional_settings.
+		{msg: "names %q, which is not an option this provider takes (%s)", key: "oidc_additional_settings.request_options",
+			file: oidcWith("  request_options: [login_hint, ForceAuthn]\n")},
+		{msg: "has a level name that is not a token of visible ASCII characters", key: "oidc_additional_settings.assurance_levels",
+			file: oidcWith("  assurance_levels:\n    \"very high\": urn:loa:3\n")},
+		{msg: "holds no value, or one that is not valid as %s", key: "saml_additional_settings.assurance_levels.high",
+			file: samlWith("saml_additional_settings:\n  assurance_levels:\n    high: not-a-uri\n")},
+		{msg: "names a value that %s.%s does not list: a sign-in at this level could not be accepted", key: "oidc_additional_settings.assurance_levels.high",
+			file: oidcWith("  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n")},
+
+		// samlsp/samlsp.go: a federation instead of one IdP.
+		{msg: "saml_idp_metadata_url: a federation (saml_additional_settings.federation) lists the IdPs; set one or the other",
+			key: "saml_idp_metadata_url", file: samlWith(federation("https://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "saml_idp_sso_service_url: the IdPs of a federation each have their own; leave it empty", key: "saml_idp_sso_service_url",
+			file: "saml_idp_sso_service_url: https://idp.example.invalid/sso\n" + fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty",
+			key: "idp_metadata_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "  idp_metadata_certificate: |\n"+block(cert)))},
+		{msg: "%smetadata_url: %w", key: "metadata_url", file: fedOnly(federation("http://fed.example.invalid/aggregate.xml", cert, ""))},
+		{msg: "%ssigning_certificate is required: nothing of the aggregate is used unless its signature verifies with it", key: "signing_certificate",
+			file: fedOnly("saml_additional_settings:\n  federation:\n    metadata_url: https://fed.example.invalid/aggregate.xml\n")},
+		{msg: "%ssigning_certificate: %w", key: "signing_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", notACertificate, ""))},
+		{msg: "%smax_validity: must be positive", key: "max_validity",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    max_validity: -24h\n"))},
+		{msg: "%sbacking_file: must be an absolute path", key: "backing_file",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    backing_file: federation.xml\n"))},
+
+		{msg: "%smdq_url: the aggregate (metadata_url) or an MDQ server: set one", key: "mdq_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    mdq_url: https://mdq.example.invalid/\n    entity_ids: [https://idp.example.invalid/idp]\n"))},
+		{msg: "%smdq_url: %w", key: "mdq_url", file: fedOnly(mdqFederation("http://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n"))},
+		{msg: "%sentity_ids: with an MDQ server, list the IdPs users may choose, or set discovery_url", key: "entity_ids",
+			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, ""))},
+		{msg: "%sbacking_file: applies to an aggregate (metadata_url), not to an MDQ server", key: "backing_file",
+			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n    backing_file: /tmp/x.xml\n"))},
+
+		{msg: "%sdiscovery_url: must be an absolute https URL", key: "discovery_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    discovery_url: http://ds.example.invalid/ds\n"))},
 
 		// Config.Validate, which the tenant builder runs.
+		{msg: "must be an absolute https URL", none: byValidate},
+		{msg: "needs its width and height in pixels", none: byValidate},
+		{msg: "must be an e-mail address", none: byValidate},
+		{msg: "is missing", none: byValidate},
 		{msg: "must be a relative path (/...) or an absolute http or https URL", none: byValidate},
 		{msg: "must be a URN or an absolute URI", none: byValidate},
 		{msg: "is a parameter of the SAML binding and cannot be a custom entry", none: byValidate},

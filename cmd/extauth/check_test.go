@@ -547,7 +547,8 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 		}},
 		{"signed and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
 			return sign(t, valid(f).xml(t), samlidp.SignOptions{})
-		}, "enabled", []string{"metadata signature       rsa-sha256, verified with idp_metadata_certificate"}},
+		}, "enabled", []string{"metadata signature rsa-sha256, verified with idp_metadata_certificate",
+			"IdP metadata certificate CN=metadata signer, expires on 2040-06-01 (in 3653 days)\n SHA-256 " + fingerprint(mdCert) + "\n verifies the signature of the IdP metadata\n"}},
 		{"unsigned but pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte { return valid(f).xml(t) },
 			"broken: IdP metadata: the metadata is not signed, and idp_metadata_certificate requires a signature", nil},
 		{"signed with SHA-1 and pinned", "saml_pinned.yml", pinned, func(f *providersFixture) []byte {
@@ -564,7 +565,7 @@ func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
 				t.Fatalf("saml: %q, want %q\n%s", line, tc.line, r.stdout)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(r.stdout, w) {
+				if !strings.Contains(rows(r.stdout), rows(w)) {
 					t.Errorf("report lacks %q:\n%s", w, r.stdout)
 				}
 			}
@@ -679,6 +680,48 @@ func TestCheckProvidersSecretsYAML(t *testing.T) {
 			if o.OIDCHighAssurance && !strings.Contains(r.stdout, "private_key_jwt") {
 				t.Errorf("the report does not show the client authentication:\n%s", r.stdout)
 			}
+		})
+	}
+}
+
+// TestCheckOIDCFAPI2: extauth check holds a provider to what profile:
+// fapi2 and DPoP need of it, from its discovery document, as the first
+// sign-in would: pushed requests, an ID token algorithm FAPI 2.0 allows,
+// the DPoP algorithm.
+func TestCheckOIDCFAPI2(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(doc map[string]any)
+		want string
+	}{
+		{"valid", func(map[string]any) {}, "enabled"},
+		{"no pushed authorization requests", func(doc map[string]any) { delete(doc, "pushed_authorization_request_endpoint") },
+			"broken: discovery: oidc_additional_settings.pushed_authorization_requests: the provider has no pushed_authorization_request_endpoint"},
+		{"ID tokens signed with RS256 only", func(doc map[string]any) { doc["id_token_signing_alg_values_supported"] = []string{"RS256"} },
+			`broken: discovery: id_token_signing_alg_values_supported ["RS256"] has none of ["PS256" "ES256" "EdDSA"]`},
+		{"no ES256 proofs", func(doc map[string]any) { doc["dpop_signing_alg_values_supported"] = []string{"EdDSA"} },
+			`broken: discovery: oidc_additional_settings.dpop_signing_alg: ES256 is not in the provider's dpop_signing_alg_values_supported ["EdDSA"]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newProvidersFixture(t)
+			doc := discoveryDoc(f.op.URL)
+			doc["token_endpoint_auth_methods_supported"] = []string{"private_key_jwt"}
+			doc["token_endpoint_auth_signing_alg_values_supported"] = []string{"PS256", "ES256"}
+			doc["id_token_signing_alg_values_supported"] = []string{"PS256", "ES256"}
+			doc["pushed_authorization_request_endpoint"] = f.op.URL + "/par"
+			doc["dpop_signing_alg_values_supported"] = []string{"ES256", "EdDSA"}
+			c.edit(doc)
+			f.op.serveJSON(t, "/.well-known/openid-configuration", doc)
+			path, repl := f.config(t, "oidc_fapi2.yml", nil)
+			r := runAt(t, testNow, "check", "-config", path)
+			out := repl.apply(r.stdout)
+			if got := providerLine(out, "oidc"); !strings.HasPrefix(got, c.want) {
+				t.Errorf("oidc: %q\nwant  %q\n%s", got, c.want, out)
+			}
+			if (r.code == exitOK) != (c.want == "enabled") {
+				t.Errorf("exit %d", r.code)
+			}
+			assertNoSecret(t, "check", r.stdout+r.stderr)
 		})
 	}
 }

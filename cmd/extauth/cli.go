@@ -49,7 +49,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"keygen", "generate the SAML service-provider key pair", (*cli).keygen},
+		{"keygen", "generate the SAML service-provider key pair, or with -oidc an OpenID Connect client key", (*cli).keygen},
 		{"check", "validate a secrets file and probe SAML metadata and OIDC discovery", (*cli).check},
 		{"routes", "list the routes and the callback URL to register with each provider", (*cli).routes},
 		{"metadata", "print the SAML service-provider metadata XML", (*cli).metadata},
@@ -83,8 +83,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 func (c *cli) usage() string {
 	var b strings.Builder
 	b.WriteString(`extauth is the operator's tool for applications that sign users in with
-extauth: it generates the SAML key pair, checks a secrets file, and says
-what to register with each provider.
+extauth: it generates the SAML key pair and OpenID Connect client keys,
+checks a secrets file, and says what to register with each provider.
 
 Usage:
   extauth <command> [flags]

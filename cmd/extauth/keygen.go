@@ -51,31 +51,35 @@ existing files unless -force is given.
 
 With -next it makes the next pair of a key rotation: the YAML entries are
 certificate_new and private_key_new, and -out writes DIR/sp-new.key and
-DIR/sp-new.crt beside the current pair. While both pairs are configured the
-SP metadata publishes both certificates and assertions encrypted to either
-key are decrypted; once the IdP uses the new certificate, make it
-certificate and private_key and remove the _new entries (docs/saml.md,
-"Rotating the SP key pair").
+DIR/sp-new.crt beside the current pair. While it is configured the SP
+metadata publishes its certificate for signing and assertions encrypted to
+it are decrypted; once the IdP has read that metadata, promote it: the
+current pair becomes certificate_old and private_key_old, which go on
+decrypting until the IdP encrypts to the new certificate, and the new pair
+becomes certificate and private_key (docs/saml.md, "Rotating the SP key
+pair").
 
 -oidc generates an OpenID Connect client key instead, for
 oidc_additional_settings.private_key (private_key_jwt, request objects,
 encrypted ID tokens): RSA of -bits bits, or with -ec an EC P-256 key. No
 certificate: its public half is served at /users/auth/oidc/jwks. With -out
-it writes DIR/oidc.key (mode 0600).
+it writes DIR/oidc.key (mode 0600). With -next it is the next key of a
+rotation: the YAML entry is private_key_new, and -out writes
+DIR/oidc-new.key (docs/oidc.md, "Keys, the JWKS route and rotation").
 `)
 	name := f.String("name", "", "the application's name, the certificate's subject common name (required)")
 	bits := f.Int("bits", defaultBits, fmt.Sprintf("RSA key size in bits, %d to %d", minKeyBits, maxKeyBits))
 	days := f.Int("days", defaultDays, "days the certificate is valid")
 	out := f.String("out", "", "write sp.key and sp.crt into this directory instead of printing YAML")
 	force := f.Bool("force", false, "with -out, replace existing files")
-	next := f.Bool("next", false, "make the next pair of a key rotation: certificate_new and private_key_new, sp-new.key and sp-new.crt")
+	next := f.Bool("next", false, "make the next pair of a key rotation: certificate_new and private_key_new, sp-new.key and sp-new.crt; with -oidc, private_key_new, oidc-new.key")
 	oidcKey := f.Bool("oidc", false, "generate an OpenID Connect client key (oidc_additional_settings.private_key) instead")
 	ec := f.Bool("ec", false, "with -oidc, an EC P-256 key instead of RSA")
 	if done, code := f.parse(args); done {
 		return code
 	}
 	if *oidcKey || *ec {
-		return c.keygenOIDC(f, oidcKeyOptions{oidc: *oidcKey, ec: *ec, bits: *bits, out: *out, force: *force,
+		return c.keygenOIDC(f, oidcKeyOptions{oidc: *oidcKey, ec: *ec, next: *next, bits: *bits, out: *out, force: *force,
 			name: *name, given: given(f)})
 	}
 	switch {

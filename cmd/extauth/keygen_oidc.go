@@ -20,18 +20,24 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// oidcKeyFileName is what keygen -oidc -out writes.
-const oidcKeyFileName = "oidc.key"
+// oidcKeyFileName is what keygen -oidc -out writes, oidcNextKeyFileName
+// what keygen -oidc -next -out writes.
+const (
+	oidcKeyFileName     = "oidc.key"
+	oidcNextKeyFileName = "oidc-new.key"
+)
 
 // oidcKeyOptions are keygen's flags as -oidc reads them; given lists the
 // flags set on the command line.
 type oidcKeyOptions struct {
 	oidc, ec bool
-	bits     int
-	out      string
-	force    bool
-	name     string
-	given    map[string]bool
+	// next makes the key of a rotation: private_key_new, oidc-new.key.
+	next  bool
+	bits  int
+	out   string
+	force bool
+	name  string
+	given map[string]bool
 }
 
 // given returns the flags set on the command line.
@@ -43,15 +49,13 @@ func given(f *flags) map[string]bool {
 
 // keygenOIDC generates an OpenID Connect client key: RSA of o.bits bits or
 // EC P-256, PKCS #8, and prints it as oidc_additional_settings.private_key
-// or writes it to o.out.
+// (private_key_new with -next) or writes it to o.out.
 func (c *cli) keygenOIDC(f *flags, o oidcKeyOptions) int {
 	switch {
 	case !o.oidc:
 		return f.fail("-ec applies to -oidc")
 	case o.given["name"] || o.given["days"]:
 		return f.fail("-name and -days are for the SAML certificate; an OpenID Connect client key has none")
-	case o.given["next"]:
-		return f.fail("-next makes the next SAML pair; for an OpenID Connect key rotation, put a new -oidc key under private_key_new")
 	case o.ec && o.given["bits"]:
 		return f.fail("-bits is for RSA keys; -ec makes an EC P-256 key")
 	case o.bits < minKeyBits:
@@ -83,31 +87,45 @@ func (c *cli) keygenOIDC(f *flags, o oidcKeyOptions) int {
 		return c.errorf("keygen", "thumbprint: %v", err)
 	}
 	kid := base64.RawURLEncoding.EncodeToString(sum)
+	entry, file := "private_key", oidcKeyFileName
+	if o.next {
+		entry, file = "private_key_new", oidcNextKeyFileName
+	}
 	if o.out == "" {
 		var b strings.Builder
-		fmt.Fprintf(&b, "# OpenID Connect client key: %s. The JWKS route (/users/auth/oidc/jwks)\n", kind)
-		fmt.Fprintf(&b, "# publishes its public half under kid %s (signing)\n# and %s-enc (encryption).\n", kid, kid)
-		b.WriteString("# Paste this entry under oidc_additional_settings, indented to match; to\n")
-		b.WriteString("# rotate, paste it as private_key_new first. private_key is a secret: keep it\n# out of version control.\n")
-		b.WriteString("private_key: |\n")
+		if o.next {
+			fmt.Fprintf(&b, "# OpenID Connect client key: %s, the next key of a rotation. The JWKS\n", kind)
+			fmt.Fprintf(&b, "# route (/users/auth/oidc/jwks) publishes its public half under kid\n# %s (signing) now, and under\n", kid)
+			fmt.Fprintf(&b, "# %s-enc (encryption) once it is promoted to private_key.\n", kid)
+			b.WriteString("# Paste this entry under oidc_additional_settings beside private_key,\n")
+			b.WriteString("# indented to match, and deploy; once the provider has read the JWKS again,\n")
+			b.WriteString("# promote it (docs/oidc.md, \"Keys, the JWKS route and rotation\").\n")
+		} else {
+			fmt.Fprintf(&b, "# OpenID Connect client key: %s. The JWKS route (/users/auth/oidc/jwks)\n", kind)
+			fmt.Fprintf(&b, "# publishes its public half under kid %s (signing)\n# and %s-enc (encryption).\n", kid, kid)
+			b.WriteString("# Paste this entry under oidc_additional_settings, indented to match; to\n")
+			b.WriteString("# rotate, make the next key with -oidc -next.\n")
+		}
+		b.WriteString("# " + entry + " is a secret: keep it out of version control.\n")
+		b.WriteString(entry + ": |\n")
 		b.WriteString(indent(string(keyPEM), "  "))
 		fmt.Fprint(c.stdout, b.String())
 		return exitOK
 	}
-	if err := writeOIDCKey(o.out, keyPEM, o.force); err != nil {
+	if err := writeOIDCKey(filepath.Join(o.out, file), keyPEM, o.force); err != nil {
 		return c.errorf("keygen", "%v", err)
 	}
-	fmt.Fprintf(c.stdout, "wrote %s (OpenID Connect client key, %s, mode 0600: keep it secret)\n", filepath.Join(o.out, oidcKeyFileName), kind)
+	fmt.Fprintf(c.stdout, "wrote %s (OpenID Connect client key, %s, mode 0600: keep it secret)\n", filepath.Join(o.out, file), kind)
 	fmt.Fprintf(c.stdout, "key ID (kid) at the JWKS route: %s\n", kid)
-	fmt.Fprintf(c.stdout, "Put its contents under oidc_additional_settings as private_key: |.\n")
+	fmt.Fprintf(c.stdout, "Put its contents under oidc_additional_settings as %s: |.\n", entry)
 	return exitOK
 }
 
-func writeOIDCKey(dir string, keyPEM []byte, force bool) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// writeOIDCKey writes keyPEM to p, in a directory it makes if need be.
+func writeOIDCKey(p string, keyPEM []byte, force bool) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	p := filepath.Join(dir, oidcKeyFileName)
 	if force {
 		return replaceFile(p, keyPEM, 0o600)
 	}

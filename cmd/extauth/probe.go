@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,7 +161,7 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 
 	valid := 0
 	for _, cert := range md.SigningCerts {
-		s.add("IdP signing certificate", describeCert(cert, now))
+		certRows(s, "IdP signing certificate", cert, now, "")
 		if msg := expiryProblem(cert, now); msg != "" {
 			pr.r.warn("saml: the IdP signing certificate %s %s", clean(cert.Subject.String()), msg)
 		}
@@ -253,16 +255,19 @@ func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
 	}
 	// The host's OIDCOptions.SigningAlgs is not in the configuration
 	// file; check applies the default allow-list.
+	// authOK: no failure above that CheckDiscovery would say again.
+	authOK := true
 	if usable := providers.OIDCAcceptedAlgs(doc.SigningAlgs, nil); len(usable) == 0 {
 		fail("the provider signs ID tokens with none of the algorithms extauth accepts (%s)", strings.Join(providers.OIDCSigningAlgs(), ", "))
+		authOK = false
 	} else {
 		s.add("accepted by extauth", strings.Join(usable, ", "))
 	}
 
-	authOK := true
 	if len(doc.TokenAuthMethods) > 0 {
 		s.add("token_endpoint_auth_methods_supported", clean(strings.Join(doc.TokenAuthMethods, ", ")))
-		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok && c.Additional.ClientAuthMethod == "" {
+		// A profile implies its own method; CheckDiscovery checks it.
+		if _, ok := providers.OIDCAuthMethod(doc.TokenAuthMethods); !ok && c.Additional.ClientAuthMethod == "" && c.Additional.Profile == "" {
 			fail("the token endpoint supports neither %s nor %s", providers.AuthMethodBasic, providers.AuthMethodPost)
 			authOK = false
 		}
@@ -321,4 +326,109 @@ func clean(s string) string {
 		s = string([]rune(s)[:max]) + "…"
 	}
 	return s
+}
+
+// federation fetches a federation's aggregate, verifies it with the
+// pinned certificate and reports what the application would use of it.
+func (pr *prober) federation(ctx context.Context, cfg extauth.SAMLConfig) {
+	f := cfg.Additional.Federation
+	s := pr.r.section("SAML")
+	s.add("federation metadata", redactURL(f.MetadataURL))
+	// An aggregate is far larger than any other document.
+	big := *pr
+	big.client = outbound.WithBounds(pr.client, max(pr.timeout, time.Minute), samlsp.DefaultMaxAggregateBytes)
+	body, err := big.fetch(ctx, "SAML federation metadata", f.MetadataURL, "application/samlmetadata+xml, application/xml, text/xml")
+	if err != nil {
+		pr.r.fail(extauth.SAML, "federation metadata: "+err.Error())
+		return
+	}
+	now := pr.r.now
+	// Validate has said what is wrong with one that does not parse.
+	cert, _ := samlsp.ParseCertificatePEM(f.SigningCertificate)
+	if cert == nil {
+		return
+	}
+	s.add("federation signing certificate", describeCert(cert, now))
+	if msg := expiryProblem(cert, now); msg != "" {
+		pr.r.warn("saml: the federation's signing certificate %s %s", clean(cert.Subject.String()), msg)
+	}
+	md, err := samlsp.ParseFederationMetadata(body, samlsp.FederationRules{Certificate: cert, Now: now, MaxValidity: f.MaxValidity,
+		AllowSHA1: cfg.Additional.Security.AllowSHA1, EntityIDs: f.EntityIDs, RegistrationAuthorities: f.RegistrationAuthorities,
+		EntityCategories: f.EntityCategories})
+	if err != nil {
+		pr.r.fail(extauth.SAML, "federation metadata: "+clean(err.Error()))
+		return
+	}
+	s.add("signature", shortAlg(md.SignatureMethod)+" ("+shortAlg(md.DigestMethod)+"), verified with federation.signing_certificate")
+	s.add("entities", strconv.Itoa(md.Entities))
+	idps := strconv.Itoa(md.IdPs)
+	if md.ExpiredIdPs > 0 {
+		idps += fmt.Sprintf(" (and %d left out: their validUntil has passed)", md.ExpiredIdPs)
+	}
+	s.add("IdPs", idps)
+	if len(f.EntityIDs)+len(f.RegistrationAuthorities)+len(f.EntityCategories) > 0 {
+		s.add("IdPs users may choose", strconv.Itoa(md.Allowed)+" (entity_ids, registration_authorities, entity_categories)")
+		if md.Allowed == 0 {
+			pr.r.fail(extauth.SAML, "federation metadata: no IdP of the aggregate passes entity_ids, registration_authorities and entity_categories")
+		}
+	}
+	for _, id := range md.Missing {
+		pr.r.warn("saml: saml_additional_settings.federation.entity_ids names %s, which the aggregate does not list as an IdP", clean(id))
+	}
+	s.add("valid until", md.ValidUntil.UTC().Format(time.RFC3339))
+	if md.CacheDuration > 0 {
+		s.add("cache duration", md.CacheDuration.String())
+	}
+	if f.BackingFile != "" {
+		if st, err := os.Stat(filepath.Dir(f.BackingFile)); err != nil || !st.IsDir() {
+			pr.r.warn("saml: the directory of saml_additional_settings.federation.backing_file does not exist here; the application cannot keep its copy of the aggregate")
+		}
+	}
+}
+
+// maxMDQProbes bounds the entity_ids check asks an MDQ server for.
+const maxMDQProbes = 20
+
+// mdq asks the federation's MDQ server for the IdPs of entity_ids (the
+// first maxMDQProbes) and verifies each answer as the application will.
+func (pr *prober) mdq(ctx context.Context, cfg extauth.SAMLConfig) {
+	f := cfg.Additional.Federation
+	s := pr.r.section("SAML")
+	s.add("MDQ server", redactURL(f.MDQURL))
+	base, err := url.Parse(f.MDQURL)
+	cert, _ := samlsp.ParseCertificatePEM(f.SigningCertificate)
+	if err != nil || cert == nil {
+		// Validate has said what is wrong.
+		return
+	}
+	now := pr.r.now
+	s.add("federation signing certificate", describeCert(cert, now))
+	answered := 0
+	for i, id := range f.EntityIDs {
+		if i == maxMDQProbes {
+			s.add("not asked", fmt.Sprintf("%d more entity_ids", len(f.EntityIDs)-maxMDQProbes))
+			break
+		}
+		body, err := pr.fetch(ctx, "the MDQ answer for "+clean(id), samlsp.MDQEntityURL(base, id, f.MDQSHA1), "application/samlmetadata+xml")
+		if err != nil {
+			pr.r.warn("saml: the MDQ server has no usable answer for %s: %s", clean(id), clean(err.Error()))
+			continue
+		}
+		md, err := samlsp.ParseFederationMetadata(body, samlsp.FederationRules{Certificate: cert, Now: now, MaxValidity: f.MaxValidity,
+			AllowSHA1: cfg.Additional.Security.AllowSHA1, EntityIDs: []string{id}, RegistrationAuthorities: f.RegistrationAuthorities,
+			EntityCategories: f.EntityCategories})
+		if err != nil {
+			pr.r.warn("saml: the MDQ answer for %s is refused: %s", clean(id), clean(err.Error()))
+			continue
+		}
+		if len(md.Missing) > 0 || md.Allowed == 0 {
+			pr.r.warn("saml: the MDQ answer for %s does not describe it as an IdP users may choose", clean(id))
+			continue
+		}
+		answered++
+		s.add("IdP", clean(id)+", valid until "+md.ValidUntil.UTC().Format(time.RFC3339))
+	}
+	if answered == 0 {
+		pr.r.fail(extauth.SAML, "federation MDQ server: no IdP of entity_ids has a verified answer")
+	}
 }

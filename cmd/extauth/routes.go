@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,6 +144,10 @@ tenant's. A tenant's base URL is not in the file: it is the tenant's name as
 a subdomain of -base-url, as the application derives it by default, or
 -base-url with the name for {tenant}, as in https://app.example.org/{tenant}.
 
+It names the sign-in options each provider's authorize route takes per
+request, as the file's request_options allow them (options allowed in code,
+by Options, are not in the file).
+
 -path-prefix and -slug say what the application's Options.PathPrefix and
 Options.Slugs say, which the secrets file does not hold: -slug
 microblog=twitter lists microblog's routes as /users/auth/twitter, as an
@@ -276,6 +281,14 @@ func (c *cli) printRoutes(targets []target, ps []extauth.Provider, lay routeLayo
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", rt.Provider, rt.Purpose, rt.Path, methods)
 		}
 		tw.Flush()
+		if opts := fileSignInOptions(t.cfg); len(opts) > 0 {
+			fmt.Fprintf(w, "\nSign-in options the authorize routes take (form fields; docs/after-sign-in.md):\n\n")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			for _, o := range opts {
+				fmt.Fprintf(tw, "  %s\t%s\n", o.Provider, cmp.Or(strings.Join(o.Options, ", "), "none"))
+			}
+			tw.Flush()
+		}
 		fmt.Fprintf(w, "\nCallback URL to register with each provider:\n")
 		for _, rt := range routes {
 			if rt.Purpose != "callback" {
@@ -320,10 +333,16 @@ type routesDoc struct {
 	BaseURL  string         `json:"base_url"`
 	Routes   []routeJSON    `json:"routes"`
 	Register []registration `json:"register"`
+	// SignInOptions are the per-request options of the providers whose
+	// secrets allow any.
+	SignInOptions []signInOptions `json:"sign_in_options,omitempty"`
 }
 
 func newRoutesDoc(t target, routes []extauth.Route, entityID string) routesDoc {
 	doc := routesDoc{Tenant: t.tenant, BaseURL: strings.TrimSuffix(t.baseURL, "/"), Routes: []routeJSON{}, Register: []registration{}}
+	if t.cfg != nil {
+		doc.SignInOptions = fileSignInOptions(t.cfg)
+	}
 	for _, rt := range routes {
 		doc.Routes = append(doc.Routes, routeJSON{string(rt.Provider), rt.Purpose, rt.Path, rt.Methods, rt.URL})
 		if rt.Purpose == "callback" {

@@ -20,12 +20,21 @@ import (
 // pair next (nil: none) and extra lines under saml_additional_settings.
 func samlRotationFile(t *testing.T, cur, next *keyPair, extra string) string {
 	t.Helper()
+	return samlPairsFile(t, cur, next, nil, extra)
+}
+
+// samlPairsFile is samlRotationFile with the retiring pair old too.
+func samlPairsFile(t *testing.T, cur, next, old *keyPair, extra string) string {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("saml_sp_entity_id: urn:example:app\nsaml_idp_metadata_url: https://idp.example.org/metadata\nsaml_additional_settings:\n")
 	b.WriteString(extra)
 	b.WriteString("  certificate: |\n" + indent(string(cur.certPEM), "    ") + "  private_key: |\n" + indent(string(cur.keyPEM), "    "))
 	if next != nil {
 		b.WriteString("  certificate_new: |\n" + indent(string(next.certPEM), "    ") + "  private_key_new: |\n" + indent(string(next.keyPEM), "    "))
+	}
+	if old != nil {
+		b.WriteString("  certificate_old: |\n" + indent(string(old.certPEM), "    ") + "  private_key_old: |\n" + indent(string(old.keyPEM), "    "))
 	}
 	return writeRaw(t, "rotation.yml", b.String())
 }
@@ -82,47 +91,105 @@ func TestKeygenNext(t *testing.T) {
 	}
 }
 
-// check shows both certificates of a rotation and what each does, and
-// warns about the one that expires.
-func TestCheckKeyRotation(t *testing.T) {
-	path := samlRotationFile(t, spPairSoon(), spPair(), "")
-	r := runAt(t, testNow, "check", "-offline", "-config", path)
+// rows returns a report with each run of spaces made one, so that a row
+// reads the same whatever the width of its table.
+func rows(report string) string {
+	return regexp.MustCompile(` {2,}`).ReplaceAllString(report, " ")
+}
+
+// wantRows checks that the report of a successful check has each of want
+// and none of not, read by rows, and no secret.
+func wantRows(t *testing.T, r result, want, not []string) {
+	t.Helper()
 	if r.code != exitOK {
 		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
-	for _, want := range []string{
-		"SP key pair         rotation under way: requests are signed with certificate (RSA-SHA256), assertions encrypted to either certificate are decrypted, the metadata publishes both\n",
-		"SP certificate      CN=expiring-app, expires on 2030-06-21 (in 20 days); signs requests, decrypts assertions\n",
-		"SP certificate_new  CN=extauth-cli-test, expires on 2039-12-30 (in 3498 days); decrypts assertions, signs nothing until it becomes certificate\n",
-		"  - saml: the SP certificate (saml_additional_settings.certificate) expires in 20 days, on 2030-06-21; finish the rotation to certificate_new once the IdP uses it\n",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+	got := rows(r.stdout)
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("report lacks %q:\n%s", w, r.stdout)
 		}
 	}
-	assertNoSecret(t, "check", r.stdout)
-
-	// The next pair must not be the one that expires first.
-	path = samlRotationFile(t, spPair(), spPairSoon(), "")
-	r = runAt(t, testNow, "check", "-offline", "-config", path)
-	if !strings.Contains(r.stdout, "  - saml: the next SP certificate (saml_additional_settings.certificate_new) expires in 20 days, on 2030-06-21\n") {
-		t.Errorf("no warning about the next certificate:\n%s", r.stdout)
-	}
-
-	// A next key that does not match its certificate is an error, named.
-	bad := *spPair()
-	bad.keyPEM = spPairSoon().keyPEM
-	path = samlRotationFile(t, spPairSoon(), &bad, "")
-	r = runAt(t, testNow, "check", "-offline", "-config", path)
-	if r.code != exitFail || !strings.Contains(r.stdout, "saml_additional_settings.private_key_new does not match the public key of certificate_new") {
-		t.Errorf("exit %d:\n%s", r.code, r.stdout)
+	for _, n := range not {
+		if strings.Contains(got, n) {
+			t.Errorf("report has %q:\n%s", n, r.stdout)
+		}
 	}
 	assertNoSecret(t, "check", r.stdout)
 }
 
+// check shows every SP certificate of a rotation with its fingerprint and
+// what it does now (signs, decrypts, is published for what), says which
+// step the rotation is at and what to do next, and warns about the
+// certificate that expires, but the retiring one's, which no longer
+// matters.
+func TestCheckKeyRotation(t *testing.T) {
+	cur, next := spPairSoon(), spPair()
+	const procedure = `docs/saml.md, "Rotating the SP key pair"`
+	for _, tc := range []struct {
+		name           string
+		cur, next, old *keyPair
+		want, not      []string
+	}{
+		{name: "step 1: certificate_new added", cur: cur, next: next, want: []string{
+			"SP key pair rotation under way: certificate_new is added, to be promoted (step 1 of " + procedure + ")\n",
+			"SP certificate CN=expiring-app, expires on 2030-06-21 (in 20 days)\n SHA-256 " + fingerprint(cur.cert) +
+				"\n signs requests, decrypts assertions; published for encryption and signing\n",
+			"SP certificate_new CN=extauth-cli-test, expires on 2039-12-30 (in 3498 days)\n SHA-256 " + fingerprint(next.cert) +
+				"\n decrypts assertions, signs nothing; published for signing only\n",
+			"Next step give the IdP the SP metadata and wait until it has read it (an IdP that verifies our signatures must know certificate_new before it signs); " +
+				"then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key\n",
+			"- saml: the SP certificate (saml_additional_settings.certificate) expires in 20 days, on 2030-06-21; promote certificate_new once the IdP has read the metadata with it\n",
+		}},
+		{name: "step 3: promoted", cur: next, old: cur, want: []string{
+			"SP key pair rotation under way: certificate_new was promoted to certificate, certificate_old retires (step 3 of " + procedure + ")\n",
+			"SP certificate CN=extauth-cli-test, expires on 2039-12-30 (in 3498 days)\n SHA-256 " + fingerprint(next.cert) +
+				"\n signs requests, decrypts assertions; published for encryption and signing\n",
+			"SP certificate_old CN=expiring-app, expires on 2030-06-21 (in 20 days)\n SHA-256 " + fingerprint(cur.cert) +
+				"\n decrypts assertions, never signs again; published for signing only\n",
+			"Next step give the IdP the SP metadata (certificate_old is no longer published for encryption); once it encrypts to certificate " +
+				"(the application logs hourly while it still encrypts to certificate_old), remove certificate_old and private_key_old\n",
+			"0 errors, 0 warnings.",
+		}},
+		{name: "certificate_new is the current pair", cur: next, next: next, want: []string{
+			"SP key pair requests are signed (RSA-SHA256), encrypted assertions are decrypted\n",
+			"- saml: saml_additional_settings.certificate_new holds the current key pair: there is nothing to rotate; remove certificate_new and private_key_new\n",
+		}, not: []string{"SP certificate_new", "Next step"}},
+		{name: "certificate_old is the current pair", cur: next, old: next, want: []string{
+			"SP key pair requests are signed (RSA-SHA256), encrypted assertions are decrypted\n",
+			"- saml: saml_additional_settings.certificate_old holds the current key pair: nothing retires; to promote certificate_new, " +
+				"it becomes certificate and private_key, otherwise remove certificate_old and private_key_old\n",
+		}, not: []string{"SP certificate_old", "Next step"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRows(t, runAt(t, testNow, "check", "-offline", "-config", samlPairsFile(t, tc.cur, tc.next, tc.old, "")), tc.want, tc.not)
+		})
+	}
+
+	// The next pair must not be the one that expires first.
+	path := samlRotationFile(t, spPair(), spPairSoon(), "")
+	r := runAt(t, testNow, "check", "-offline", "-config", path)
+	if !strings.Contains(r.stdout, "  - saml: the next SP certificate (saml_additional_settings.certificate_new) expires in 20 days, on 2030-06-21\n") {
+		t.Errorf("no warning about the next certificate:\n%s", r.stdout)
+	}
+
+	// A next or retiring key that does not match its certificate is an
+	// error, named.
+	bad := *spPair()
+	bad.keyPEM = spPairSoon().keyPEM
+	for _, path := range []string{samlPairsFile(t, spPairSoon(), &bad, nil, ""), samlPairsFile(t, spPairSoon(), nil, &bad, "")} {
+		r = runAt(t, testNow, "check", "-offline", "-config", path)
+		if r.code != exitFail || !regexp.MustCompile(`saml_additional_settings.private_key_(new|old) does not match the public key of certificate_(new|old)`).MatchString(r.stdout) {
+			t.Errorf("exit %d:\n%s", r.code, r.stdout)
+		}
+		assertNoSecret(t, "check", r.stdout)
+	}
+}
+
 // extauth metadata prints what the route serves: no validUntil unless
-// metadata_valid_for asks for one, and both certificates during a
-// rotation, the current one first.
+// metadata_valid_for asks for one, and during a rotation the current
+// certificate for encryption and signing, the next and the retiring ones
+// for signing only.
 func TestMetadataValidityAndRotation(t *testing.T) {
 	cur, next := spPair(), spPairSoon()
 	r := runCLI(t, "metadata", "-config", samlRotationFile(t, cur, nil, ""), "-base-url", "https://app.example.org")
@@ -130,7 +197,8 @@ func TestMetadataValidityAndRotation(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q:\n%s", r.code, r.stderr, r.stdout)
 	}
 
-	r = runCLI(t, "metadata", "-config", samlRotationFile(t, cur, next, "  metadata_valid_for: P7D\n  metadata_cache_duration: PT12H\n"),
+	old := mustPair(generateKeyPair("retiring", 2048, 3650, testNow))
+	r = runCLI(t, "metadata", "-config", samlPairsFile(t, cur, next, old, "  metadata_valid_for: P7D\n  metadata_cache_duration: PT12H\n"),
 		"-base-url", "https://app.example.org")
 	if r.code != exitOK {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
@@ -150,8 +218,8 @@ func TestMetadataValidityAndRotation(t *testing.T) {
 	for _, kd := range ed.SPSSODescriptors[0].KeyDescriptors {
 		got = append(got, kd.Use+" "+kd.KeyInfo.X509Data.X509Certificates[0].Data)
 	}
-	c, n := base64.StdEncoding.EncodeToString(cur.cert.Raw), base64.StdEncoding.EncodeToString(next.cert.Raw)
-	want := []string{"encryption " + c, "signing " + c, "encryption " + n, "signing " + n}
+	c, n, o := base64.StdEncoding.EncodeToString(cur.cert.Raw), base64.StdEncoding.EncodeToString(next.cert.Raw), base64.StdEncoding.EncodeToString(old.cert.Raw)
+	want := []string{"encryption " + c, "signing " + c, "signing " + n, "signing " + o}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("key descriptors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -450,12 +450,12 @@ func TestDemoOIDCHighAssurance(t *testing.T) {
 	base, demo := startDemoWith(t, serverOptions{oidcHighAssurance: true})
 	var start strings.Builder
 	demo.announce(&start)
-	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base+"; "+highAssuranceNote {
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base+"; "+highAssuranceMode.Note {
 		t.Errorf("start line %q", line)
 	}
 	b := harness.NewBrowser(t)
 	home := b.Get(base + "/")
-	if !strings.Contains(home.Body, `id="oidc-high-assurance"`) || !strings.Contains(home.Body, html.EscapeString(highAssuranceNote)) {
+	if !strings.Contains(home.Body, `id="oidc-high-assurance"`) || !strings.Contains(home.Body, html.EscapeString(highAssuranceMode.Note)) {
 		t.Errorf("the home page does not say the OP runs in high-assurance mode:\n%s", home.Body)
 	}
 	oidcSignIn(t, b, base)
@@ -477,8 +477,8 @@ func TestDemoOIDCHighAssurance(t *testing.T) {
 	}
 }
 
-// Without -oidc-high-assurance neither the start line nor the home page
-// speaks of it.
+// Without -oidc-high-assurance or -oidc-fapi2 neither the start line nor
+// the home page speaks of a mode.
 func TestDemoStartLine(t *testing.T) {
 	base, demo := startDemoWith(t, serverOptions{})
 	var start strings.Builder
@@ -489,8 +489,40 @@ func TestDemoStartLine(t *testing.T) {
 	if !strings.Contains(start.String(), base+"/metrics") || !strings.Contains(start.String(), "tenant a (Alpha University)") {
 		t.Errorf("start lines:\n%s", start.String())
 	}
-	if home := harness.NewBrowser(t).Get(base + "/"); strings.Contains(home.Body, "high-assurance") {
-		t.Errorf("the home page speaks of high assurance:\n%s", home.Body)
+	if home := harness.NewBrowser(t).Get(base + "/"); strings.Contains(home.Body, "high-assurance") || strings.Contains(home.Body, "FAPI") {
+		t.Errorf("the home page speaks of a mode:\n%s", home.Body)
+	}
+}
+
+// With -oidc-fapi2 the development OP enforces the FAPI 2.0 Security
+// Profile, requires DPoP with nonces and encrypts its ID tokens: a person
+// signs in through its pages as ever, and the session's tokens are
+// DPoP-bound.
+func TestDemoOIDCFAPI2(t *testing.T) {
+	if err := run([]string{"-oidc-fapi2", "-config", "x.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
+		t.Error("-oidc-fapi2 with a secrets file accepted")
+	}
+	base, demo := startDemoWith(t, serverOptions{oidcFAPI2: true})
+	var start strings.Builder
+	demo.announce(&start)
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base+"; "+fapi2Mode.Note {
+		t.Errorf("start line %q", line)
+	}
+	b := harness.NewBrowser(t)
+	if home := b.Get(base + "/"); !strings.Contains(home.Body, `id="oidc-fapi2"`) || !strings.Contains(home.Body, html.EscapeString(fapi2Mode.Note)) {
+		t.Errorf("the home page does not say the OP runs in FAPI 2.0 mode:\n%s", home.Body)
+	}
+	oidcSignIn(t, b, base)
+	op := demo.dev.fakes[""].OIDC
+	if q := op.LastAuthorizeQuery(); q.Get("request_uri") == "" || len(q) != 2 {
+		t.Errorf("the authorization request was not pushed: %v", q)
+	}
+	var at []string
+	for _, p := range op.DPoPProofs() {
+		at = append(at, string(p.Endpoint))
+	}
+	if strings.Join(at, " ") != "par token" {
+		t.Errorf("DPoP proofs at %v, want par token", at)
 	}
 }
 

@@ -81,12 +81,13 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		}
 	}
 	fakes, err := extauthtest.MountProviders(mux, base, "/dev/", extauthtest.ProvidersOptions{
-		Only: only, Interactive: true, HTTPClient: o.httpClient, OIDCHighAssurance: o.oidcHighAssurance, AppName: appName,
+		Only: only, Interactive: true, HTTPClient: o.httpClient, OIDCHighAssurance: o.oidcHighAssurance, OIDCFAPI2: o.oidcFAPI2, AppName: appName,
 	})
 	if err != nil {
 		return nil, err
 	}
 	dev := &devProviders{cfg: fakes.Config(), fakes: map[string]*extauthtest.Providers{"": fakes}}
+	allowStepUp(dev.cfg)
 	if local && o.samlIdPMetadataURL != "" {
 		dev.cfg.SAML = extauth.SAMLConfig{SPEntityID: base + "/users/auth/saml/metadata", IdPMetadataURL: o.samlIdPMetadataURL}
 	}
@@ -108,7 +109,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		samlUser := t.samlUser
 		tf, err := extauthtest.MountProviders(tmux, tenantBase, "/dev/", extauthtest.ProvidersOptions{
 			Only: []extauth.Provider{extauth.SAML, extauth.OIDC}, Interactive: true, HTTPClient: o.httpClient, AppName: appName,
-			SAMLUser: &samlUser, OIDCUsers: t.oidcUsers, OIDCHighAssurance: o.oidcHighAssurance,
+			SAMLUser: &samlUser, OIDCUsers: t.oidcUsers, OIDCHighAssurance: o.oidcHighAssurance, OIDCFAPI2: o.oidcFAPI2,
 		})
 		if err != nil {
 			dev.close()
@@ -117,6 +118,7 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		mux.Handle(name+".localhost/dev/", tmux)
 		dev.fakes[name] = tf
 		dev.cfg.Tenants[name] = tf.Config()
+		allowStepUp(dev.cfg.Tenants[name])
 	}
 	return dev, nil
 }
@@ -131,4 +133,28 @@ func (d *devProviders) close() {
 func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// The demo's assurance level "high", as its development providers know it:
+// the fake OpenID provider asserts the first acr value asked for, the fake
+// IdP the first class.
+const (
+	levelHigh = "high"
+	acrHigh   = "urn:extauthtest:loa:high"
+	classHigh = "https://refeds.org/profile/mfa"
+)
+
+// allowStepUp lets the development OpenID provider and SAML IdP take the
+// options a step-up asks for, a level and a max_age, and maps the demo's
+// level high to their values, as an operator's secrets file would
+// (request_options, assurance_levels).
+func allowStepUp(cfg *extauth.Config) {
+	if cfg.OIDC.Configured() {
+		cfg.OIDC.Additional.RequestOptions = []string{"login_hint", "prompt", "max_age", "level"}
+		cfg.OIDC.Additional.AssuranceLevels = map[string][]string{levelHigh: {acrHigh}}
+	}
+	if cfg.SAML.Configured() {
+		cfg.SAML.Additional.RequestOptions = []string{"ForceAuthn", "max_age", "level"}
+		cfg.SAML.Additional.AssuranceLevels = map[string][]string{levelHigh: {classHigh}}
+	}
 }

@@ -52,6 +52,7 @@ func run(args []string, stderr io.Writer) error {
 	env := fs.String("env", "", "environment section of the secrets file (default: $EXTAUTH_ENV, $RAILS_ENV, $APP_ENV, else development)")
 	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
 	highAssurance := fs.Bool("oidc-high-assurance", false, "run the development OpenID provider as a high-assurance one: private_key_jwt only,\npushed and signed authorization requests, encrypted ID tokens")
+	fapi2 := fs.Bool("oidc-fapi2", false, "run the development OpenID provider as a FAPI 2.0 one, shaped as Singpass's: the\nSecurity Profile enforced, DPoP with nonces, encrypted ID tokens")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./examples/demo [flags]\n\nThe extauth demo: sign in with six providers. Without -config it runs offline\non built-in development providers.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -68,11 +69,12 @@ func run(args []string, stderr io.Writer) error {
 		base = "http://" + ln.Addr().String()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if *highAssurance && *configPath != "" {
+	if (*highAssurance || *fapi2) && *configPath != "" {
 		ln.Close()
-		return errors.New("-oidc-high-assurance is for the development providers; a secrets file says itself how to sign in")
+		return errors.New("-oidc-high-assurance and -oidc-fapi2 are for the development providers; a secrets file says itself how to sign in")
 	}
-	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger, oidcHighAssurance: *highAssurance})
+	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger,
+		oidcHighAssurance: *highAssurance, oidcFAPI2: *fapi2})
 	if err != nil {
 		ln.Close()
 		return err
@@ -110,6 +112,9 @@ type serverOptions struct {
 	// oidcHighAssurance runs the development OpenID providers as
 	// high-assurance ones (extauthtest.ProvidersOptions.OIDCHighAssurance).
 	oidcHighAssurance bool
+	// oidcFAPI2 runs them as FAPI 2.0 ones
+	// (extauthtest.ProvidersOptions.OIDCFAPI2).
+	oidcFAPI2 bool
 }
 
 // server is the demo: its handler, and the development providers it serves
@@ -120,20 +125,42 @@ type server struct {
 	auth    *extauth.Auth
 	sites   *sites
 	metrics *metrics
-	// oidcHighAssurance is serverOptions.oidcHighAssurance.
-	oidcHighAssurance bool
+	// oidcMode is the mode of the development OpenID providers, nil for
+	// the ordinary one.
+	oidcMode *oidcMode
 }
 
-// highAssuranceNote says what -oidc-high-assurance changes, on the start
-// line and on the home page.
-const highAssuranceNote = "the development OpenID providers run in high-assurance mode: private_key_jwt only, pushed and signed authorization requests, encrypted ID tokens"
+// oidcMode is what -oidc-high-assurance or -oidc-fapi2 makes of the
+// development OpenID providers: the start line and the home page say so.
+type oidcMode struct {
+	// ID is the home page's notice's; Flag the flag's; Note what changes.
+	ID, Flag, Title, Note string
+}
+
+var (
+	highAssuranceMode = oidcMode{ID: "oidc-high-assurance", Flag: "-oidc-high-assurance", Title: "OpenID Connect: high-assurance mode",
+		Note: "the development OpenID providers run in high-assurance mode: private_key_jwt only, pushed and signed authorization requests, encrypted ID tokens"}
+	fapi2Mode = oidcMode{ID: "oidc-fapi2", Flag: "-oidc-fapi2", Title: "OpenID Connect: FAPI 2.0 mode",
+		Note: "the development OpenID providers run as FAPI 2.0 providers shaped as Singpass's: the Security Profile enforced, DPoP with nonces, encrypted ID tokens"}
+)
+
+// mode is the mode o runs the development OpenID providers in.
+func (o serverOptions) mode() *oidcMode {
+	switch {
+	case o.oidcFAPI2:
+		return &fapi2Mode
+	case o.oidcHighAssurance:
+		return &highAssuranceMode
+	}
+	return nil
+}
 
 // announce prints where the demo listens, and in what mode: its start
 // line, then its tenants and its metrics.
 func (s *server) announce(w io.Writer) {
 	base := s.sites.list[0].base
-	if s.oidcHighAssurance {
-		fmt.Fprintf(w, "extauth demo listening on %s; %s\n", base, highAssuranceNote)
+	if s.oidcMode != nil {
+		fmt.Fprintf(w, "extauth demo listening on %s; %s\n", base, s.oidcMode.Note)
 	} else {
 		fmt.Fprintf(w, "extauth demo listening on %s\n", base)
 	}
@@ -161,7 +188,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	srv := &server{oidcHighAssurance: o.oidcHighAssurance}
+	srv := &server{oidcMode: o.mode()}
 	var cfg *extauth.Config
 	var tenantOf func(*http.Request) (string, error)
 	tenantBase := subdomainBase(base)
@@ -213,7 +240,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 	sites := newSites(base, cfg, tenantBase, devTenants)
 	sites.tenantOf = tenantOf
 	srv.sites = sites
-	pages := &pages{sessions: sessions, sites: sites, log: logger, oidcHighAssurance: o.oidcHighAssurance}
+	pages := &pages{sessions: sessions, sites: sites, log: logger, oidcMode: o.mode()}
 	opts := extauth.Options{
 		BaseURL:    base,
 		CookieKey:  key,

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"html/template"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -33,9 +35,9 @@ type pages struct {
 	sessions *sessions
 	sites    *sites
 	log      *slog.Logger
-	// oidcHighAssurance: the home page says that the development OpenID
-	// providers run in high-assurance mode.
-	oidcHighAssurance bool
+	// oidcMode is the development OpenID providers' mode, which the home
+	// page states; nil for the ordinary one.
+	oidcMode *oidcMode
 }
 
 // view is what every page shows: the site it is on, in the header, and
@@ -95,7 +97,21 @@ type identityView struct {
 	SessionID        string
 	Attributes       []attributeView
 	JSON             string
+	// ACR, AMR and AuthTime say how and when the provider authenticated
+	// the user.
+	ACR, AMR, AuthTime string
+	// StepUp is the form of the step-up button, nil for a provider that
+	// cannot be asked for the level.
+	StepUp *stepUpView
 }
+
+// stepUpView is the form that starts a fresh sign-in at level high.
+type stepUpView struct {
+	Action string
+	Fields []fieldView
+}
+
+type fieldView struct{ Name, Value string }
 
 type attributeView struct {
 	Friendly, Name string
@@ -109,19 +125,20 @@ func (p *pages) home(w http.ResponseWriter, r *http.Request) {
 	}
 	data := struct {
 		view
-		Notice        *noticeView
-		HighAssurance string
-		Identity      *identityView
-		Providers     []providerView
+		Notice    *noticeView
+		OIDCMode  *oidcMode
+		Identity  *identityView
+		Providers []providerView
 	}{view: p.view(s, "Sign in")}
-	if p.oidcHighAssurance && slices.Contains(s.providers, extauth.OIDC) {
-		data.HighAssurance = highAssuranceNote
+	if slices.Contains(s.providers, extauth.OIDC) {
+		data.OIDCMode = p.oidcMode
 	}
 	if n, ok := p.sessions.takeNotice(w, r); ok {
 		data.Notice = noticeFor(s, n)
 	}
 	if _, id := p.sessions.current(r, s.tenant); id != nil {
 		data.Identity = identityFor(s, id)
+		data.Identity.StepUp = p.stepUp(r, id)
 		data.Title = "Signed in"
 	}
 	for _, pr := range s.providers {
@@ -146,6 +163,24 @@ func noticeFor(s *site, n notice) *noticeView {
 	}
 }
 
+// stepUp builds the step-up button's form: a new sign-in of the same
+// account with the same provider, at level high and authenticated now. A
+// provider that cannot be asked for it (an OAuth one, or one whose
+// configuration does not allow the options) gets no button.
+func (p *pages) stepUp(r *http.Request, id *extauth.Identity) *stepUpView {
+	action, fields, err := p.auth.StartForm(r, extauth.Provider(id.Provider), extauth.SignInOptions{
+		Level: levelHigh, MaxAge: -1, Account: id, ReturnTo: "/",
+	})
+	if err != nil {
+		return nil
+	}
+	v := &stepUpView{Action: action}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		v.Fields = append(v.Fields, fieldView{name, fields.Get(name)})
+	}
+	return v
+}
+
 func identityFor(s *site, id *extauth.Identity) *identityView {
 	b, _ := json.MarshalIndent(id, "", "  ")
 	v := &identityView{
@@ -158,6 +193,11 @@ func identityFor(s *site, id *extauth.Identity) *identityView {
 		Tenant:        id.Tenant,
 		SessionID:     id.SessionID,
 		JSON:          string(b),
+		ACR:           id.ACR,
+		AMR:           strings.Join(id.AMR, " "),
+	}
+	if !id.AuthTime.IsZero() {
+		v.AuthTime = id.AuthTime.UTC().Format(time.RFC3339)
 	}
 	if v.Display == "" {
 		v.Display = id.UID

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -92,15 +93,41 @@ func (op *OP) jwtMethod() bool {
 }
 
 // clientKeys returns the client's registered key set: ClientJWKS, or what
-// ClientJWKSURI serves now. The provider reads it on each use, so a key the
-// client rotates in is seen at once.
+// ClientJWKSURI serves. Without CacheClientJWKS the provider reads it on
+// each use, so a key the client rotates in is seen at once; with it, the
+// set read first, until RefreshClientJWKS.
 func (op *OP) clientKeys() (*jose.JSONWebKeySet, error) {
 	if op.cfg.ClientJWKS != nil {
 		return op.cfg.ClientJWKS, nil
 	}
+	if op.cfg.CacheClientJWKS {
+		op.mu.Lock()
+		set := op.clientSet
+		op.mu.Unlock()
+		if set != nil {
+			return set, nil
+		}
+	}
+	return op.readClientKeys()
+}
+
+// RefreshClientJWKS reads the client's jwks_uri again now, as a provider
+// that caches it does when its copy is due: with CacheClientJWKS, what it
+// verifies with and encrypts to from now on.
+func (op *OP) RefreshClientJWKS() error {
+	_, err := op.readClientKeys()
+	return err
+}
+
+// ClientJWKSReads counts the reads of the client's jwks_uri.
+func (op *OP) ClientJWKSReads() int64 { return op.clientJWKSReads.Load() }
+
+// readClientKeys reads ClientJWKSURI, and caches what it read.
+func (op *OP) readClientKeys() (*jose.JSONWebKeySet, error) {
 	if op.cfg.ClientJWKSURI == "" {
 		return nil, errors.New("the client registered no keys")
 	}
+	op.clientJWKSReads.Add(1)
 	resp, err := op.cfg.HTTPClient.Get(op.cfg.ClientJWKSURI)
 	if err != nil {
 		return nil, err
@@ -122,6 +149,9 @@ func (op *OP) clientKeys() (*jose.JSONWebKeySet, error) {
 			return nil, errors.New("jwks_uri: the client publishes a private key")
 		}
 	}
+	op.mu.Lock()
+	op.clientSet = &set
+	op.mu.Unlock()
 	return &set, nil
 }
 
@@ -132,11 +162,12 @@ func (op *OP) clientSigningKey(kid string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var found []jose.JSONWebKey
-	for _, k := range set.Keys {
-		if (k.Use == "" || k.Use == "sig") && (kid == "" || k.KeyID == kid) {
-			found = append(found, k)
+	found := signingKeys(set, kid)
+	if len(found) == 0 && kid != "" && op.cfg.CacheClientJWKS && op.cfg.RefetchUnknownKid {
+		if set, err = op.readClientKeys(); err != nil {
+			return nil, err
 		}
+		found = signingKeys(set, kid)
 	}
 	if len(found) != 1 {
 		return nil, fmt.Errorf("no single signing key of the client's for kid %q", kid)
@@ -144,11 +175,23 @@ func (op *OP) clientSigningKey(kid string) (any, error) {
 	return found[0].Key, nil
 }
 
+// signingKeys returns the signing keys of set that kid names (every one
+// when kid is empty).
+func signingKeys(set *jose.JSONWebKeySet, kid string) []jose.JSONWebKey {
+	var found []jose.JSONWebKey
+	for _, k := range set.Keys {
+		if (k.Use == "" || k.Use == "sig") && (kid == "" || k.KeyID == kid) {
+			found = append(found, k)
+		}
+	}
+	return found
+}
+
 // verifyClientJWT verifies a JWT the client signed (an assertion or a
 // request object) with its key, or with its secret under
 // client_secret_jwt, and returns its header and claims.
 func (op *OP) verifyClientJWT(raw string, secretOK bool) (map[string]any, map[string]any, error) {
-	algs := []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256}
+	algs := op.clientAlgs()
 	if secretOK {
 		algs = []jose.SignatureAlgorithm{jose.HS256, jose.HS384, jose.HS512}
 	}
@@ -235,6 +278,9 @@ func (op *OP) assertionAuthenticated(r *http.Request, e Endpoint, url string) er
 		return errors.New("client assertion: another client_id in the form")
 	case !audienceHas(claims["aud"], op.cfg.Issuer, strings.TrimSuffix(op.cfg.Issuer, "/")+token, url):
 		return errors.New("client assertion: aud names neither the issuer nor this endpoint")
+	case op.cfg.Profile != "" && claims["aud"] != op.cfg.Issuer:
+		// FAPI 2.0 Security Profile 5.3.2.1: the issuer, as a string.
+		return errors.New("client assertion: aud must be the issuer alone")
 	case !okExp || !now.Before(exp):
 		return errors.New("client assertion: expired or without exp")
 	case !okIat || exp.Sub(iat) > maxAssertionLifetime:
@@ -261,7 +307,12 @@ func (op *OP) requestObjectParams(raw string) (url.Values, error) {
 		return nil, fmt.Errorf("request object: %w", err)
 	}
 	exp, ok := claimTime(claims, "exp")
+	nbf, okNbf := claimTime(claims, "nbf")
 	switch {
+	case op.cfg.Profile == FAPI2MessageSigning && (!okNbf || exp.Sub(nbf) > time.Hour || nbf.After(op.now().Add(time.Minute))):
+		// FAPI 2.0 Message Signing 5.3.1: nbf, and exp at most 60
+		// minutes after it.
+		return nil, errors.New("request object: nbf missing, in the future, or more than an hour before exp")
 	case claims["iss"] != op.cfg.ClientID:
 		return nil, errors.New("request object: iss is not the client")
 	case !audienceHas(claims["aud"], op.cfg.Issuer):
@@ -344,10 +395,27 @@ func (op *OP) par(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
 		return
 	}
+	// A proof binds the code to its key (RFC 9449 10.1).
+	jkt, perr := op.checkProof(r, PAR, op.requestURL(r), "")
+	if perr == nil && jkt == "" && op.cfg.DPoP {
+		perr = errNoProof
+	}
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
 	params, _, err := op.resolveRequest(form)
 	if err != nil {
 		tokenError(w, http.StatusBadRequest, "invalid_request_object")
 		return
+	}
+	if jkt != "" {
+		if params.Has("dpop_jkt") && params.Get("dpop_jkt") != jkt {
+			tokenError(w, http.StatusBadRequest, "invalid_dpop_proof")
+			return
+		}
+		params = maps.Clone(params)
+		params.Set("dpop_jkt", jkt)
 	}
 	if _, aerr := op.checkRequest(params); aerr != nil {
 		tokenError(w, http.StatusBadRequest, aerr.code)
@@ -368,6 +436,10 @@ func (op *OP) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.PostForm.Get("token") == "" {
 		tokenError(w, http.StatusBadRequest, "invalid_request")
+		return
+	}
+	if _, perr := op.checkProof(r, Revocation, op.requestURL(r), ""); perr != nil {
+		op.asProofError(w, perr)
 		return
 	}
 	token := r.PostForm.Get("token")

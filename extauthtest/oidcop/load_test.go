@@ -33,7 +33,7 @@ func TestMillionSignIns(t *testing.T) {
 			if !ok {
 				return errors.New("the code was not redeemed")
 			}
-			op.recordTokens(g, endpoint.Random(32), c.Now())
+			op.recordTokens(g, endpoint.Random(32), c.Now(), "", "")
 			return nil
 		},
 	}.Do(t)

@@ -163,6 +163,14 @@ type Config struct {
 	// ClientJWKS, when set, is the client's key set registered by value;
 	// it wins over ClientJWKSURI.
 	ClientJWKS *jose.JSONWebKeySet
+	// CacheClientJWKS keeps the set read from ClientJWKSURI, as providers
+	// that cache a client's jwks_uri do, until RefreshClientJWKS, or with
+	// RefetchUnknownKid until a client JWT names a kid it does not hold.
+	// The provider encrypts to the key of the set it holds, however old.
+	CacheClientJWKS bool
+	// RefetchUnknownKid reads ClientJWKSURI again, once, for a client JWT
+	// whose kid the cached set lacks (oidc-provider does).
+	RefetchUnknownKid bool
 	// RequirePAR makes discovery say require_pushed_authorization_requests
 	// and the authorization endpoint take pushed requests only.
 	RequirePAR bool
@@ -180,6 +188,31 @@ type Config struct {
 	// Keys are signing keys to start with (generated when empty), the last
 	// one active. They must suit Alg.
 	Keys []crypto.Signer
+	// DPoP makes the provider require DPoP (RFC 9449) of the client: a
+	// proof with every request to the token endpoint (and checked on any
+	// other request that carries one), access and refresh tokens bound to
+	// its key, token_type DPoP, and UserInfo taking bound tokens only with
+	// the DPoP scheme and a proof of their key.
+	DPoP bool
+	// DPoPNonce makes the provider demand its nonce in every proof
+	// (RotateDPoPNonce changes it).
+	DPoPNonce bool
+	// ClientCAs, with AuthMethod tls_client_auth, are the CAs the
+	// client's TLS certificate must chain to, and TLSClientSubjectDN the
+	// subject it registered (tls_client_auth_subject_dn, as
+	// x509.Certificate.Subject.String() prints it).
+	ClientCAs          *x509.CertPool
+	TLSClientSubjectDN string
+	// MTLS binds access tokens to the TLS certificate the token request
+	// presented (RFC 8705 3), takes them at UserInfo only over a
+	// connection that presents it, and lists mtls_endpoint_aliases. The
+	// provider must then be served over TLS with client certificates
+	// requested.
+	MTLS bool
+	// Profile makes the provider enforce a FAPI 2.0 profile on the
+	// client; it implies RequirePAR and DPoP, RequireRequestObject with
+	// FAPI2MessageSigning, and an Alg of PS256 unless set.
+	Profile Profile
 	// AutoApprove signs the first user in without a consent page.
 	AutoApprove bool
 	// NoIssParameter stops advertising and sending RFC 9207's iss.
@@ -266,6 +299,16 @@ type OP struct {
 	assertions []Assertion
 	lastParams url.Values
 	revoked    int
+	// nonce is the DPoP nonce demanded; proofs are the proofs accepted,
+	// proofJTIs their jti until they could pass for fresh.
+	nonce     string
+	proofs    []Proof
+	proofJTIs *expiring.Map[struct{}]
+	// clientSet is the cached client key set (CacheClientJWKS).
+	clientSet       *jose.JSONWebKeySet
+	clientJWKSReads atomic.Int64
+	// answer is the authentication AnswerAt chose.
+	answer Authentication
 }
 
 type signingKey struct {
@@ -284,6 +327,13 @@ type authRequest struct {
 	accessType  string
 	acrValues   []string
 	maxAge      int64 // -1: none asked
+	// login: prompt=login asked for a new authentication.
+	login bool
+	// dpopJKT binds the code to a DPoP key: the request's dpop_jkt, or
+	// the key of its pushed request's proof.
+	dpopJKT string
+	// mode is the response mode asked for.
+	mode string
 }
 
 // grant is what a code, then an access token, stands for.
@@ -294,6 +344,10 @@ type grant struct {
 	used bool
 	// authTime is when the user authenticated (the session's start).
 	authTime time.Time
+	// jkt is the DPoP key a token is bound to, "" for a bearer token;
+	// x5t the TLS certificate it is bound to.
+	jkt string
+	x5t string
 }
 
 // session is a user's session at the provider, shared by the sign-ins of
@@ -324,13 +378,17 @@ func New(cfg Config) (*OP, error) {
 	if cfg.AuthMethod == "" {
 		cfg.AuthMethod = "client_secret_basic"
 	}
-	if cfg.ClientID == "" || (cfg.ClientSecret == "" && cfg.AuthMethod != "private_key_jwt") || len(cfg.RedirectURIs) == 0 {
+	secretless := cfg.AuthMethod == "private_key_jwt" || cfg.AuthMethod == "tls_client_auth" || cfg.AuthMethod == "self_signed_tls_client_auth"
+	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 {
 		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
 	}
 	switch cfg.AuthMethod {
-	case "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt":
+	case "client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "tls_client_auth", "self_signed_tls_client_auth":
 	default:
 		return nil, fmt.Errorf("oidcop: auth method %q", cfg.AuthMethod)
+	}
+	if err := cfg.checkProfile(); err != nil {
+		return nil, err
 	}
 	if cfg.Alg == "" {
 		cfg.Alg = "RS256"
@@ -350,6 +408,7 @@ func New(cfg Config) (*OP, error) {
 		now:    cfg.Now,
 		hits:   map[Endpoint]*atomic.Int64{},
 		faults: map[Fault]bool{},
+		nonce:  endpoint.Random(16),
 
 		tokenPath: "/token",
 		jwksPath:  "/jwks",
@@ -365,7 +424,8 @@ func New(cfg Config) (*OP, error) {
 	op.logouts = expiring.New[*endSession](0, op.now)
 	op.pushed = expiring.New[*pushedRequest](0, op.now)
 	op.seenJTIs = expiring.New[struct{}](0, op.now)
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation} {
+	op.proofJTIs = expiring.New[struct{}](0, op.now)
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -505,6 +565,10 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tokenPath, jwksPath := op.paths()
+	if alias, ok := strings.CutPrefix(path, mtlsPrefix); ok && op.cfg.MTLS {
+		op.hits[MTLS].Add(1)
+		path = alias
+	}
 	switch path {
 	case "/.well-known/openid-configuration":
 		op.hits[Discovery].Add(1)
@@ -563,7 +627,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		"userinfo_endpoint":                     base + "/userinfo",
 		"jwks_uri":                              base + jwksPath,
 		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
+		"response_modes_supported":              []string{"query", "jwt", "query.jwt"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{op.cfg.Alg},
@@ -579,7 +643,10 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	if !op.cfg.NoEndSession {
 		doc["end_session_endpoint"] = base + "/end_session"
 	}
-	algs := []string{"RS256", "PS256", "ES256"}
+	var algs []string
+	for _, a := range op.clientAlgs() {
+		algs = append(algs, string(a))
+	}
 	doc["pushed_authorization_request_endpoint"] = base + "/par"
 	doc["require_pushed_authorization_requests"] = op.cfg.RequirePAR
 	doc["request_parameter_supported"] = true
@@ -598,6 +665,12 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["userinfo_encryption_alg_values_supported"] = keyAlgs
 	doc["userinfo_encryption_enc_values_supported"] = encs
 	doc["revocation_endpoint"] = base + "/revoke"
+	doc["dpop_signing_alg_values_supported"] = DPoPSigningAlgs
+	if op.cfg.MTLS {
+		doc["mtls_endpoint_aliases"] = op.mtlsAliases()
+		doc["tls_client_certificate_bound_access_tokens"] = true
+	}
+	doc["authorization_signing_alg_values_supported"] = []string{op.cfg.Alg}
 	doc["claims_supported"] = append(doc["claims_supported"].([]string), "acr", "auth_time")
 	doc["backchannel_logout_supported"] = true
 	doc["backchannel_logout_session_supported"] = true
@@ -622,13 +695,29 @@ func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: keys})
 }
 
-// authorizeError sends an error back to the client's redirect URI.
-func (op *OP) authorizeError(w http.ResponseWriter, r *http.Request, redirectURI, state, code string) {
+// authorizeError sends an error back to the client's redirect URI, in
+// the response mode asked for.
+func (op *OP) authorizeError(w http.ResponseWriter, r *http.Request, redirectURI, state, mode, code string) {
 	q := url.Values{"error": {code}}
 	if state != "" {
 		q.Set("state", state)
 	}
+	op.respond(w, r, redirectURI, mode, q)
+}
+
+// respond sends the browser back to the client's redirect URI with the
+// authorization response q and the issuer: as query parameters, or with
+// response_mode jwt as a signed JWT (JARM).
+func (op *OP) respond(w http.ResponseWriter, r *http.Request, redirectURI, mode string, q url.Values) {
 	op.addIss(q)
+	if mode == "jwt" || mode == "query.jwt" {
+		jwt, err := op.jarm(q)
+		if err != nil {
+			http.Error(w, "cannot sign the response", http.StatusInternalServerError)
+			return
+		}
+		q = url.Values{"response": {jwt}}
+	}
 	http.Redirect(w, r, redirectURI+"?"+q.Encode(), http.StatusFound)
 }
 
@@ -646,8 +735,8 @@ func (op *OP) addIss(q url.Values) {
 // redirect URI the client registered, sent back there as code; without,
 // answered to the browser as plain.
 type requestError struct {
-	redirectURI, state, code string
-	plain                    string
+	redirectURI, state, mode, code string
+	plain                          string
 }
 
 func (e *requestError) answer(op *OP, w http.ResponseWriter, r *http.Request) {
@@ -655,7 +744,7 @@ func (e *requestError) answer(op *OP, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, e.plain, http.StatusBadRequest)
 		return
 	}
-	op.authorizeError(w, r, e.redirectURI, e.state, e.code)
+	op.authorizeError(w, r, e.redirectURI, e.state, e.mode, e.code)
 }
 
 // checkRequest validates an authorization request's parameters, as the
@@ -671,8 +760,9 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		return nil, &requestError{code: "invalid_request", plain: "redirect_uri is not registered for this client"}
 	}
 	state := q.Get("state")
+	mode := q.Get("response_mode")
 	fail := func(code string) (*authRequest, *requestError) {
-		return nil, &requestError{redirectURI: redirectURI, state: state, code: code}
+		return nil, &requestError{redirectURI: redirectURI, state: state, mode: mode, code: code}
 	}
 	switch {
 	case q.Get("response_type") != "code":
@@ -680,6 +770,13 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 	case !slices.Contains(strings.Fields(q.Get("scope")), "openid"):
 		return fail("invalid_scope")
 	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
+		return fail("invalid_request")
+	case mode != "" && mode != "query" && mode != "jwt" && mode != "query.jwt":
+		return fail("unsupported_response_mode")
+	case op.cfg.Profile == FAPI2MessageSigning && mode != "jwt" && mode != "query.jwt":
+		// FAPI 2.0 Message Signing 5.4: signed responses only.
+		return fail("invalid_request")
+	case op.cfg.Profile != "" && len(q.Get("nonce")) > 64:
 		return fail("invalid_request")
 	}
 	return &authRequest{
@@ -691,6 +788,9 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		accessType:  q.Get("access_type"),
 		acrValues:   strings.Fields(q.Get("acr_values")),
 		maxAge:      maxAge(q),
+		login:       slices.Contains(strings.Fields(q.Get("prompt")), "login"),
+		dpopJKT:     q.Get("dpop_jkt"),
+		mode:        mode,
 	}, nil
 }
 
@@ -725,7 +825,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	op.mu.Unlock()
 	redirectURI, state := req.redirectURI, req.state
 	if op.fault(Deny) {
-		op.authorizeError(w, r, redirectURI, state, "access_denied")
+		op.authorizeError(w, r, redirectURI, state, req.mode, "access_denied")
 		return
 	}
 	if op.cfg.AutoApprove {
@@ -733,7 +833,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.Get("prompt") == "none" {
-		op.authorizeError(w, r, redirectURI, state, "login_required")
+		op.authorizeError(w, r, redirectURI, state, req.mode, "login_required")
 		return
 	}
 	id := endpoint.Random(16)
@@ -821,7 +921,7 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("decision") != "approve" {
-		op.authorizeError(w, r, req.redirectURI, req.state, "access_denied")
+		op.authorizeError(w, r, req.redirectURI, req.state, req.mode, "access_denied")
 		return
 	}
 	for _, u := range op.cfg.Users {
@@ -848,8 +948,7 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	if req.state != "" {
 		q.Set("state", req.state)
 	}
-	op.addIss(q)
-	http.Redirect(w, r, req.redirectURI+"?"+q.Encode(), http.StatusFound)
+	op.respond(w, r, req.redirectURI, req.mode, q)
 }
 
 // issueCode issues a code for u's sign-in of req, in the browser's
@@ -859,15 +958,22 @@ func (op *OP) issueCode(req *authRequest, u User, sid string) (string, *session)
 	now := op.now()
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	// A session older than max_age means authenticating again: a new
-	// session (OIDC Core 3.1.2.1).
+	// A session older than max_age, or prompt=login, means authenticating
+	// again: a new session (OIDC Core 3.1.2.1).
 	sess, ok := op.sessions.Get(sid)
-	if !ok || sess.user.Sub != u.Sub || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
+	if !ok || sess.user.Sub != u.Sub || req.login || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
 		sess = &session{sid: endpoint.Random(16), user: u, authTime: now}
 		op.sessions.Put(sess.sid, sess, now.Add(sessionTTL))
 	}
 	op.codes.Put(code, &grant{req: req, user: u, sid: sess.sid, authTime: sess.authTime}, now.Add(codeTTL))
 	return code, sess
+}
+
+// peekCode returns the grant of a live code, spent or not.
+func (op *OP) peekCode(code string) (*grant, bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.codes.Get(code)
 }
 
 // redeemCode spends code: its grant, or false when the code is unknown,
@@ -915,6 +1021,9 @@ func tokenError(w http.ResponseWriter, status int, code string) {
 // refusing the others and refusing two at once (RFC 6749 2.3), on a
 // request to endpoint e.
 func (op *OP) clientAuthenticated(r *http.Request, e Endpoint) bool {
+	if op.cfg.AuthMethod == "tls_client_auth" || op.cfg.AuthMethod == "self_signed_tls_client_auth" {
+		return op.tlsAuthenticated(r) == nil
+	}
 	if op.jwtMethod() {
 		path := map[Endpoint]string{PAR: "/par", Revocation: "/revoke"}[e]
 		if e == Token {
@@ -970,13 +1079,22 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":
-		op.refreshGrant(w, f)
+		op.refreshGrant(w, r)
 		return
 	default:
 		tokenError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
 	}
 	now := op.now()
+	bound := ""
+	if g, ok := op.peekCode(f.Get("code")); ok {
+		bound = g.req.dpopJKT
+	}
+	jkt, perr := op.tokenProof(r, bound)
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
 	g, ok := op.redeemCode(f.Get("code"))
 	switch {
 	case !ok:
@@ -989,13 +1107,18 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	op.issueTokens(w, g, now, true)
+	op.issueTokens(w, g, now, true, jkt, op.certificateBound(r))
 }
 
 // issueTokens answers the token endpoint for grant g: a new access token,
 // an ID token (with the request's nonce on a sign-in, without on a
 // refresh), and a refresh token when offline access was asked for.
-func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool) {
+//
+// With jkt, the key of the request's DPoP proof, the tokens are bound to
+// it and their type is DPoP.
+// With x5t, the thumbprint of the request's TLS certificate, the access
+// token is bound to the certificate.
+func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn bool, jkt, x5t string) {
 	access := endpoint.Random(32)
 	idg := *g
 	if !signIn {
@@ -1011,46 +1134,70 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 		tokenError(w, http.StatusInternalServerError, "server_error")
 		return
 	}
+	tokenType := "Bearer"
+	if op.fault(DPoPBearer) {
+		jkt = ""
+	}
+	if jkt != "" {
+		tokenType = "DPoP"
+	}
 	resp := map[string]any{
 		"access_token": access,
-		"token_type":   "Bearer",
+		"token_type":   tokenType,
 		"expires_in":   int(tokenTTL.Seconds()),
 		"id_token":     idToken,
 		"scope":        g.req.scope,
 	}
-	if rt := op.recordTokens(g, access, now); rt != "" {
+	if rt := op.recordTokens(g, access, now, jkt, x5t); rt != "" {
 		resp["refresh_token"] = rt
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// recordTokens holds access for grant g, and a new refresh token, which it
-// returns, when offline access was asked for.
-func (op *OP) recordTokens(g *grant, access string, now time.Time) (refresh string) {
+// recordTokens holds access for grant g, bound to jkt and x5t as
+// issueTokens says, and a new refresh token, which it returns, when
+// offline access was asked for.
+func (op *OP) recordTokens(g *grant, access string, now time.Time, jkt, x5t string) (refresh string) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.tokens.Put(access, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime}, now.Add(tokenTTL))
+	op.tokens.Put(access, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime, jkt: jkt, x5t: x5t}, now.Add(tokenTTL))
 	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
 		refresh = endpoint.Random(32)
-		op.refresh.Put(refresh, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime}, now.Add(sessionTTL))
+		op.refresh.Put(refresh, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime, jkt: jkt}, now.Add(sessionTTL))
 	}
 	return refresh
 }
 
 // refreshGrant trades a refresh token for new tokens and a new refresh
 // token; the old one is spent (rotation), and a refresh token of a
-// session that ended is refused.
-func (op *OP) refreshGrant(w http.ResponseWriter, f url.Values) {
+// session that ended is refused. A refresh token bound to a DPoP key
+// takes a proof of that key (RFC 9449 5 binds only public clients'; the
+// provider binds every client's, so tests see the same key used months
+// later).
+func (op *OP) refreshGrant(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
 	now := op.now()
 	op.mu.Lock()
-	g, ok := op.refresh.Take(f.Get("refresh_token"))
+	g, ok := op.refresh.Get(f.Get("refresh_token"))
+	op.mu.Unlock()
+	bound := ""
+	if ok {
+		bound = g.jkt
+	}
+	jkt, perr := op.tokenProof(r, bound)
+	if perr != nil {
+		op.asProofError(w, perr)
+		return
+	}
+	op.mu.Lock()
+	g, ok = op.refresh.Take(f.Get("refresh_token"))
 	_, live := op.sessions.Get(g.sidOrEmpty())
 	op.mu.Unlock()
 	if !ok || !live {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	op.issueTokens(w, g, now, false)
+	op.issueTokens(w, g, now, false, jkt, op.certificateBound(r))
 }
 
 func (g *grant) sidOrEmpty() string {
@@ -1129,6 +1276,7 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 			claims["acr"] = WeakACRValue
 		}
 	}
+	op.answered(claims)
 	if !op.cfg.SparseIDToken && !op.fault(UserInfoSubMismatch) {
 		for k, v := range profileClaims(g.user, g.req.scope) {
 			claims[k] = v
@@ -1274,14 +1422,34 @@ func atHash(accessToken string) string {
 }
 
 func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	op.mu.Lock()
 	g, found := op.tokens.Get(token)
 	op.mu.Unlock()
-	if !ok || !found {
+	if !found || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "DPoP")) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return
+	}
+	// A certificate-bound token is taken only over a connection that
+	// presents the certificate (RFC 8705 3).
+	if g.x5t != "" && !presentsBound(r, g.x5t) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
+		return
+	}
+	// A DPoP-bound token is taken with the DPoP scheme and a proof of
+	// its key only (RFC 9449 7.1); presented as Bearer it is refused.
+	if g.jkt != "" || strings.EqualFold(scheme, "DPoP") {
+		jkt, perr := op.checkProof(r, UserInfo, op.requestURL(r), token)
+		switch {
+		case perr != nil:
+			op.rsProofError(w, perr.code)
+			return
+		case !strings.EqualFold(scheme, "DPoP") || jkt == "" || jkt != g.jkt:
+			op.rsProofError(w, "invalid_token")
+			return
+		}
 	}
 	claims := profileClaims(g.user, g.req.scope)
 	claims["sub"] = g.user.Sub

@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,14 @@ type Knobs struct {
 	// the IdP encrypts to the first encryption certificate of the SP's
 	// metadata, as crewjam's does.
 	EncryptTo *x509.Certificate
+	// EncryptToCert is how the IdP picks the SP's encryption certificate
+	// from the SP metadata it holds, when EncryptTo does not say: the
+	// first (FirstCert, crewjam's way and the default), the last
+	// (LastCert: an IdP that takes the certificate an SP adds at once), or
+	// the one it picked when it first registered the SP, for as long as
+	// the SP metadata it holds lists it (PinnedCert: an IdP that keeps
+	// encrypting to the certificate it was first given).
+	EncryptToCert CertChoice
 	// StrictLogout makes the single logout endpoint match the
 	// LogoutRequest's NameID exactly against those the IdP issued (value,
 	// Format, NameQualifier, SPNameQualifier and SPProvidedID, each present
@@ -141,6 +150,10 @@ type Knobs struct {
 	// (The metadata does not say so: crewjam's IdP would then refuse every
 	// request, since it cannot check signatures itself.)
 	RequireSignedRequests bool
+	// IgnoreRequestSignatures never verifies the signature of an
+	// AuthnRequest, as IdPs that do not ask for signed requests often do:
+	// a signing key the IdP does not know yet goes unnoticed.
+	IgnoreRequestSignatures bool
 	// MetadataSigner, when set, signs the metadata document (enveloped,
 	// as federations sign theirs).
 	MetadataSigner *MetadataSigner
@@ -150,7 +163,27 @@ type Knobs struct {
 	// UnpublishedKey signs responses with a key pair that the metadata
 	// does not publish, so that no SP can verify them.
 	UnpublishedKey bool
+	// AuthnContextClassRef, when set, is the class the assertion says the
+	// user authenticated with, whatever the request asked. By default the
+	// IdP asserts the first class a RequestedAuthnContext names, and
+	// PasswordProtectedTransport without one.
+	AuthnContextClassRef string
+	// AuthnInstant, when set, dates the authentication (an IdP that kept
+	// an old session, ForceAuthn or not); by default it is the sign-in's
+	// time.
+	AuthnInstant time.Time
 }
+
+// CertChoice is how an IdP picks the SP's encryption certificate
+// (Knobs.EncryptToCert).
+type CertChoice int
+
+// The CertChoice values.
+const (
+	FirstCert CertChoice = iota
+	LastCert
+	PinnedCert
+)
 
 // MetadataSigner is the key that signs the IdP metadata, and how.
 type MetadataSigner struct {
@@ -166,6 +199,32 @@ type AuthnRecord struct {
 	// verified with the SP's certificate.
 	Signed bool
 	Raw    []byte
+	// ForceAuthn, IsPassive and RequestedAuthnContext (its classes, in
+	// order) are what the request asked of the authentication.
+	ForceAuthn, IsPassive bool
+	RequestedAuthnContext []string
+}
+
+// readAuthnOptions fills what the request rec.Raw asks of the
+// authentication into rec.
+func readAuthnOptions(rec *AuthnRecord) {
+	root, err := Parse(rec.Raw)
+	if err != nil {
+		return
+	}
+	rec.ForceAuthn = root.SelectAttrValue("ForceAuthn", "") == "true"
+	rec.IsPassive = root.SelectAttrValue("IsPassive", "") == "true"
+	rec.RequestedAuthnContext = requestedClasses(root)
+}
+
+// requestedClasses are the classes of an AuthnRequest's
+// RequestedAuthnContext.
+func requestedClasses(root *etree.Element) []string {
+	var out []string
+	for _, el := range root.FindElements("./RequestedAuthnContext/AuthnContextClassRef") {
+		out = append(out, strings.TrimSpace(el.Text()))
+	}
+	return out
 }
 
 // Options configure a new IdP.
@@ -202,10 +261,15 @@ type IdP struct {
 	mu      sync.Mutex
 	knobs   Knobs
 	sps     map[string]*saml.EntityDescriptor
-	idx     atomic.Int64
-	mdHits  atomic.Int64
-	lastLog atomic.Pointer[LogoutRecord]
-	lastReq atomic.Pointer[AuthnRecord]
+	// pinned is the encryption certificate each SP was first registered
+	// with, by entity ID, for PinnedCert.
+	pinned map[string][]byte
+	// spFetches counts the SP metadata documents registered.
+	spFetches atomic.Int64
+	idx       atomic.Int64
+	mdHits    atomic.Int64
+	lastLog   atomic.Pointer[LogoutRecord]
+	lastReq   atomic.Pointer[AuthnRecord]
 	// now is crewjam's clock (saml.TimeNow), read at each call.
 	now func() time.Time
 	// issued holds the NameID of every assertion the IdP issued, by the
@@ -246,7 +310,7 @@ func New(opts Options) (*IdP, error) {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, spMDURL: opts.SPMetadataURL,
-		client: client, sps: map[string]*saml.EntityDescriptor{},
+		client: client, sps: map[string]*saml.EntityDescriptor{}, pinned: map[string][]byte{},
 		now: func() time.Time { return saml.TimeNow() }}
 	p.issued = expiring.New[nameID](0, func() time.Time { return p.now() })
 	sub := func(path string) url.URL { c := *base; c.Path += path; return c }
@@ -357,16 +421,63 @@ func (p *IdP) unpublished() (*saml.IdentityProvider, error) {
 	return p.other, p.otherErr
 }
 
-// RegisterSP trusts a service provider from its metadata document.
+// RegisterSP trusts a service provider from its metadata document, or
+// reads a new copy of it: until the next, the IdP verifies the SP's
+// requests with the signing certificates of this copy, and encrypts to one
+// of its encryption certificates (Knobs.EncryptToCert).
 func (p *IdP) RegisterSP(metadata []byte) error {
 	var ed saml.EntityDescriptor
 	if err := xml.Unmarshal(metadata, &ed); err != nil {
 		return fmt.Errorf("samlidp: SP metadata: %w", err)
 	}
+	p.spFetches.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sps[ed.EntityID] = &ed
+	encCerts := spEncryptionCerts(&ed)
+	if pin, ok := p.pinned[ed.EntityID]; !ok || !slices.ContainsFunc(encCerts, func(c []byte) bool { return bytes.Equal(c, pin) }) {
+		if len(encCerts) > 0 {
+			p.pinned[ed.EntityID] = encCerts[0]
+		} else {
+			delete(p.pinned, ed.EntityID)
+		}
+	}
 	return nil
+}
+
+// SPMetadataReads counts the SP metadata documents the IdP registered,
+// by RegisterSP or from Options.SPMetadataURL.
+func (p *IdP) SPMetadataReads() int64 { return p.spFetches.Load() }
+
+// spEncryptionCerts returns the DER of the SP's encryption certificates in
+// the order crewjam's IdP looks at them: those of KeyDescriptors for
+// encryption, then of those for no use in particular, each in metadata
+// order.
+func spEncryptionCerts(ed *saml.EntityDescriptor) [][]byte {
+	var out [][]byte
+	for _, use := range []string{"encryption", ""} {
+		for _, d := range ed.SPSSODescriptors {
+			out = append(out, keyDescriptorCerts(d.KeyDescriptors, use)...)
+		}
+	}
+	return out
+}
+
+// keyDescriptorCerts returns the DER of the certificates of the
+// KeyDescriptors for use.
+func keyDescriptorCerts(kds []saml.KeyDescriptor, use string) [][]byte {
+	var out [][]byte
+	for _, kd := range kds {
+		if kd.Use != use {
+			continue
+		}
+		for _, c := range kd.KeyInfo.X509Data.X509Certificates {
+			if der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(c.Data), "")); err == nil {
+				out = append(out, der)
+			}
+		}
+	}
+	return out
 }
 
 // Metadata returns the IdP metadata document as the knobs shape it.
@@ -486,12 +597,14 @@ func (p *IdP) checkAuthnRequest(r *http.Request) error {
 			sigErr = verifyRedirect(r.URL.RawQuery, "SAMLRequest", certs)
 		}
 	}
-	switch {
+	switch k := p.knobsCopy(); {
+	case k.IgnoreRequestSignatures:
 	case sigErr != nil:
 		return fmt.Errorf("signature: %w", sigErr)
-	case !rec.Signed && p.knobsCopy().RequireSignedRequests:
+	case !rec.Signed && k.RequireSignedRequests:
 		return errors.New("unsigned, and this IdP requires signed requests")
 	}
+	readAuthnOptions(rec)
 	p.lastReq.Store(rec)
 	return nil
 }
@@ -613,12 +726,23 @@ func (s spProvider) GetServiceProvider(r *http.Request, id string) (*saml.Entity
 		return nil, os.ErrNotExist
 	}
 	c := *ed
-	if to := s.p.knobs.EncryptTo; to != nil && !s.p.knobs.NoEncrypt {
+	var to []byte
+	if s.p.knobs.EncryptTo != nil {
+		to = s.p.knobs.EncryptTo.Raw
+	} else if certs := spEncryptionCerts(ed); len(certs) > 0 {
+		switch s.p.knobs.EncryptToCert {
+		case LastCert:
+			to = certs[len(certs)-1]
+		case PinnedCert:
+			to = s.p.pinned[id]
+		}
+	}
+	if to != nil && !s.p.knobs.NoEncrypt {
 		// The one encryption certificate this IdP holds for the SP.
 		c.SPSSODescriptors = append([]saml.SPSSODescriptor(nil), ed.SPSSODescriptors...)
 		for i := range c.SPSSODescriptors {
 			kds := []saml.KeyDescriptor{{Use: "encryption", KeyInfo: saml.KeyInfo{X509Data: saml.X509Data{
-				X509Certificates: []saml.X509Certificate{{Data: base64.StdEncoding.EncodeToString(to.Raw)}}}}}}
+				X509Certificates: []saml.X509Certificate{{Data: base64.StdEncoding.EncodeToString(to)}}}}}}
 			for _, kd := range c.SPSSODescriptors[i].KeyDescriptors {
 				if kd.Use != "encryption" {
 					kds = append(kds, kd)
@@ -734,7 +858,22 @@ func (m assertionMaker) MakeAssertion(req *saml.IdpAuthnRequest, session *saml.S
 		u := m.p.user
 		n.Format, n.NameQualifier, n.SPNameQualifier, n.SPProvidedID = u.NameIDFormat, u.NameQualifier, u.SPNameQualifier, u.SPProvidedID
 	}
-	if f := m.p.knobsCopy().Mutate; f != nil {
+	knobs := m.p.knobsCopy()
+	if st := a.AuthnStatements; len(st) > 0 {
+		class := knobs.AuthnContextClassRef
+		if root, err := Parse(req.RequestBuffer); class == "" && err == nil {
+			if classes := requestedClasses(root); len(classes) > 0 {
+				class = classes[0]
+			}
+		}
+		if class != "" {
+			st[0].AuthnContext.AuthnContextClassRef = &saml.AuthnContextClassRef{Value: class}
+		}
+		if !knobs.AuthnInstant.IsZero() {
+			st[0].AuthnInstant = knobs.AuthnInstant
+		}
+	}
+	if f := knobs.Mutate; f != nil {
 		f(a)
 	}
 	m.p.recordIssued(a)
@@ -861,19 +1000,12 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, u, http.StatusFound)
 }
 
-// spSigningCerts returns every signing certificate the SP publishes: two
-// during its key rotation, either of which may sign.
+// spSigningCerts returns every signing certificate the SP publishes: up
+// to three during its key rotation, any of which may have signed.
 func spSigningCerts(sp *saml.EntityDescriptor) []*x509.Certificate {
 	var out []*x509.Certificate
 	for _, d := range sp.SPSSODescriptors {
-		for _, kd := range d.KeyDescriptors {
-			if kd.Use != "signing" || len(kd.KeyInfo.X509Data.X509Certificates) == 0 {
-				continue
-			}
-			der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(kd.KeyInfo.X509Data.X509Certificates[0].Data), ""))
-			if err != nil {
-				continue
-			}
+		for _, der := range keyDescriptorCerts(d.KeyDescriptors, "signing") {
 			if c, err := x509.ParseCertificate(der); err == nil {
 				out = append(out, c)
 			}

@@ -5,6 +5,7 @@ package outbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -181,28 +182,48 @@ func Observed(c *http.Client, p *telemetry.Provider) *http.Client {
 	return &oc
 }
 
+// WithBounds returns a copy of c with another time-out and size bound, for
+// the one document that is larger and slower than every other (a SAML
+// federation's aggregate): a client NewClient made keeps its transport and
+// its observation; any other is wrapped by NewClient.
+func WithBounds(c *http.Client, timeout time.Duration, maxBody int64) *http.Client {
+	t, ok := c.Transport.(*limitTransport)
+	if !ok {
+		return NewClient(c, timeout, maxBody)
+	}
+	lt := *t
+	lt.timeout, lt.max = timeout, maxBody
+	oc := *c
+	oc.Transport = &lt
+	return &oc
+}
+
 func (t *limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
-	var obs telemetry.Request
+	// The body is made first: its observation, with the carrier that
+	// writes the trace context, must live on the heap, and the body is
+	// there anyway.
+	b := &limitedBody{left: t.max}
 	if t.tel != nil {
-		ctx, obs = t.tel.StartRequest(ctx, r)
+		ctx, b.obs = t.tel.StartRequest(ctx, r)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	out := r.WithContext(ctx)
-	obs.Inject(out)
+	b.obs.Inject(out)
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
 		cancel()
-		obs.End(0, result(err))
+		b.obs.End(0, result(err))
 		return nil, err
 	}
 	if resp.ContentLength > t.max {
 		resp.Body.Close()
 		cancel()
-		obs.End(resp.StatusCode, telemetry.ResultTooLarge)
+		b.obs.End(resp.StatusCode, telemetry.ResultTooLarge)
 		return nil, fmt.Errorf("%s %s: %w", r.Method, Redact(r.URL), ErrBodyTooLarge)
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.max, cancel: cancel, obs: obs, status: resp.StatusCode}
+	b.rc, b.cancel, b.status = resp.Body, cancel, resp.StatusCode
+	resp.Body = b
 	return resp, nil
 }
 
@@ -322,4 +343,33 @@ func Scrub(err error) error {
 		return &c
 	}
 	return err
+}
+
+// ErrNoClientCertificate is wrapped by the error of WithClientCertificate
+// for a client whose transport cannot present a certificate.
+var ErrNoClientCertificate = errors.New("the HTTP client's transport cannot present a TLS client certificate: Options.HTTPClient's Transport must be an *http.Transport, or nil")
+
+// WithClientCertificate returns a copy of c, a client NewClient made, that
+// presents the certificate get returns when a server asks for one (mutual
+// TLS, RFC 8705), keeping c's bounds, telemetry and TLS settings (its
+// trusted roots). c's transport must be an *http.Transport.
+func WithClientCertificate(c *http.Client, get func(*tls.CertificateRequestInfo) (*tls.Certificate, error)) (*http.Client, error) {
+	lt, ok := c.Transport.(*limitTransport)
+	if !ok {
+		return nil, ErrNoClientCertificate
+	}
+	base, ok := lt.base.(*http.Transport)
+	if !ok {
+		return nil, ErrNoClientCertificate
+	}
+	tr := base.Clone()
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{}
+	}
+	tr.TLSClientConfig.GetClientCertificate = get
+	withCert := *lt
+	withCert.base = tr
+	out := *c
+	out.Transport = &withCert
+	return &out, nil
 }

@@ -14,6 +14,14 @@ type (
 	metadataStatus interface {
 		MetadataStatus() (fetched, nextRefresh, lastFailure time.Time)
 	}
+	// federationStatus: a SAML SP's federation aggregate.
+	federationStatus interface {
+		FederationStatus() (entities, idps int, ok bool)
+	}
+	// mdqStats: a SAML SP's MDQ look-ups, by result (a fixed list).
+	mdqStats interface {
+		MDQStats() map[string]int64
+	}
 	// discoveryStatus: an OpenID Connect discovery document.
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
@@ -21,9 +29,13 @@ type (
 )
 
 // Certificate is one certificate a strategy relies on, for the expiry
-// gauge: a SAML SP's own (Role "sp") or its IdP's signing one ("idp").
+// gauge: a SAML SP's own (Role "sp") or its IdP's signing one ("idp"), and
+// what is done with it (Use: samlsp's "sign+decrypt", "decrypt" for the
+// next pair of a rotation, "retiring" for the retiring one, "verify"), so
+// that an alert can leave out what expires without harm.
 type Certificate struct {
 	Role     string
+	Use      string
 	SHA256   string // hex fingerprint
 	NotAfter time.Time
 }
@@ -53,11 +65,23 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 			o.ObserveFloat64(t.docFailure, float64(failed.UnixMilli())/1e3, attrs)
 		}
 	}
+	if s, ok := p.strategy.(federationStatus); ok {
+		if entities, idps, ok := s.FederationStatus(); ok {
+			attrs := metric.WithAttributes(p.base...)
+			o.ObserveInt64(t.fedEntities, int64(entities), attrs)
+			o.ObserveInt64(t.fedIdPs, int64(idps), attrs)
+		}
+	}
+	if s, ok := p.strategy.(mdqStats); ok {
+		for result, n := range s.MDQStats() {
+			o.ObserveInt64(t.fedMDQ, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
+		}
+	}
 	if p.certificates == nil {
 		return
 	}
 	for _, c := range p.certificates() {
 		o.ObserveFloat64(t.certExpiry, c.NotAfter.Sub(now).Seconds(), metric.WithAttributes(
-			append(p.base[:len(p.base):len(p.base)], KeyRole.String(c.Role), KeySHA256.String(c.SHA256))...))
+			append(p.base[:len(p.base):len(p.base)], KeyRole.String(c.Role), KeyUse.String(c.Use), KeySHA256.String(c.SHA256))...))
 	}
 }

@@ -3,9 +3,9 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -58,6 +58,9 @@ func WithEndpoint(ctx context.Context, e Endpoint) context.Context {
 
 func endpointOf(ctx context.Context) Endpoint {
 	e, _ := ctx.Value(endpointKey{}).(Endpoint)
+	if e >= numEndpoints {
+		return EndpointOther
+	}
 	return e
 }
 
@@ -98,11 +101,38 @@ func StatusResult(status int) Result {
 // Request is one outbound request being observed: its span, when it has
 // one, and its start. The zero Request observes nothing.
 type Request struct {
-	p        *Provider
-	ctx      context.Context
+	p *Provider
+	// mctx is the context of the duration's measurement (see
+	// measureContext).
+	mctx     context.Context
 	span     trace.Span
-	start    time.Time
+	attrs    *reqAttrs
+	start    monotonic
 	endpoint Endpoint
+	// carrier writes the trace context into the request's headers (see
+	// Inject); kept here so that a Request that lives on the heap needs
+	// no allocation of its own for it.
+	carrier headerCopy
+}
+
+// spanNames are the names of the outbound spans of GET and POST requests,
+// by endpoint kind: "GET jwks", "POST token"...
+var spanNames = func() (n [2][numEndpoints]string) {
+	for e := range numEndpoints {
+		n[0][e] = http.MethodGet + " " + e.String()
+		n[1][e] = http.MethodPost + " " + e.String()
+	}
+	return n
+}()
+
+func spanName(method string, e Endpoint) string {
+	switch method {
+	case http.MethodGet:
+		return spanNames[0][e]
+	case http.MethodPost:
+		return spanNames[1][e]
+	}
+	return method + " " + e.String()
 }
 
 // StartRequest begins observing r, an outbound request of p's, made with
@@ -114,18 +144,50 @@ type Request struct {
 func (p *Provider) StartRequest(ctx context.Context, r *http.Request) (context.Context, Request) {
 	q := Request{p: p, endpoint: endpointOf(ctx)}
 	if p.t.recording(ctx) {
-		ctx, q.span = p.t.tracer.Start(ctx, r.Method+" "+q.endpoint.String(), trace.WithSpanKind(trace.SpanKindClient))
+		ctx, q.span = p.t.tracer.Start(ctx, spanName(r.Method, q.endpoint), clientSpan...)
 		if q.span.IsRecording() {
-			q.span.SetAttributes(p.requestAttributes(r, q.endpoint)...)
+			q.attrs = p.requestAttrs(r, q.endpoint)
 		}
 	}
-	q.ctx = ctx
 	// The clock is read only for an instrument that records: on some
 	// machines reading it costs more than the rest of this.
 	if p.t.outboundDur.Enabled(ctx) {
-		q.start = time.Now()
+		q.mctx = measureContext(ctx, q.span)
+		q.start = readClock()
 	}
 	return ctx, q
+}
+
+// reqAttrs are the span attributes of the requests of one method to one
+// URL (scheme, host and path): a provider's requests to an endpoint kind
+// go to one URL, so they are made once and shared by its spans, which the
+// SDK copies.
+type reqAttrs struct {
+	method, scheme, host, path string
+	kv                         []attribute.KeyValue
+	// answered is kv with the status code of the last answer that was not
+	// an error.
+	answered atomic.Pointer[statusAttrs]
+}
+
+type statusAttrs struct {
+	status int
+	kv     []attribute.KeyValue
+}
+
+// requestAttrs returns the span attributes of r, to an endpoint of kind e:
+// the last ones made for e when r goes to the same URL with the same
+// method, else new ones, which are kept.
+func (p *Provider) requestAttrs(r *http.Request, e Endpoint) *reqAttrs {
+	u := r.URL
+	path := u.EscapedPath()
+	slot := &p.requests[e]
+	if a := slot.Load(); a != nil && a.method == r.Method && a.scheme == u.Scheme && a.host == u.Host && a.path == path {
+		return a
+	}
+	a := &reqAttrs{method: r.Method, scheme: u.Scheme, host: u.Host, path: path, kv: p.requestAttributes(r, e)}
+	slot.Store(a)
+	return a
 }
 
 // requestAttributes are the span attributes of r: OpenTelemetry's HTTP
@@ -133,12 +195,13 @@ func (p *Provider) StartRequest(ctx context.Context, r *http.Request) (context.C
 // may carry a code or a token), and extauth's own.
 func (p *Provider) requestAttributes(r *http.Request, e Endpoint) []attribute.KeyValue {
 	u := r.URL
-	kv := []attribute.KeyValue{
+	kv := make([]attribute.KeyValue, 0, 5+len(p.base))
+	kv = append(kv,
 		attribute.String("http.request.method", r.Method),
 		attribute.String("server.address", u.Hostname()),
 		attribute.String("url.full", u.Scheme+"://"+u.Host+u.EscapedPath()),
 		KeyEndpoint.String(e.String()),
-	}
+	)
 	port := u.Port()
 	if port == "" {
 		port = "80"
@@ -149,18 +212,48 @@ func (p *Provider) requestAttributes(r *http.Request, e Endpoint) []attribute.Ke
 	if n, err := strconv.Atoi(port); err == nil {
 		kv = append(kv, attribute.Int("server.port", n))
 	}
-	return append(kv, p.base...)
+	return slices.Clip(append(kv, p.base...))
+}
+
+// ended returns the attributes of a request that ended with status (0
+// when there was no answer) and res: kv, with the status code, and the
+// error type and result of a failure. Those of an answer that is not an
+// error are kept for the next request that ends alike.
+func (a *reqAttrs) ended(status int, res Result) []attribute.KeyValue {
+	if res < ResultClientError {
+		if status <= 0 {
+			return a.kv
+		}
+		if s := a.answered.Load(); s != nil && s.status == status {
+			return s.kv
+		}
+		s := &statusAttrs{status, append(a.kv, attribute.Int("http.response.status_code", status))}
+		a.answered.Store(s)
+		return s.kv
+	}
+	kv := a.kv
+	if status > 0 {
+		kv = append(kv, attribute.Int("http.response.status_code", status))
+	}
+	et := res.String()
+	if status > 0 {
+		et = strconv.Itoa(status)
+	}
+	return append(kv, attribute.String("error.type", et), KeyResult.String(res.String()))
 }
 
 // Inject writes the trace context of the request's context into r's
 // headers with the propagator, copying the headers first: r is the
 // transport's own copy of the caller's request, whose headers it must
-// leave alone.
-func (q Request) Inject(r *http.Request) {
+// leave alone. Call it on a Request that stays where it is until r is
+// sent (a field of a value on the heap): the carrier is part of it.
+func (q *Request) Inject(r *http.Request) {
 	if q.p == nil || !trace.SpanContextFromContext(r.Context()).IsValid() {
 		return
 	}
-	q.p.t.prop.Inject(r.Context(), &headerCopy{r: r})
+	q.carrier = headerCopy{r: r}
+	q.p.t.prop.Inject(r.Context(), &q.carrier)
+	q.carrier = headerCopy{}
 }
 
 // headerCopy is a propagation carrier that copies the request's headers
@@ -193,27 +286,20 @@ func (c *headerCopy) Keys() []string {
 
 // End records the request: its duration with status (0 when there was no
 // answer) and result, and ends its span.
-func (q Request) End(status int, res Result) {
+func (q *Request) End(status int, res Result) {
 	p := q.p
 	if p == nil {
 		return
 	}
-	if d := p.t.outboundDur; !q.start.IsZero() && d.Enabled(q.ctx) {
-		d.Record(q.ctx, time.Since(q.start).Seconds(), p.outboundSet(q.endpoint, res).rec...)
+	if d := p.t.outboundDur; q.start != 0 && d.Enabled(q.mctx) {
+		d.Record(q.mctx, q.start.seconds(), p.outboundSet(q.endpoint, res).rec...)
 	}
 	if q.span == nil {
 		return
 	}
-	if q.span.IsRecording() {
-		if status > 0 {
-			q.span.SetAttributes(attribute.Int("http.response.status_code", status))
-		}
+	if q.attrs != nil && q.span.IsRecording() {
+		q.span.SetAttributes(q.attrs.ended(status, res)...)
 		if res >= ResultClientError {
-			et := res.String()
-			if status > 0 {
-				et = strconv.Itoa(status)
-			}
-			q.span.SetAttributes(attribute.String("error.type", et), KeyResult.String(res.String()))
 			q.span.SetStatus(codes.Error, res.String())
 		}
 	}

@@ -54,11 +54,10 @@ func (s *Site) Lookup(name string) *Provider {
 // Provider is the instrumentation of one provider of one site. Its
 // attribute sets are made on first use and kept.
 type Provider struct {
-	t        *T
-	name     string
-	tenant   string
-	base     []attribute.KeyValue
-	spanOpts []trace.SpanStartOption
+	t      *T
+	name   string
+	tenant string
+	base   []attribute.KeyValue
 	// strategy and certificates are what the asynchronous instruments
 	// read (documents, certificates); set by Watch while the site is
 	// built.
@@ -68,12 +67,14 @@ type Provider struct {
 	signIn   [numSignInSlots]atomic.Pointer[optSet]
 	store    [numStoreResults]atomic.Pointer[optSet]
 	outbound atomic.Pointer[[numOutboundSlots]atomic.Pointer[optSet]]
+	// requests holds the span attributes of the last outbound request
+	// to each endpoint kind (see requestAttrs).
+	requests [numEndpoints]atomic.Pointer[reqAttrs]
 }
 
 func (t *T) newProvider(name, tenant string) *Provider {
 	base := []attribute.KeyValue{KeyProvider.String(name), KeyTenant.String(tenant)}
-	return &Provider{t: t, name: name, tenant: tenant, base: base,
-		spanOpts: []trace.SpanStartOption{trace.WithAttributes(base...), trace.WithSpanKind(trace.SpanKindInternal)}}
+	return &Provider{t: t, name: name, tenant: tenant, base: base}
 }
 
 // Watch names the strategy serving the provider, for the asynchronous
@@ -92,6 +93,15 @@ const (
 	slotFailure
 	slotCode0
 	numSignInSlots = slotCode0 + len(failureCodes) + 1
+)
+
+// internalSpan and clientSpan are the start options of extauth's spans:
+// their kind only. Samplers see a span's name, kind and parent; its
+// attributes are set once, when it ends and only if it records, so that a
+// span sampled out costs no attribute and a recorded one a single copy.
+var (
+	internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	clientSpan   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 )
 
 // signInSet returns the attribute set of a sign-in slot: provider and
@@ -121,9 +131,15 @@ func (p *Provider) signInSet(slot int) *optSet {
 // and Failed finds it.
 type Op struct {
 	context.Context
-	p        *Provider
-	span     trace.Span
-	start    time.Time
+	p    *Provider
+	span trace.Span
+	// mctx is the context the op's measurements are made with: the op
+	// itself while its span records or the request is part of a sampled
+	// trace, so that an exemplar names the trace; otherwise
+	// context.Background(), so that the SDK's trace-based exemplar filter
+	// does not walk the request's long chain of contexts at each one.
+	mctx     context.Context
+	start    monotonic
 	began    time.Time
 	code     int
 	callback bool
@@ -164,10 +180,11 @@ func (p *Provider) Start(ctx context.Context, callback bool) *Op {
 		if callback {
 			name = "extauth.callback"
 		}
-		o.Context, o.span = t.tracer.Start(ctx, name, p.spanOpts...)
+		o.Context, o.span = t.tracer.Start(ctx, name, internalSpan...)
 	}
+	o.mctx = measureContext(o, o.span)
 	if callback && t.callbackDur.Enabled(ctx) {
-		o.start = time.Now()
+		o.start = readClock()
 	}
 	return o
 }
@@ -199,20 +216,27 @@ func (o *Op) fail(code string) {
 // failed), the callback's server time and the sign-in's duration; and
 // ends the span, its status the failure code.
 func (o *Op) End() {
-	p, t := o.p, o.p.t
+	p, t, ctx := o.p, o.p.t, o.mctx
 	failed := o.code >= 0
+	// slot is the attribute set of the outcome: a failure's code, a
+	// success, or the provider and tenant alone for an authorize request
+	// that ended without sending the browser on.
+	slot := slotStarted
 	switch {
 	case failed:
-		if t.completed.Enabled(o) {
-			t.completed.Add(o, 1, p.signInSet(slotCode0+o.code).add...)
+		slot = slotCode0 + o.code
+		if t.completed.Enabled(ctx) {
+			t.completed.Add(ctx, 1, p.signInSet(slot).add...)
 		}
 	case o.callback:
-		if t.completed.Enabled(o) {
-			t.completed.Add(o, 1, p.signInSet(slotSuccess).add...)
+		slot = slotSuccess
+		if t.completed.Enabled(ctx) {
+			t.completed.Add(ctx, 1, p.signInSet(slot).add...)
 		}
 	case o.started:
-		if t.started.Enabled(o) {
-			t.started.Add(o, 1, p.signInSet(slotStarted).add...)
+		slot = slotSuccess
+		if t.started.Enabled(ctx) {
+			t.started.Add(ctx, 1, p.signInSet(slotStarted).add...)
 		}
 	}
 	if o.callback {
@@ -220,27 +244,46 @@ func (o *Op) End() {
 		if failed {
 			outcome = slotFailure
 		}
-		if !o.start.IsZero() && t.callbackDur.Enabled(o) {
-			t.callbackDur.Record(o, time.Since(o.start).Seconds(), p.signInSet(outcome).rec...)
+		if o.start != 0 && t.callbackDur.Enabled(ctx) {
+			t.callbackDur.Record(ctx, o.start.seconds(), p.signInSet(outcome).rec...)
 		}
-		if !o.began.IsZero() && t.signInDur.Enabled(o) {
-			t.signInDur.Record(o, t.now().Sub(o.began).Seconds(), p.signInSet(outcome).rec...)
+		if !o.began.IsZero() && t.signInDur.Enabled(ctx) {
+			t.signInDur.Record(ctx, t.now().Sub(o.began).Seconds(), p.signInSet(outcome).rec...)
 		}
 	}
 	if o.span == nil {
 		return
 	}
 	if o.span.IsRecording() {
-		switch {
-		case failed:
-			code := codeName(o.code)
-			o.span.SetAttributes(KeyOutcome.String(OutcomeFailure), KeyCode.String(code))
-			o.span.SetStatus(codes.Error, code)
-		case o.callback || o.started:
-			o.span.SetAttributes(KeyOutcome.String(OutcomeSuccess))
+		o.span.SetAttributes(p.signInSet(slot).kv...)
+		if failed {
+			o.span.SetStatus(codes.Error, codeName(o.code))
 		}
 	}
 	o.span.End()
+}
+
+// measureContext is the context to make measurements with under ctx, whose
+// own span, if any, is span: ctx when span records or ctx is part of a
+// sampled trace (a span the host started), so that an exemplar can name
+// the trace, and context.Background() otherwise. The SDK's default
+// exemplar filter looks for a sampled span in the context of every
+// measurement: in a request's context, a walk down a long chain of values
+// that finds none.
+func measureContext(ctx context.Context, span trace.Span) context.Context {
+	switch {
+	case span != nil && (span.IsRecording() || span.SpanContext().IsSampled()):
+		return ctx
+	case span != nil:
+		return context.Background()
+	}
+	if o := FromContext(ctx); o != nil && o.mctx != nil {
+		return o.mctx
+	}
+	if trace.SpanContextFromContext(ctx).IsSampled() {
+		return ctx
+	}
+	return context.Background()
 }
 
 // recording reports whether spans made under ctx are worth making: when

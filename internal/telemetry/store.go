@@ -30,8 +30,9 @@ const (
 
 var storeResultNames = [numStoreResults]string{"new", "used", "error", "full", "released"}
 
-// Consume calls s.Consume and records it: its duration and result, and a
-// span "extauth.store.consume". The key is never an attribute.
+// Consume calls s.Consume and records it: its duration and result, and,
+// with Config.StoreSpans, a span "extauth.store.consume". The key is never
+// an attribute.
 func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.Time) (bool, error) {
 	ctx, c := p.beginStore(ctx, "extauth.store.consume")
 	fresh, err := s.Consume(ctx, key, until)
@@ -44,13 +45,14 @@ func (p *Provider) Consume(ctx context.Context, s Store, key string, until time.
 	case !fresh:
 		res = storeUsed
 	}
-	p.endStore(ctx, c, res, err)
+	p.endStore(c, res, err)
 	return fresh, err
 }
 
 // Release calls release, which gives back the key of a callback that
 // failed verification, and records it as Consume records its calls, with
-// the result "released" (or "error"), in a span "extauth.store.release".
+// the result "released" (or "error"), in a span "extauth.store.release"
+// with Config.StoreSpans.
 func (p *Provider) Release(ctx context.Context, release func(context.Context) error) error {
 	ctx, c := p.beginStore(ctx, "extauth.store.release")
 	err := release(ctx)
@@ -58,35 +60,39 @@ func (p *Provider) Release(ctx context.Context, release func(context.Context) er
 	if err != nil {
 		res = storeError
 	}
-	p.endStore(ctx, c, res, err)
+	p.endStore(c, res, err)
 	return err
 }
 
 // storeCall is a store call being recorded: its span, when one records,
-// and its start, when the duration is recorded.
+// its start, when the duration is recorded, and the context of that
+// measurement (see measureContext).
 type storeCall struct {
 	span  trace.Span
-	start time.Time
+	start monotonic
+	mctx  context.Context
 }
 
 func (p *Provider) beginStore(ctx context.Context, name string) (context.Context, storeCall) {
 	var c storeCall
-	if p.t.recording(ctx) {
-		ctx, c.span = p.t.tracer.Start(ctx, name, p.spanOpts...)
+	if p.t.storeSpans && p.t.recording(ctx) {
+		ctx, c.span = p.t.tracer.Start(ctx, name, internalSpan...)
 	}
+	// The clock is read only for an instrument that records.
 	if p.t.storeDur.Enabled(ctx) {
-		c.start = time.Now()
+		c.mctx = measureContext(ctx, c.span)
+		c.start = readClock()
 	}
 	return ctx, c
 }
 
-func (p *Provider) endStore(ctx context.Context, c storeCall, res int, err error) {
-	if d := p.t.storeDur; !c.start.IsZero() && d.Enabled(ctx) {
-		d.Record(ctx, time.Since(c.start).Seconds(), p.storeSet(res).rec...)
+func (p *Provider) endStore(c storeCall, res int, err error) {
+	if d := p.t.storeDur; c.start != 0 && d.Enabled(c.mctx) {
+		d.Record(c.mctx, c.start.seconds(), p.storeSet(res).rec...)
 	}
 	if c.span != nil {
 		if c.span.IsRecording() {
-			c.span.SetAttributes(KeyResult.String(storeResultNames[res]))
+			c.span.SetAttributes(p.storeSet(res).kv...)
 			if err != nil {
 				c.span.SetStatus(codes.Error, storeResultNames[res])
 			}

@@ -79,7 +79,7 @@ func TestNoSDKCostsNoAllocation(t *testing.T) {
 // even after New: metrics through the API's delegation, spans as soon as
 // tracing sees the new global provider.
 func TestGlobalProvidersFollowTheHost(t *testing.T) {
-	tel, err := New(Config{})
+	tel, err := New(Config{StoreSpans: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,4 +169,203 @@ func BenchmarkNoSDK(b *testing.B) {
 	for b.Loop() {
 		signIn(p, "k", s)
 	}
+}
+
+// An outbound span's attributes are made once per method and URL and kept
+// for the next request alike: a request to another URL, or one that ends
+// otherwise, gets its own.
+func TestRequestSpanAttributes(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	tel, err := New(Config{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	other := httptest.NewRequest(http.MethodPost, "https://op2.example:8443/token?code=x", nil)
+	for _, c := range []struct {
+		r      *http.Request
+		status int
+		res    Result
+		want   map[string]string
+	}{
+		{tokenRequest, 200, ResultOK, map[string]string{"server.address": "op.example", "server.port": "443", "url.full": "https://op.example/token", "http.response.status_code": "200"}},
+		{tokenRequest, 200, ResultOK, map[string]string{"url.full": "https://op.example/token", "http.response.status_code": "200"}},
+		{other, 200, ResultOK, map[string]string{"server.address": "op2.example", "server.port": "8443", "url.full": "https://op2.example:8443/token", "http.response.status_code": "200"}},
+		{other, 201, ResultOK, map[string]string{"url.full": "https://op2.example:8443/token", "http.response.status_code": "201"}},
+		{other, 503, ResultServerError, map[string]string{"http.response.status_code": "503", "error.type": "503", "result": "server_error"}},
+		{other, 0, ResultTimeout, map[string]string{"error.type": "timeout", "result": "timeout"}},
+		{other, 200, ResultOK, map[string]string{"http.response.status_code": "200"}},
+	} {
+		before := len(spans.Ended())
+		_, q := p.StartRequest(WithEndpoint(context.Background(), EndpointToken), c.r)
+		q.End(c.status, c.res)
+		ended := spans.Ended()
+		if len(ended) != before+1 {
+			t.Fatalf("%d spans ended", len(ended)-before)
+		}
+		got := map[string]string{}
+		for _, kv := range ended[len(ended)-1].Attributes() {
+			got[string(kv.Key)] = kv.Value.Emit()
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s %d: %s = %q, want %q (%v)", c.r.URL.Host, c.status, k, got[k], v, got)
+			}
+		}
+		for _, k := range []string{"error.type", "result", "http.response.status_code"} {
+			if _, ok := c.want[k]; !ok && got[k] != "" {
+				t.Errorf("%s %d: %s = %q, want none", c.r.URL.Host, c.status, k, got[k])
+			}
+		}
+		if got["provider"] != "oidc" || got["endpoint"] != "token" || got["http.request.method"] != "POST" {
+			t.Errorf("%v", got)
+		}
+	}
+}
+
+// Measurements made within a recorded sign-in keep its trace, so that
+// exemplars name it; outside any trace they are made without the request's
+// context.
+func TestExemplarsNameTheTrace(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	tel, err := New(Config{MeterProvider: mp, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(tel.Site("").Provider("oidc"), "k", &memStore{seen: map[string]bool{}})
+	var cb sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		if s.Name() == "extauth.callback" {
+			cb = s
+		}
+	}
+	if cb == nil {
+		t.Fatal("no callback span")
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				for _, e := range dp.Exemplars {
+					if len(e.TraceID) == 16 && [16]byte(e.TraceID) == [16]byte(cb.SpanContext().TraceID()) {
+						seen[m.Name] = true
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []string{"extauth.callback.duration", "extauth.outbound.duration", "extauth.store.duration"} {
+		if !seen[n] {
+			t.Errorf("no exemplar of %s names the callback's trace: %v", n, seen)
+		}
+	}
+}
+
+// BenchmarkSpanFloor is an authorize request's span made by Op beside the
+// SDK's floor for it, the span started, given the same attributes when it
+// records, and ended: with every span sampled into an in-memory exporter
+// through a batch span processor (exported), and with a parent-based
+// sampler at 0 (sampled_out).
+//
+//	go test -run '^$' -bench SpanFloor -benchmem -count 5 ./internal/telemetry/ | go run ./internal/benchratio
+func BenchmarkSpanFloor(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+	}{
+		{"exported", sdktrace.AlwaysSample()},
+		{"sampled_out", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))},
+	} {
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(c.sampler), sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(exp)))
+		b.Cleanup(func() { tp.Shutdown(context.Background()) })
+		tel, err := New(Config{TracerProvider: tp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := tel.Site("").Provider("oidc")
+		tracer := tp.Tracer(ScopeName)
+		kv := p.signInSet(slotSuccess).kv
+		ctx := context.Background()
+		run := func(b *testing.B, f func()) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i++; i%1000 == 0 {
+					tp.ForceFlush(ctx)
+					exp.Reset()
+				}
+				f()
+			}
+		}
+		b.Run(c.name+"/floor", func(b *testing.B) {
+			run(b, func() {
+				_, s := tracer.Start(ctx, "extauth.authorize", internalSpan...)
+				if s.IsRecording() {
+					s.SetAttributes(kv...)
+				}
+				s.End()
+			})
+		})
+		b.Run(c.name+"/extauth", func(b *testing.B) {
+			run(b, func() {
+				op := p.Start(ctx, false)
+				op.Started()
+				op.End()
+			})
+		})
+	}
+}
+
+// BenchmarkMetricsFloor is what signIn records with the metrics SDK
+// (the completed counter, the callback, sign-in, outbound and store
+// durations), made by the instrumentation (extauth) beside the SDK's floor
+// for the same measurements (floor): the five calls with their attribute
+// sets made beforehand, a background context, and the clock read at the
+// start and the end of each of the three server durations.
+//
+//	go test -run '^$' -bench MetricsFloor -benchmem -count 5 ./internal/telemetry/ | go run ./internal/benchratio
+func BenchmarkMetricsFloor(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { mp.Shutdown(context.Background()) })
+	tel, err := New(Config{MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	s := &memStore{seen: map[string]bool{}}
+	ctx := context.Background()
+	success, token, stored := p.signInSet(slotSuccess), p.outboundSet(EndpointToken, ResultOK), p.storeSet(storeUsed)
+	b.Run("callback/floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			start := readClock()
+			q := readClock()
+			tel.outboundDur.Record(ctx, q.seconds(), token.rec...)
+			st := readClock()
+			s.Consume(ctx, "k", began)
+			tel.storeDur.Record(ctx, st.seconds(), stored.rec...)
+			tel.completed.Add(ctx, 1, success.add...)
+			tel.callbackDur.Record(ctx, start.seconds(), success.rec...)
+			tel.signInDur.Record(ctx, tel.now().Sub(began).Seconds(), success.rec...)
+		}
+	})
+	b.Run("callback/extauth", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			signIn(p, "k", s)
+		}
+	})
 }

@@ -7,16 +7,34 @@
 //                 backchannel_logout_session_required
 //   AUTH_METHODS  comma-separated token endpoint auth methods to support
 //                 (default: oidc-provider's own list)
+//   ACR_VALUES    space-separated acr values the provider supports: a login
+//                 is asserted at the first of the client's acr_values
+//                 among them, as a provider that honours acr_values does,
+//                 and at none when it asked for none of them
 //   HIGH_ASSURANCE when set, a high-assurance provider: private_key_jwt
 //                 the only client authentication, pushed authorization
 //                 requests (RFC 9126) and signed request objects (RFC
 //                 9101) required, encryption of ID tokens and UserInfo
 //                 enabled (the client metadata chooses its algorithms)
+//   FAPI2         when set, a FAPI 2.0 Security Profile provider
+//                 (features.fapi profile '2.0'): pushed authorization
+//                 requests required, private_key_jwt with the issuer as
+//                 the assertions' audience, PKCE, DPoP with server nonces
+//                 required on every request (the client metadata sets
+//                 dpop_bound_access_tokens), and JWT-secured authorization
+//                 responses (JARM) for clients that ask for them
+//   MTLS          when set, served over https with TLS_CERT and TLS_KEY
+//                 (PEM), asking every client for a certificate, which
+//                 must chain to TLS_CA for tls_client_auth: mutual TLS
+//                 (RFC 8705) client authentication (tls_client_auth,
+//                 self_signed_tls_client_auth) and certificate-bound
+//                 access tokens
 //
 // When it listens, it prints one JSON line {"issuer": "..."} to stdout. It
 // exits when stdin closes, so it never outlives the test that started it.
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import Provider from 'oidc-provider';
 
 const clients = JSON.parse(process.env.CLIENTS || '[]').map((c) => ({
@@ -91,13 +109,110 @@ if (process.env.HIGH_ASSURANCE) {
   configuration.features.encryption = { enabled: true };
 }
 
-const server = createServer();
+const acrValues = (process.env.ACR_VALUES || '').split(' ').filter(Boolean);
+if (acrValues.length) {
+  configuration.acrValues = acrValues;
+}
+
+// honourACR finishes a devInteractions login itself, with the acr the
+// client asked for when the provider supports it (devInteractions asserts
+// none).
+async function honourACR(provider, ctx, next) {
+  if (!acrValues.length || ctx.method !== 'POST' || !/^\/interaction\/[^/]+$/.test(ctx.path)) {
+    return next();
+  }
+  const chunks = [];
+  for await (const chunk of ctx.req) {
+    chunks.push(chunk);
+  }
+  const raw = Buffer.concat(chunks).toString();
+  // devInteractions reads the body parsed already.
+  ctx.req.body = raw;
+  const body = new URLSearchParams(raw);
+  if (body.get('prompt') !== 'login') {
+    return next();
+  }
+  const { params } = await provider.interactionDetails(ctx.req, ctx.res);
+  const acr = (params.acr_values || '').split(' ').find((v) => acrValues.includes(v));
+  ctx.respond = false;
+  await provider.interactionFinished(ctx.req, ctx.res, {
+    login: { accountId: body.get('login'), acr },
+  }, { mergeWithLastSubmission: false });
+}
+
+if (process.env.FAPI2) {
+  configuration.clientAuthMethods = ['private_key_jwt'];
+  configuration.features.fapi = { enabled: true, profile: '2.0' };
+  configuration.features.pushedAuthorizationRequests = {
+    enabled: true,
+    requirePushedAuthorizationRequests: true,
+  };
+  configuration.features.dPoP = {
+    enabled: true,
+    nonceSecret: randomBytes(32),
+    requireNonce: () => true,
+  };
+  configuration.features.jwtResponseModes = { enabled: true };
+  configuration.features.requestObjects = { enabled: true };
+  configuration.features.encryption = { enabled: true };
+  configuration.enabledJWA = {
+    dPoPSigningAlgValues: ['ES256', 'PS256', 'EdDSA'],
+    clientAuthSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    idTokenSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    authorizationSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    requestObjectSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+    userinfoSigningAlgValues: ['PS256', 'ES256', 'EdDSA'],
+  };
+}
+
+// The client certificate the connection presented, if any. Its subject is
+// compared as RFC 4514 (and Go's pkix.Name.String()) writes it: the
+// attributes last to first.
+function peerCertificate(ctx) {
+  const peer = ctx.socket.getPeerCertificate();
+  return peer && peer.raw ? new X509Certificate(peer.raw) : undefined;
+}
+if (process.env.MTLS) {
+  configuration.clientAuthMethods = [
+    ...(configuration.clientAuthMethods || ['private_key_jwt']),
+    'tls_client_auth', 'self_signed_tls_client_auth',
+  ];
+  configuration.features.mTLS = {
+    enabled: true,
+    certificateBoundAccessTokens: true,
+    tlsClientAuth: true,
+    selfSignedTlsClientAuth: true,
+    getCertificate: peerCertificate,
+    certificateAuthorized: (ctx) => ctx.socket.authorized,
+    certificateSubjectMatches: (ctx, property, expected) => property === 'tls_client_auth_subject_dn'
+      && peerCertificate(ctx)?.subject.split('\n').reverse().join(',') === expected,
+  };
+}
+
+const server = process.env.MTLS
+  ? createHttpsServer({
+    cert: process.env.TLS_CERT,
+    key: process.env.TLS_KEY,
+    ca: process.env.TLS_CA,
+    requestCert: true,
+    rejectUnauthorized: false,
+  })
+  : createServer();
 server.listen(0, '127.0.0.1', () => {
-  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const scheme = process.env.MTLS ? 'https' : 'http';
+  const issuer = `${scheme}://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, configuration);
+  provider.use((ctx, next) => honourACR(provider, ctx, next));
   provider.on('backchannel.error', (_ctx, err, client) => {
     process.stderr.write(`backchannel.error ${client.clientId}: ${err.message}\n`);
   });
+  // What the provider refused, and why, for the test's log when it fails.
+  for (const event of ['pushed_authorization_request.error', 'authorization.error', 'grant.error',
+    'userinfo.error', 'revocation.error', 'server_error']) {
+    provider.on(event, (_ctx, err) => {
+      process.stderr.write(`${event}: ${err.message} ${err.error_description || ''}\n`);
+    });
+  }
   server.on('request', provider.callback());
   process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 });

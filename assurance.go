@@ -1,0 +1,360 @@
+package extauth
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/extauth/extauth/internal/safepath"
+	"github.com/extauth/extauth/providers"
+)
+
+// Assurance is what an action needs of the user's authentication: how
+// strongly and how recently the user authenticated. The zero value needs
+// nothing.
+type Assurance struct {
+	// Level is one of the host's assurance levels ("substantial",
+	// "high"), which each provider's assurance_levels (or the
+	// AssuranceLevels of Options.OIDC, Options.SearchOAuth2, Options.SAML)
+	// maps to the acr values, or SAML authentication context classes, that
+	// meet it. A provider without that level cannot meet it.
+	Level string
+	// ACRValues are a provider's own acr values (SAML classes), one of
+	// which must be met, when Level is empty: what an RFC 9470 challenge
+	// names (ParseStepUpChallenge).
+	ACRValues []string
+	// MaxAge is how long ago the user may have authenticated: zero for
+	// any time, negative for "authenticate again now" (RFC 9470's
+	// max_age=0). The provider's clock skew is allowed on it.
+	MaxAge time.Duration
+}
+
+// values returns the acr values (SAML classes) of s that meet need, and
+// false when s has no such level. No level and no values ask nothing.
+func (need Assurance) values(s providers.Strategy) ([]string, bool) {
+	if need.Level == "" {
+		return need.ACRValues, true
+	}
+	ot, ok := s.(providers.OptionTaker)
+	if !ok {
+		return nil, false
+	}
+	return ot.AssuranceLevel(need.Level)
+}
+
+// Satisfies reports whether the sign-in id, as the host kept it (Tenant,
+// Provider, ACR, AuthTime), meets need: its ACR is one of the values the
+// level stands for at its provider (or one of need.ACRValues), and its
+// AuthTime is within need.MaxAge of now, give or take the provider's clock
+// skew. An identity whose provider is not mounted, or has no such level,
+// or that says nothing of when the user authenticated, meets no need that
+// asks for it.
+func (a *Auth) Satisfies(ctx context.Context, id *Identity, need Assurance) bool {
+	if id == nil {
+		return false
+	}
+	st, err := a.siteNamed(ctx, id.Tenant)
+	if err != nil {
+		return false
+	}
+	s, ok := st.strategies[id.Provider]
+	return ok && a.satisfies(s, id, need)
+}
+
+func (a *Auth) satisfies(s providers.Strategy, id *Identity, need Assurance) bool {
+	values, ok := need.values(s)
+	if !ok || len(values) > 0 && !slices.Contains(values, id.ACR) {
+		return false
+	}
+	if need.MaxAge == 0 {
+		return true
+	}
+	skew := providers.DefaultOIDCClockSkew
+	if ot, ok := s.(providers.OptionTaker); ok {
+		skew = ot.ClockSkew()
+	}
+	now := a.now()
+	return !id.AuthTime.IsZero() && !id.AuthTime.After(now.Add(skew)) && now.Sub(id.AuthTime) <= max(need.MaxAge, 0)+skew
+}
+
+// Assure lets a request through when the user's sign-in id meets need, and
+// reports true; otherwise it answers the request with a step-up (StepUp)
+// and reports false. It is RequireAssurance for one handler:
+//
+//	if !a.Assure(w, r, current(r), extauth.Assurance{Level: "high", MaxAge: 5 * time.Minute}) {
+//		return
+//	}
+func (a *Auth) Assure(w http.ResponseWriter, r *http.Request, id *Identity, need Assurance) bool {
+	if a.Satisfies(r.Context(), id, need) {
+		return true
+	}
+	a.StepUp(w, r, id, need)
+	return false
+}
+
+// RequireAssurance returns a middleware that lets a request through only
+// when the user's sign-in, as current returns it from the host's session,
+// meets need; otherwise it starts a step-up (StepUp) that brings the
+// browser back to the request's URL once the user has signed in again at
+// that level. current returns nil for a request without a session, which
+// is answered 401: put the host's own sign-in check first.
+func (a *Auth) RequireAssurance(need Assurance, current func(*http.Request) *Identity) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if a.Assure(w, r, current(r), need) {
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// StepUp answers r with a new sign-in of id's account with id's provider,
+// asking what need says (RFC 9470 step-up authentication), whether or not
+// id already meets it: for a host that proxies an API whose answer said so
+// (ParseStepUpChallenge). The sign-in must come back as the same account
+// (another is refused with access_denied) and is checked at the callback
+// as any sign-in's options are, so the provider's hook receives an
+// identity that meets need, or OnFailure an insufficient_user_authentication.
+//
+// The answer is 401 with RFC 9470's WWW-Authenticate challenge. A browser
+// navigating (a GET or HEAD that accepts HTML) gets a page whose form
+// starts the sign-in and returns to r's URL: it submits itself when the
+// request came from this site, and asks for a click otherwise, so that a
+// link from another site cannot start a sign-in unseen. Other requests get
+// JSON: error, error_description, and the form to post (post_to, form).
+// A provider that cannot be asked for need (an OAuth provider asked for a
+// level, or options its configuration does not allow) ends in OnFailure,
+// never in a sign-in that could not meet need.
+func (a *Auth) StepUp(w http.ResponseWriter, r *http.Request, id *Identity, need Assurance) {
+	if id == nil {
+		http.Error(w, "Sign in first.", http.StatusUnauthorized)
+		return
+	}
+	st, err := a.siteNamed(r.Context(), id.Tenant)
+	if err != nil {
+		a.fail(w, r, "", asError(err, id.Provider, CodeProviderUnavailable))
+		return
+	}
+	s, ok := st.strategies[id.Provider]
+	values, level := need.values(s)
+	if !ok || !level {
+		a.failOn(st, w, r, "", &Error{Code: CodeInsufficientAuthentication, Provider: id.Provider,
+			Message: "this needs a stronger sign-in than this provider offers",
+			Err:     errStepUp("the provider has no assurance level " + strconv.Quote(need.Level))})
+		return
+	}
+	o := SignInOptions{Level: need.Level, MaxAge: need.MaxAge, Account: id, ReturnTo: stepUpReturn(r)}
+	if need.Level == "" {
+		o.ACRValues = values
+	}
+	action, fields, err := a.startForm(st, id.Provider, o)
+	if err != nil {
+		a.failOn(st, w, r, "", &Error{Code: CodeMisconfigured, Provider: id.Provider,
+			Message: "this needs a stronger sign-in, which is not configured for this provider", Err: err})
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("WWW-Authenticate", stepUpChallenge(values, need.MaxAge))
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.Contains(r.Header.Get("Accept"), "text/html") {
+		site := r.Header.Get("Sec-Fetch-Site")
+		writePostForm(w, http.StatusUnauthorized, postForm{Title: "Sign in again",
+			Prompt: "This page needs you to sign in again with " + id.Provider + ".", Button: "Continue",
+			Action: action, Fields: fieldsOf(fields), Auto: site == "same-origin" || site == "none"})
+		return
+	}
+	writeJSON(w, http.StatusUnauthorized, map[string]any{
+		"error":             string(CodeInsufficientAuthentication),
+		"error_description": "a stronger or more recent sign-in is needed",
+		"post_to":           action,
+		"form":              fields,
+	})
+}
+
+type errStepUp string
+
+func (e errStepUp) Error() string { return "step-up: " + string(e) }
+
+// stepUpReturn is where a step-up returns: the request's own path for a
+// GET or HEAD, else the page the request came from when it is this
+// site's, else "/".
+func stepUpReturn(r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return SafeReturnTo(r.URL.RequestURI())
+	}
+	if ref, err := url.Parse(r.Header.Get("Referer")); err == nil && ref.Host == r.Host {
+		if p, ok := safepath.Path(ref.RequestURI()); ok {
+			return p
+		}
+	}
+	return "/"
+}
+
+// stepUpChallenge is RFC 9470's WWW-Authenticate challenge for values and
+// maxAge.
+func stepUpChallenge(values []string, maxAge time.Duration) string {
+	var b strings.Builder
+	b.WriteString(`Bearer error="insufficient_user_authentication", error_description="A stronger or more recent sign-in is needed"`)
+	if len(values) > 0 {
+		b.WriteString(`, acr_values=`)
+		b.WriteString(strconv.Quote(strings.Join(values, " ")))
+	}
+	if maxAge != 0 {
+		b.WriteString(", max_age=")
+		b.WriteString(strconv.FormatInt(int64(max(maxAge, 0)/time.Second), 10))
+	}
+	return b.String()
+}
+
+// maxChallengeBytes bounds the WWW-Authenticate headers read.
+const maxChallengeBytes = 8 << 10
+
+// ParseStepUpChallenge reads an RFC 9470 step-up challenge from the
+// WWW-Authenticate headers of a protected resource's answer: a challenge,
+// of any scheme (Bearer, DPoP), with error="insufficient_user_authentication".
+// Its acr_values become ACRValues and its max_age MaxAge (max_age=0 a
+// negative MaxAge: authenticate again now). ok is false when there is no
+// such challenge. Hand the result to StepUp:
+//
+//	if need, ok := extauth.ParseStepUpChallenge(resp.Header); ok {
+//		a.StepUp(w, r, id, need)
+//		return
+//	}
+func ParseStepUpChallenge(h http.Header) (need Assurance, ok bool) {
+	total := 0
+	for _, v := range h.Values("WWW-Authenticate") {
+		if total += len(v); total > maxChallengeBytes {
+			return Assurance{}, false
+		}
+		for _, c := range parseChallenges(v) {
+			if c.params["error"] != string(CodeInsufficientAuthentication) {
+				continue
+			}
+			need.ACRValues = strings.Fields(c.params["acr_values"])
+			if s, ok := c.params["max_age"]; ok {
+				d, err := providers.ParseMaxAge(s)
+				if err != nil {
+					return Assurance{}, false
+				}
+				need.MaxAge = d
+				if d == 0 {
+					need.MaxAge = -1
+				}
+			}
+			return need, true
+		}
+	}
+	return Assurance{}, false
+}
+
+// challenge is one challenge of a WWW-Authenticate header (RFC 9110
+// 11.6.1): a scheme and its parameters, names lowercased.
+type challenge struct {
+	scheme string
+	params map[string]string
+}
+
+// parseChallenges splits a WWW-Authenticate value into its challenges:
+// scheme [token68 | auth-param *("," auth-param)], separated by commas.
+// What does not parse ends the list.
+func parseChallenges(s string) []challenge {
+	var out []challenge
+	p := headerParser{s: s}
+	for {
+		p.skip(" \t,")
+		if p.done() {
+			return out
+		}
+		name := p.token()
+		if name == "" {
+			return out
+		}
+		p.skip(" \t")
+		if p.peek() != '=' {
+			out = append(out, challenge{scheme: strings.ToLower(name), params: map[string]string{}})
+			continue
+		}
+		p.i++
+		if c := p.peek(); c == '=' || c == ',' || c == 0 {
+			// A token68 (base64 with its padding): no parameter.
+			p.skip("=")
+			continue
+		}
+		p.skip(" \t")
+		var value string
+		if p.peek() == '"' {
+			var ok bool
+			if value, ok = p.quoted(); !ok {
+				return out
+			}
+		} else {
+			value = p.token()
+		}
+		if len(out) == 0 {
+			return out
+		}
+		params := out[len(out)-1].params
+		if _, dup := params[strings.ToLower(name)]; !dup {
+			params[strings.ToLower(name)] = value
+		}
+	}
+}
+
+type headerParser struct {
+	s string
+	i int
+}
+
+func (p *headerParser) done() bool { return p.i >= len(p.s) }
+
+func (p *headerParser) peek() byte {
+	if p.done() {
+		return 0
+	}
+	return p.s[p.i]
+}
+
+func (p *headerParser) skip(chars string) {
+	for !p.done() && strings.IndexByte(chars, p.s[p.i]) >= 0 {
+		p.i++
+	}
+}
+
+// token reads RFC 9110's token, and the slash of token68 (whose = ends it).
+func (p *headerParser) token() string {
+	start := p.i
+	for !p.done() && isTokenChar(p.s[p.i]) {
+		p.i++
+	}
+	return p.s[start:p.i]
+}
+
+func isTokenChar(c byte) bool {
+	return c > ' ' && c < 0x7f && !strings.ContainsRune(`"(),:;<=>?@[\]{}`, rune(c))
+}
+
+// quoted reads a quoted-string, undoing its backslash escapes.
+func (p *headerParser) quoted() (string, bool) {
+	p.i++
+	var b strings.Builder
+	for !p.done() {
+		c := p.s[p.i]
+		p.i++
+		switch c {
+		case '"':
+			return b.String(), true
+		case '\\':
+			if p.done() {
+				return "", false
+			}
+			c = p.s[p.i]
+			p.i++
+		}
+		b.WriteByte(c)
+	}
+	return "", false
+}

@@ -1,0 +1,209 @@
+package providers
+
+import (
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+func testStrategy(t *testing.T) *OIDC {
+	t.Helper()
+	s, err := NewOIDC(OIDCConfig{ClientID: "c", ClientSecret: "s", Issuer: "https://op.example"},
+		Env{CallbackURL: "https://app.example/cb", HTTPClient: http.DefaultClient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A proof is RFC 9449 4.2's: typ dpop+jwt, the public key in the header
+// and no private member, htu without query or fragment (scheme and host
+// in lower case), htm, iat, a fresh jti each time, the nonce, and ath the
+// token's SHA-256; the key reads back from its encoding with the same
+// thumbprint.
+func TestDPoPProof(t *testing.T) {
+	s := testStrategy(t)
+	now := time.Unix(1_800_000_000, 0)
+	s.now = func() time.Time { return now }
+	for _, alg := range dpopSigningAlgs {
+		t.Run(alg, func(t *testing.T) {
+			k, err := newDPoPKey(alg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, err := k.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := parseDPoPKey(enc)
+			if err != nil || back.jkt != k.jkt || back.alg != alg {
+				t.Fatalf("the key does not read back: %v", err)
+			}
+			u, _ := url.Parse("HTTPS://API.Example.ORG/v1/me?page=2#top")
+			seen := map[string]bool{}
+			for range 3 {
+				raw, err := back.proof(s, http.MethodGet, u, "n-1", "the-token")
+				if err != nil {
+					t.Fatal(err)
+				}
+				jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(alg)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := jws.Signatures[0].Protected
+				if h.ExtraHeaders["typ"] != "dpop+jwt" || h.JSONWebKey == nil || !h.JSONWebKey.IsPublic() || h.KeyID != "" {
+					t.Fatalf("header %+v", h)
+				}
+				sum, _ := h.JSONWebKey.Thumbprint(crypto.SHA256)
+				if base64.RawURLEncoding.EncodeToString(sum) != k.jkt {
+					t.Error("the header's key is not the sign-in's")
+				}
+				payload, err := jws.Verify(h.JSONWebKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var c map[string]any
+				json.Unmarshal(payload, &c)
+				tokenSum := sumSHA256String("the-token")
+				if c["htu"] != "https://api.example.org/v1/me" || c["htm"] != "GET" || c["iat"] != float64(now.Unix()) ||
+					c["nonce"] != "n-1" || c["ath"] != tokenSum || seen[c["jti"].(string)] {
+					t.Errorf("claims %v", c)
+				}
+				seen[c["jti"].(string)] = true
+			}
+		})
+	}
+	for _, bad := range []string{"", "{}", `{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}`, `{"kty":"oct","k":"c2VjcmV0","alg":"HS256"}`} {
+		if _, err := parseDPoPKey(bad); err == nil {
+			t.Errorf("parseDPoPKey(%q) took it", bad)
+		}
+	}
+	// A public key, or a key of another algorithm than it names, is no
+	// key to sign with.
+	k, _ := newDPoPKey("ES256")
+	pub, _ := (&jose.JSONWebKey{Key: k.priv.Public(), Algorithm: "ES256"}).MarshalJSON()
+	other, _ := (&jose.JSONWebKey{Key: k.priv, Algorithm: "PS256"}).MarshalJSON()
+	for _, bad := range [][]byte{pub, other} {
+		if _, err := parseDPoPKey(string(bad)); err == nil {
+			t.Errorf("parseDPoPKey took %s", bad)
+		}
+	}
+}
+
+func sumSHA256String(s string) string {
+	k := crypto.SHA256.New()
+	io.WriteString(k, s)
+	return base64.RawURLEncoding.EncodeToString(k.Sum(nil))
+}
+
+// The nonce cache keeps at most maxDPoPOrigins origins and no nonce
+// longer than maxDPoPNonce.
+func TestDPoPNonceCacheBounded(t *testing.T) {
+	var c nonceCache
+	for i := range maxDPoPOrigins + 50 {
+		c.put(fmt.Sprintf("https://rs%d.example", i), "n")
+	}
+	if len(c.m) != maxDPoPOrigins {
+		t.Errorf("%d origins kept", len(c.m))
+	}
+	c.put("https://big.example", strings.Repeat("n", maxDPoPNonce+1))
+	if c.get("https://big.example") != "" {
+		t.Error("an oversized nonce was kept")
+	}
+}
+
+// The transport sends a request again exactly once when the server asks
+// for a new nonce, at an authorization server (400 use_dpop_nonce) and at
+// a resource server (401 with a DPoP challenge), with the body again; not
+// when the server names the nonce it was given, and not when the body
+// cannot be sent again.
+func TestDPoPTransportRetriesOnce(t *testing.T) {
+	s := testStrategy(t)
+	k, err := newDPoPKey("ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// asks answers a request whose proof carries nonce.
+		asks     func(w http.ResponseWriter, nonce string, n int64)
+		post     bool
+		noReplay bool
+		want     int64
+	}{
+		{"authorization server, then honoured", func(w http.ResponseWriter, nonce string, n int64) {
+			if nonce != "fresh" {
+				w.Header().Set("DPoP-Nonce", "fresh")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":"use_dpop_nonce"}`)
+			}
+		}, true, false, 2},
+		{"resource server, then honoured", func(w http.ResponseWriter, nonce string, n int64) {
+			if nonce != "fresh" {
+				w.Header().Set("DPoP-Nonce", "fresh")
+				w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", error_description="fresh nonce"`)
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+		}, false, false, 2},
+		{"a server that never honours its nonce", func(w http.ResponseWriter, nonce string, n int64) {
+			w.Header().Set("DPoP-Nonce", fmt.Sprint("n", n))
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"use_dpop_nonce"}`)
+		}, true, false, 2},
+		{"a body that cannot be sent again", func(w http.ResponseWriter, nonce string, n int64) {
+			w.Header().Set("DPoP-Nonce", fmt.Sprint("n", n))
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"use_dpop_nonce"}`)
+		}, true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				i := n.Add(1)
+				jws, err := jose.ParseSignedCompact(r.Header.Get("DPoP"), []jose.SignatureAlgorithm{jose.ES256})
+				if err != nil {
+					t.Errorf("request %d: proof %v", i, err)
+					return
+				}
+				var c struct{ Nonce string }
+				json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c)
+				if body, _ := io.ReadAll(r.Body); tc.post && string(body) != "a=b" {
+					t.Errorf("request %d: body %q", i, body)
+				}
+				tc.asks(w, c.Nonce, i)
+			}))
+			defer srv.Close()
+			tr := &dpopTransport{next: http.DefaultTransport, s: s}
+			s.nonces = nonceCache{}
+			method := http.MethodGet
+			var body io.Reader
+			if tc.post {
+				method, body = http.MethodPost, strings.NewReader("a=b")
+			}
+			req, _ := http.NewRequestWithContext(withDPoP(context.Background(), k), method, srv.URL+"/x", body)
+			if tc.noReplay {
+				req.GetBody = nil
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if n.Load() != tc.want {
+				t.Errorf("%d requests, want %d", n.Load(), tc.want)
+			}
+		})
+	}
+}

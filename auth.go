@@ -52,6 +52,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -315,6 +316,9 @@ type Auth struct {
 	logout         LogoutOptions
 	logoutReturnTo string
 	tel            *telemetry.T
+	// adoptable are the providers whose tokens stored before v0.3.0
+	// TokenSource adopts (adoptableProviders).
+	adoptable map[string]*sync.Once
 }
 
 // New validates o and builds one strategy per provider cfg configures
@@ -425,6 +429,7 @@ func New(cfg *Config, o Options) (*Auth, error) {
 		a.Close()
 		return nil, err
 	}
+	a.adoptable = adoptableProviders(cfg, o.Tenants, a.slug)
 	a.observe()
 	return a, nil
 }

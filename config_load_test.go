@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -933,7 +934,7 @@ func TestConsulFilledFile(t *testing.T) {
 	}
 	if cityA.SAML.SPEntityID != "https://city_a.consul.example.org/saml/metadata" || cityA.SAML.IdPSSOServiceURL != "" ||
 		cityA.OIDC.ClientID != "city-a-client" || cityA.OIDC.ClientSecret.Value() != "city-a-oidc-secret" ||
-		cityA.OIDC.Issuer != "https://id.example.org" || cityA.BlogOAuth2 != (extauth.OAuthProvider{}) {
+		cityA.OIDC.Issuer != "https://id.example.org" || !reflect.ValueOf(cityA.BlogOAuth2).IsZero() {
 		t.Errorf("city_a: %+v", cityA)
 	}
 	for name, tc := range cfg.Tenants {

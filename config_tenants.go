@@ -69,25 +69,28 @@ func (c *Config) tenantProblems(name string, t *Config) []Problem {
 
 // sameProvider reports whether c has the very settings of base for p. The
 // comparisons are of whole structs, so that a setting added to a provider
-// is compared without this function having to learn of it.
+// is compared without this function having to learn of it, and deep:
+// Secrets are compared by value (== cannot compare them) and slices by
+// their elements.
 func (c *Config) sameProvider(base *Config, p Provider) bool {
+	var mine, theirs any
 	switch p {
 	case Microblog:
-		return c.Microblog == base.Microblog
+		mine, theirs = c.Microblog, base.Microblog
 	case Socialnet:
-		return c.Socialnet == base.Socialnet
+		mine, theirs = c.Socialnet, base.Socialnet
 	case SearchOAuth2:
-		return c.SearchOAuth2 == base.SearchOAuth2
+		mine, theirs = c.SearchOAuth2, base.SearchOAuth2
 	case BlogOAuth2:
-		return c.BlogOAuth2 == base.BlogOAuth2
+		mine, theirs = c.BlogOAuth2, base.BlogOAuth2
 	case SAML:
-		// Not comparable with ==: Custom is a slice.
-		return reflect.DeepEqual(c.SAML, base.SAML)
+		mine, theirs = c.SAML, base.SAML
 	case OIDC:
-		// Not comparable with ==: Additional.Custom is a slice.
-		return reflect.DeepEqual(c.OIDC, base.OIDC)
+		mine, theirs = c.OIDC, base.OIDC
+	default:
+		return false
 	}
-	return false
+	return reflect.DeepEqual(mine, theirs)
 }
 
 // clearProvider removes every setting of p from c.

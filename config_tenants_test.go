@@ -58,7 +58,7 @@ func TestTenantOverrides(t *testing.T) {
 	}
 
 	same := cfg.Tenants["same"]
-	if same.Tenant != "same" || !reflect.DeepEqual(same.OIDC, cfg.OIDC) || same.Microblog != cfg.Microblog ||
+	if same.Tenant != "same" || !reflect.DeepEqual(same.OIDC, cfg.OIDC) || !reflect.DeepEqual(same.Microblog, cfg.Microblog) ||
 		!slices.Equal(same.Providers(), cfg.Providers()) || same.SAML.Additional.RelayState != "/base" {
 		t.Errorf("a tenant without entries is not the environment: %+v", same)
 	}
@@ -125,7 +125,7 @@ func TestTenantSwitchesProviderOff(t *testing.T) {
 		}
 	}
 	// What the tenant did not clear goes with the provider.
-	if mb := cfg.Tenants["no_microblog"].Microblog; mb != (extauth.OAuthProvider{}) {
+	if mb := cfg.Tenants["no_microblog"].Microblog; !reflect.ValueOf(mb).IsZero() {
 		t.Errorf("no_microblog keeps %+v", mb)
 	}
 	if s := cfg.Tenants["no_saml"].SAML; s.IdPSSOServiceURL != "" || len(s.Additional.Custom) != 0 {
@@ -196,6 +196,16 @@ func TestTenantProblems(t *testing.T) {
 		want := []string{"oidc: oidc_client_secret is missing", "oidc: oidc_issuer is missing"}
 		if got := problemStrings(t, err); !slices.Equal(got, want) {
 			t.Errorf("problems %q, want %q (once, for the environment; c completes it)", got, want)
+		}
+	})
+	t.Run("a tenant that restates the environment's settings", func(t *testing.T) {
+		// The secret is read twice, into two Secrets holding one value:
+		// equal settings, whose problem is the environment's alone.
+		src := "production:\n  blog_oauth2_key: k\n  blog_oauth2_secret: s\n  tenants:\n    a: {blog_oauth2_key: k, blog_oauth2_secret: s}\n"
+		_, err := extauth.ParseConfig([]byte(src), extauth.Env("production"), vars())
+		want := []string{"blog_oauth2: blog_oauth2_site is missing"}
+		if got := problemStrings(t, err); !slices.Equal(got, want) {
+			t.Errorf("problems %q, want %q (once, for the environment)", got, want)
 		}
 	})
 	t.Run("names and shapes", func(t *testing.T) {

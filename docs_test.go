@@ -17,13 +17,15 @@ import (
 	"unicode"
 )
 
-// The documentation is README.md, docs/*.md and examples/*/README.md. Two rules keep it honest:
+// The documentation is README.md, CHANGELOG.md, docs/*.md, the READMEs of
+// api/ and testdata/upgrade/, and examples/*/README.md. Two rules keep it honest:
 // every relative link resolves (the file exists, and an #anchor names one of
 // its headings), and every Go snippet is code that compiles, because it is
 // part of an Example function.
 
-// docPages returns README.md, every page under docs/ and the READMEs of
-// the example programs.
+// docPages returns README.md, CHANGELOG.md, every page under docs/, the
+// READMEs of the API record and of the earlier releases' state, and those
+// of the example programs.
 func docPages(t *testing.T) []string {
 	t.Helper()
 	pages, err := filepath.Glob("docs/*.md")
@@ -34,7 +36,7 @@ func docPages(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(append([]string{"README.md"}, pages...), examples...)
+	pages = append(append([]string{"README.md", "CHANGELOG.md", "api/README.md", "testdata/upgrade/README.md"}, pages...), examples...)
 	if len(pages) < 2 {
 		t.Fatalf("found no docs pages beside README.md: %v", pages)
 	}

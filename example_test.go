@@ -523,7 +523,7 @@ func ExampleAuth_LogoutURL() {
 // sign-in.
 func ExampleAuth_TokenSource() {
 	var a *extauth.Auth
-	var id *extauth.Identity // kept from the sign-in (Tenant, Provider and Tokens suffice)
+	var id *extauth.Identity // kept from the sign-in (Tenant, Provider, UID and Tokens suffice)
 	ctx := context.Background()
 
 	ts, err := a.TokenSource(ctx, id)
@@ -674,7 +674,7 @@ yMmwBM6iXn04RBiUQ5f1YuQ61mt6LeC4pz7Af/CuG0h8EG2+6aN1U74/
 // tokens; under private_key_jwt the revocation carries a client assertion.
 func ExampleAuth_RevokeTokens() {
 	var a *extauth.Auth
-	var id *extauth.Identity // kept from the sign-in (Tenant, Provider and Tokens suffice)
+	var id *extauth.Identity // kept from the sign-in (Tenant, Provider, UID and Tokens suffice)
 	err := a.RevokeTokens(context.Background(), id)
 	switch {
 	case errors.Is(err, extauth.ErrNoRevocation):
@@ -682,6 +682,45 @@ func ExampleAuth_RevokeTokens() {
 	case err != nil:
 		log.Printf("revocation failed: %v", err)
 	}
+}
+
+// storedSignIn is a row of an application's own table of sign-ins.
+type storedSignIn struct {
+	Provider, Tenant, UID string
+	Tokens                extauth.Tokens
+}
+
+// The one-time migration of tokens stored before v0.3.0
+// (docs/upgrading.md).
+func ExampleAuth_AdoptTokens() {
+	var a *extauth.Auth
+	var rows []*storedSignIn // every stored sign-in
+	save := func(*storedSignIn) {}
+	ctx := context.Background()
+
+	// Once, for every stored sign-in: tokens stored before v0.3.0 get the
+	// issuer and tenant they were issued at, and are stored back.
+	for _, row := range rows {
+		id := &extauth.Identity{Provider: row.Provider, Tenant: row.Tenant, UID: row.UID, Tokens: row.Tokens}
+		tokens, err := a.AdoptTokens(ctx, id)
+		if err != nil {
+			log.Printf("%s at %q: %v", row.Provider, row.Tenant, err)
+			continue
+		}
+		row.Tokens = tokens
+		save(row)
+	}
+}
+
+// Secrets are compared with Equal: == does not compile.
+func ExampleSecret_Equal() {
+	cfg := &extauth.Config{OIDC: extauth.OIDCConfig{ClientSecret: extauth.NewSecret("s3cr3t")}}
+	previous := &extauth.Config{OIDC: extauth.OIDCConfig{ClientSecret: extauth.NewSecret("s3cr3t")}}
+	if !cfg.OIDC.ClientSecret.Equal(previous.OIDC.ClientSecret) {
+		log.Print("the OpenID Connect client secret changed")
+	}
+	fmt.Println(cfg.OIDC.ClientSecret.Equal(previous.OIDC.ClientSecret))
+	// Output: true
 }
 
 // Tracing: extauth's spans go to the host's TracerProvider. A production

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"golang.org/x/oauth2"
 
@@ -23,8 +24,10 @@ var ErrNoRefresh = providers.ErrNoRefresh
 // id.Tenant: a host that kept only the tokens passes an Identity with
 // those fields, UID, and Tokens with its Issuer and Tenant. Tokens are
 // sent only to the provider that issued them, for the tenant they were
-// issued at: tokens whose Issuer or Tenant say otherwise (or whose Issuer
-// is empty) are refused before any request, with invalid_state. Keep what
+// issued at: tokens whose Issuer or Tenant say otherwise are refused
+// before any request, with invalid_state. Tokens stored before v0.3.0,
+// which say neither, are adopted where the provider has one issuer, and
+// refused elsewhere (see AdoptTokens). Keep what
 // Token returns: a provider may rotate the refresh token. For OpenID
 // Connect a renewed ID token is verified as at sign-in but for the nonce,
 // and must name id.UID (and the sub of id.Tokens.IDToken, which must
@@ -49,14 +52,108 @@ func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSourc
 		}
 		return nil, fmt.Errorf("extauth: %s cannot renew tokens (%s): %w", id.Provider, why, ErrNoRefresh)
 	}
-	if err := tokensHere(id, "the tokens cannot be renewed here: sign in again"); err != nil {
+	t, err := a.tokensFor(id, s, "the tokens cannot be renewed here: sign in again")
+	if err != nil {
 		return nil, err
 	}
-	ts, err := r.TokenSource(ctx, providers.Tokens(id.Tokens), id.UID)
+	ts, err := r.TokenSource(ctx, t, id.UID)
 	if err != nil {
 		return nil, asError(err, id.Provider, CodeMisconfigured)
 	}
 	return tokenSource{ts, id.Provider}, nil
+}
+
+// AdoptTokens is the one-call migration of tokens stored before v0.3.0,
+// which say neither who issued them nor at which tenant: it returns
+// id.Tokens with the Issuer of id.Provider at id.Tenant and that Tenant,
+// as a sign-in there records them now. Store what it returns in place of
+// what was stored; TokenSource and RevokeTokens take them from then on.
+//
+// TokenSource and RevokeTokens adopt such tokens themselves, with a log
+// line (once), where the provider has one issuer only: no tenants, or
+// tenants of the secrets file that all keep the application's settings of
+// that provider. Elsewhere (a TenantSource, or a tenant with settings of
+// its own for the provider) they refuse them, since the tokens cannot say
+// which issuer they are for: adopt them here, with the tenant and provider
+// each was issued at, as the application recorded them beside the tokens.
+//
+// Tokens that say where they were issued are returned as they are, as are
+// those of providers that record no issuer (microblog, socialnet, goth
+// providers). The error is that of a provider not configured at the
+// tenant (ErrNotConfigured), or of a tenant that does not exist.
+func (a *Auth) AdoptTokens(ctx context.Context, id *Identity) (Tokens, error) {
+	s, err := a.tokenStrategy(ctx, id)
+	if err != nil {
+		return Tokens{}, err
+	}
+	t := id.Tokens
+	if is, ok := s.(issuer); ok && storedBeforeIssuers(t) {
+		t.Issuer, t.Tenant = is.Issuer(), id.Tenant
+	}
+	return t, nil
+}
+
+// issuer is implemented by the strategies whose sign-ins record
+// Tokens.Issuer: OpenID Connect (oidc, search_oauth2) and blog_oauth2.
+type issuer interface{ Issuer() string }
+
+// storedBeforeIssuers reports whether t was stored before v0.3.0, whose
+// tokens carried neither Issuer nor Tenant.
+func storedBeforeIssuers(t Tokens) bool { return t.Issuer == "" && t.Tenant == "" }
+
+// tokensFor returns the tokens of id that may go to s, the strategy of
+// id.Provider at id.Tenant, or refuses them with message: tokens issued
+// at another tenant, and tokens stored before v0.3.0 where the provider
+// may have another issuer (AdoptTokens). The strategies refuse tokens of
+// another issuer.
+func (a *Auth) tokensFor(id *Identity, s providers.Strategy, message string) (providers.Tokens, error) {
+	t := id.Tokens
+	if is, ok := s.(issuer); ok && storedBeforeIssuers(t) {
+		once, adoptable := a.adoptable[id.Provider]
+		if !adoptable {
+			return providers.Tokens{}, &Error{Code: CodeInvalidState, Provider: id.Provider, Message: message,
+				Err: fmt.Errorf("the tokens were stored before v0.3.0 and say neither their issuer nor their tenant, "+
+					"and %s may have other issuers at other tenants: adopt them with Auth.AdoptTokens (docs/upgrading.md)", id.Provider)}
+		}
+		t.Issuer, t.Tenant = is.Issuer(), id.Tenant
+		once.Do(func() {
+			a.log.Warn("extauth: tokens stored before v0.3.0, without Tokens.Issuer, adopted: "+
+				"store what Auth.AdoptTokens returns for them (docs/upgrading.md)", "provider", id.Provider, "issuer", t.Issuer)
+		})
+	}
+	if t.Tenant != id.Tenant {
+		return providers.Tokens{}, &Error{Code: CodeInvalidState, Provider: id.Provider, Message: message,
+			Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", t.Tenant, id.Tenant)}
+	}
+	return providers.Tokens(t), nil
+}
+
+// adoptableProviders lists the providers whose tokens stored before
+// v0.3.0 TokenSource and RevokeTokens adopt: those with one issuer across
+// the application, whose every tenant of the secrets file either has no
+// such provider or keeps the application's settings of it. With a
+// TenantSource, none: its tenants cannot be known in advance. Each has the
+// Once of its log line.
+func adoptableProviders(cfg *Config, source TenantSource, slug func(string) string) map[string]*sync.Once {
+	if source != nil {
+		return nil
+	}
+	out := map[string]*sync.Once{}
+	for _, p := range BuiltinProviders() {
+		if !cfg.configured(p) {
+			continue
+		}
+		one := true
+		for _, t := range cfg.Tenants {
+			if t != nil && t.configured(p) && !t.sameProvider(cfg, p) {
+				one = false
+			}
+		}
+		if one {
+			out[slug(string(p))] = &sync.Once{}
+		}
+	}
+	return out
 }
 
 // tokenStrategy is the strategy of id.Provider at id.Tenant, whose tokens
@@ -71,16 +168,6 @@ func (a *Auth) tokenStrategy(ctx context.Context, id *Identity) (providers.Strat
 		return nil, fmt.Errorf("extauth: %s is %w", id.Provider, ErrNotConfigured)
 	}
 	return s, nil
-}
-
-// tokensHere refuses tokens issued at another tenant than id's, before
-// they are sent anywhere; message is what the user may be shown.
-func tokensHere(id *Identity, message string) *Error {
-	if id.Tokens.Tenant == id.Tenant {
-		return nil
-	}
-	return &Error{Code: CodeInvalidState, Provider: id.Provider, Message: message,
-		Err: fmt.Errorf("the tokens were issued at tenant %q, not %q", id.Tokens.Tenant, id.Tenant)}
 }
 
 // siteNamed is the site of tenant ("" for the application's own), built
@@ -145,7 +232,8 @@ func (a *Auth) Client(ctx context.Context, id *Identity, ts oauth2.TokenSource) 
 	if !ok {
 		return nil, fmt.Errorf("extauth: %s: %w", id.Provider, ErrNoAPIClient)
 	}
-	if err := tokensHere(id, "the tokens cannot be used here: sign in again"); err != nil {
+	t, err := a.tokensFor(id, s, "the tokens cannot be used here: sign in again")
+	if err != nil {
 		return nil, err
 	}
 	if ts == nil {
@@ -153,7 +241,7 @@ func (a *Auth) Client(ctx context.Context, id *Identity, ts oauth2.TokenSource) 
 			return nil, err
 		}
 	}
-	hc, err := c.APIClient(providers.Tokens(id.Tokens), ts)
+	hc, err := c.APIClient(t, ts)
 	if err != nil {
 		return nil, asError(err, id.Provider, CodeMisconfigured)
 	}

@@ -198,9 +198,10 @@ func TestTokenSourceBinding(t *testing.T) {
 	other := expired(id)
 	other.Tokens.Issuer = "https://another-op.example"
 	refused("another issuer's tokens", other, extauth.CodeInvalidState)
-	none := expired(id)
-	none.Tokens.Issuer = ""
-	refused("tokens that do not name their issuer", none, extauth.CodeInvalidState)
+	unnamed := expired(id)
+	unnamed.Tokens.Issuer = ""
+	unnamed.Tokens.Tenant = "city-b"
+	refused("tokens that name a tenant but no issuer", unnamed, extauth.CodeInvalidState)
 	elsewhere := expired(id)
 	elsewhere.Tokens.Tenant = "city-b"
 	refused("another tenant's tokens", elsewhere, extauth.CodeInvalidState)

@@ -18,7 +18,8 @@ var ErrNoRevocation = providers.ErrNoRevocation
 // fresh client assertion under private_key_jwt or client_secret_jwt. The
 // provider is id.Provider at id.Tenant, as for TokenSource, and the tokens
 // must say they are its own (Tokens.Issuer, which a sign-in sets): tokens
-// of another provider or tenant are refused before any request. A host
+// of another provider or tenant are refused before any request, and those
+// stored before v0.3.0 are taken as TokenSource takes them. A host
 // calls it when a user signs out for good or unlinks the provider; a
 // provider answers success for a token it does not know, so revoking twice
 // is no error.
@@ -34,10 +35,11 @@ func (a *Auth) RevokeTokens(ctx context.Context, id *Identity) error {
 	if !ok {
 		return fmt.Errorf("extauth: %s cannot revoke tokens: %w", id.Provider, ErrNoRevocation)
 	}
-	if err := tokensHere(id, "the tokens cannot be revoked here"); err != nil {
+	t, err := a.tokensFor(id, s, "the tokens cannot be revoked here")
+	if err != nil {
 		return err
 	}
-	if err := r.RevokeTokens(ctx, providers.Tokens(id.Tokens)); err != nil {
+	if err := r.RevokeTokens(ctx, t); err != nil {
 		return asError(err, id.Provider, CodeProviderUnavailable)
 	}
 	return nil

@@ -568,7 +568,7 @@ func TestOIDCRefreshAndRevokeWithClientAssertion(t *testing.T) {
 	// Tokens of another issuer, or another tenant, go nowhere.
 	for _, edit := range []func(*extauth.Identity){
 		func(o *extauth.Identity) { o.Tokens.Issuer = "https://evil.example" },
-		func(o *extauth.Identity) { o.Tokens.Issuer = "" },
+		func(o *extauth.Identity) { o.Tokens.Issuer, o.Tokens.Tenant = "", "city-b" },
 		func(o *extauth.Identity) { o.Tokens.Tenant = "city-b" },
 	} {
 		other := renewed

@@ -10,11 +10,18 @@ import (
 // when printed with any fmt verb, logged with slog, or marshalled to JSON,
 // text or YAML; call Value to use it.
 //
-// The value sits behind a pointer: fmt, meeting a pointer to a struct that
-// holds a Secret inside a map or slice with a verb it cannot apply (%s of
-// a map[string]*Config), prints that struct by reflection without calling
-// any Format method, and then shows a pointer field as an address only.
-type Secret struct{ p *string }
+// Secrets cannot be compared with ==, which would compare where the values
+// are held: compare them with Equal. The value sits behind a pointer: fmt,
+// meeting a pointer to a struct that holds a Secret inside a map or slice
+// with a verb it cannot apply (%s of a map[string]*Config), prints that
+// struct by reflection without calling any Format method, and then shows a
+// pointer field as an address only.
+type Secret struct {
+	// _ makes == a compile error instead of a comparison of pointers
+	// (docs/upgrading.md#v030-to-v040).
+	_ [0]func()
+	p *string
+}
 
 // NewSecret wraps s.
 func NewSecret(s string) Secret {
@@ -35,8 +42,7 @@ func (s Secret) Value() string {
 // IsZero reports whether the secret is empty.
 func (s Secret) IsZero() bool { return s.p == nil }
 
-// Equal reports whether s and o hold the same value (== compares where
-// they are held).
+// Equal reports whether s and o hold the same value.
 func (s Secret) Equal(o Secret) bool { return s.Value() == o.Value() }
 
 func (s Secret) redacted() string {

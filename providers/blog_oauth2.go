@@ -35,6 +35,10 @@ type BlogOAuth2 struct {
 	authPrefix string
 }
 
+// Issuer returns what the strategy's sign-ins record as Tokens.Issuer: its
+// token endpoint, since WP OAuth Server has no issuer identifier.
+func (b *BlogOAuth2) Issuer() string { return b.conf.Endpoint.TokenURL }
+
 // NewBlogOAuth2 returns the blog_oauth2 strategy.
 func NewBlogOAuth2(c BlogOAuth2Config, env Env) (*BlogOAuth2, error) {
 	if c.ClientID == "" || c.ClientSecret == "" {
@@ -122,7 +126,7 @@ func (b *BlogOAuth2) Complete(ctx context.Context, r *http.Request, tx *Transact
 			RefreshToken: tok.RefreshToken,
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
-			Issuer:       b.conf.Endpoint.TokenURL,
+			Issuer:       b.Issuer(),
 		},
 	}
 	if id.Name == "" {

@@ -254,6 +254,7 @@ type OIDC struct {
 	log          *slog.Logger
 	// store makes logout tokens single use.
 	store     Store
+	rsaKeygen keygenGate
 	opts      OIDCOptions
 	scopes    []string
 	audiences map[string]bool
@@ -419,6 +420,7 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		scopes:       scopes,
 		audiences:    map[string]bool{c.ClientID: true},
 		maxAge:       -1,
+		rsaKeygen:    newKeygenGate(o.DPoPSigningAlg),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -1067,7 +1069,7 @@ func (s *OIDC) Begin(ctx context.Context, tx *Transaction) (string, error) {
 	if tx.State == "" || tx.Verifier == "" || tx.Nonce == "" {
 		return "", NewError(CodeMisconfigured, "the sign-in transaction is incomplete", errors.New("transaction without state, verifier or nonce"))
 	}
-	key, err := s.beginDPoP(tx)
+	key, err := s.beginDPoP(ctx, tx)
 	if err != nil {
 		return "", err
 	}
@@ -1104,11 +1106,16 @@ func (s *OIDC) authCodeOptions(ctx context.Context, d *discovered, tx *Transacti
 
 // beginDPoP makes the sign-in's DPoP key, when the client uses DPoP, and
 // keeps it in tx for the callback.
-func (s *OIDC) beginDPoP(tx *Transaction) (*dpopKey, error) {
+func (s *OIDC) beginDPoP(ctx context.Context, tx *Transaction) (*dpopKey, error) {
 	if !s.opts.DPoP {
 		return nil, nil
 	}
+	release, err := s.rsaKeygen.acquire(ctx, s.opts.DPoPSigningAlg)
+	if err != nil {
+		return nil, err
+	}
 	k, err := newDPoPKey(s.opts.DPoPSigningAlg)
+	release()
 	if err != nil {
 		return nil, NewError(CodeMisconfigured, "the DPoP key cannot be made", fmt.Errorf("DPoP key: %w", err))
 	}

@@ -75,6 +75,43 @@ type dpopKey struct {
 	jkt string
 }
 
+// keygenGate lets one sign-in start at a time make an RSA DPoP key. An
+// RSA key takes tens of milliseconds of CPU and the start route answers
+// anyone, so a flood of starts could otherwise take every core; through
+// the gate it takes one, and a start that cannot get its turn before its
+// request ends fails as unavailable. EC and Ed25519 keys (tens of
+// microseconds) pass freely. The zero value is an open gate.
+type keygenGate struct {
+	turn chan struct{}
+}
+
+func newKeygenGate(alg string) keygenGate {
+	if alg != "PS256" {
+		return keygenGate{}
+	}
+	return keygenGate{turn: make(chan struct{}, 1)}
+}
+
+// acquire waits for the gate's turn for a key of alg, or for ctx's end.
+func (g keygenGate) acquire(ctx context.Context, alg string) (release func(), err error) {
+	if g.turn == nil || alg != "PS256" {
+		return func() {}, nil
+	}
+	release = func() { <-g.turn }
+	select {
+	case g.turn <- struct{}{}:
+		return release, nil
+	default:
+	}
+	select {
+	case g.turn <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		return nil, NewError(CodeProviderUnavailable, "too many sign-ins are starting at once; try again",
+			fmt.Errorf("DPoP key: waiting for an RSA key generation: %w", context.Cause(ctx)))
+	}
+}
+
 // newDPoPKey makes a fresh key for alg.
 func newDPoPKey(alg string) (*dpopKey, error) {
 	var priv crypto.Signer

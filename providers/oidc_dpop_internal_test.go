@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -206,4 +207,33 @@ func TestDPoPTransportRetriesOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An RSA DPoP key is made by one sign-in start at a time: while another
+// start holds the gate, a start whose request ends first fails as
+// unavailable and makes no key; once the gate is free it goes through.
+// EC keys never wait.
+func TestRSAKeygenOneAtATime(t *testing.T) {
+	g := newKeygenGate("PS256")
+	release, err := g.acquire(context.Background(), "PS256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var e *Error
+	if _, err := g.acquire(ctx, "PS256"); !errors.As(err, &e) || e.Code != CodeProviderUnavailable {
+		t.Fatalf("a second RSA key while the first is made: %v", err)
+	}
+	if r, err := newKeygenGate("ES256").acquire(ctx, "ES256"); err != nil {
+		t.Fatalf("an EC key waited: %v", err)
+	} else {
+		r()
+	}
+	release()
+	r, err := g.acquire(ctx, "PS256")
+	if err != nil {
+		t.Fatalf("the gate stayed shut after release: %v", err)
+	}
+	r()
 }

@@ -53,6 +53,7 @@ func commands() []command {
 		{"check", "validate a secrets file and probe SAML metadata and OIDC discovery", (*cli).check},
 		{"routes", "list the routes and the callback URL to register with each provider", (*cli).routes},
 		{"metadata", "print the SAML service-provider metadata XML", (*cli).metadata},
+		{"version", "print the version of extauth and the revision it was built from", (*cli).version},
 	}
 }
 
@@ -123,10 +124,15 @@ func (c *cli) newFlags(name, synopsis, description string) *flags {
 
 func (f *flags) usage() string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Usage: %s %s\n\n%s\nFlags:\n", f.Name(), f.synopsis, f.description)
-	f.SetOutput(&b)
-	f.PrintDefaults()
-	f.SetOutput(io.Discard)
+	fmt.Fprintf(&b, "Usage: %s\n\n%s", strings.TrimSpace(f.Name()+" "+f.synopsis), f.description)
+	n := 0
+	f.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		b.WriteString("\nFlags:\n")
+		f.SetOutput(&b)
+		f.PrintDefaults()
+		f.SetOutput(io.Discard)
+	}
 	b.WriteString("\n" + exitStatusHelp)
 	return b.String()
 }

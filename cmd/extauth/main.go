@@ -8,6 +8,7 @@
 //	extauth check -config config/secrets.yml -env production
 //	extauth routes -config config/secrets.yml -base-url https://app.example.org
 //	extauth metadata -config config/secrets.yml -base-url https://app.example.org
+//	extauth version
 //
 // Exit status: 0 on success, 1 when a check finds errors or an operation
 // fails, 2 on a usage error. Run "extauth <command> -h" for the flags.

@@ -71,11 +71,12 @@ type Assertion struct {
 	Claims   map[string]any
 }
 
-// Assertions returns the client assertions the provider accepted, in order.
+// Assertions returns the client assertions the provider accepted, in
+// order: the most recent 1 000.
 func (op *OP) Assertions() []Assertion {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	return slices.Clone(op.assertions)
+	return recorded(op.assertions)
 }
 
 // LastRequestParams returns the parameters of the last authorization
@@ -294,7 +295,7 @@ func (op *OP) assertionAuthenticated(r *http.Request, e Endpoint, url string) er
 		return errors.New("client assertion: jti replayed")
 	}
 	op.seenJTIs.Put(jti, struct{}{}, exp)
-	op.assertions = append(op.assertions, Assertion{Endpoint: e, Header: header, Claims: claims})
+	op.assertions = record(op.assertions, Assertion{Endpoint: e, Header: header, Claims: claims})
 	return nil
 }
 

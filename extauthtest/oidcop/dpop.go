@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,11 +53,12 @@ type Proof struct {
 	JKT string
 }
 
-// DPoPProofs returns the proofs the provider accepted, in order.
+// DPoPProofs returns the proofs the provider accepted, in order: the most
+// recent 1 000.
 func (op *OP) DPoPProofs() []Proof {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	return slices.Clone(op.proofs)
+	return recorded(op.proofs)
 }
 
 // DPoPNonce returns the nonce the provider demands now.
@@ -177,7 +177,7 @@ func (op *OP) checkProof(r *http.Request, e Endpoint, htu, accessToken string) (
 	}
 	op.proofJTIs.Put(jti, struct{}{}, iat.Add(2*DPoPProofLeeway))
 	header := map[string]any{"alg": hdr.Algorithm, "typ": "dpop+jwt", "jwk": hdr.JSONWebKey}
-	op.proofs = append(op.proofs, Proof{Endpoint: e, Header: header, Claims: claims, JKT: jkt})
+	op.proofs = record(op.proofs, Proof{Endpoint: e, Header: header, Claims: claims, JKT: jkt})
 	return jkt, nil
 }
 

@@ -951,6 +951,25 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	op.respond(w, r, req.redirectURI, req.mode, q)
 }
 
+// maxRecorded is how many client assertions and DPoP proofs the provider
+// keeps for Assertions and DPoPProofs: a long-running demo's keep no more.
+const maxRecorded = 1000
+
+// record appends v to the record rs, keeping its most recent maxRecorded
+// entries; it copies them out once it holds twice as many, so that each
+// call costs a constant amortized.
+func record[T any](rs []T, v T) []T {
+	if len(rs) >= 2*maxRecorded {
+		rs = append([]T(nil), rs[len(rs)-maxRecorded+1:]...)
+	}
+	return append(rs, v)
+}
+
+// recorded is the most recent maxRecorded entries of rs, copied.
+func recorded[T any](rs []T) []T {
+	return slices.Clone(rs[max(len(rs)-maxRecorded, 0):])
+}
+
 // issueCode issues a code for u's sign-in of req, in the browser's
 // session sid when that is u's and young enough, else in a new session.
 func (op *OP) issueCode(req *authRequest, u User, sid string) (string, *session) {

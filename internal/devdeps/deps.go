@@ -34,4 +34,11 @@ import (
 	_ "go.opentelemetry.io/otel/exporters/prometheus"
 	_ "go.opentelemetry.io/otel/sdk/metric"
 	_ "go.opentelemetry.io/otel/sdk/trace"
+
+	// internal/apicheck: the exported API's record, and apidiff's verdict
+	// on the changes since the latest release.
+	_ "golang.org/x/exp/apidiff"
+	_ "golang.org/x/mod/semver"
+	_ "golang.org/x/tools/go/gcexportdata"
+	_ "golang.org/x/tools/go/packages"
 )

@@ -464,3 +464,69 @@ func TestRepoURLsResolve(t *testing.T) {
 		t.Fatal("found no link into the repository: the package documentation should link the guides")
 	}
 }
+
+// The README opens with the two commands a newcomer runs, exactly, and
+// says truthfully what the first of them does on a fresh machine: that it
+// downloads modules (go: downloading lines) before it compiles, for the
+// CPU time docs/development.md reports as measured.
+func TestReadmeFirstRun(t *testing.T) {
+	_, blocks := readMarkdown(t, "README.md")
+	want := []string{
+		"go run ./examples/demo   # the demo, offline, on built-in development providers: http://127.0.0.1:3000",
+		"go test ./...            # the tests, hermetic and offline",
+	}
+	if len(blocks) == 0 || blocks[0].lang != "sh" || !slices.Equal(blocks[0].lines, want) {
+		t.Fatalf("README.md does not open with the two commands:\n%q", blocks[0].lines)
+	}
+	cpu := regexp.MustCompile(`about (\d+) CPU-seconds`)
+	figures := map[string]string{}
+	for _, page := range []string{"README.md", "docs/development.md"} {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(data)), " ")
+		_, first, ok := strings.Cut(text, "The first `go run ./examples/demo` on a fresh machine")
+		first, _, _ = strings.Cut(first, "later runs")
+		m := cpu.FindStringSubmatch(first)
+		if !ok || !strings.Contains(first, "`go: downloading`") || m == nil {
+			t.Errorf("%s does not say that the first go run ./examples/demo downloads modules (go: downloading) and how many CPU-seconds it compiles: %q", page, first)
+			continue
+		}
+		figures[page] = m[1]
+	}
+	if len(figures) == 2 && figures["README.md"] != figures["docs/development.md"] {
+		t.Errorf("README.md says about %s CPU-seconds, docs/development.md about %s", figures["README.md"], figures["docs/development.md"])
+	}
+}
+
+// docs/several-instances.md lists what every instance must share, the
+// application's own session store among them, and says as many things as
+// it lists.
+func TestSeveralInstancesList(t *testing.T) {
+	data, err := os.ReadFile("docs/several-instances.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(data), "behind a load balancer needs")
+	intro, list, _ := strings.Cut(rest, "\n\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	items := regexp.MustCompile(`(?m)^\d+\. `).Split(list, -1)[1:]
+	numbers := []string{"zero", "one", "two", "three", "four", "five", "six"}
+	if len(items) == 0 || len(items) >= len(numbers) {
+		t.Fatalf("no list of what instances share: %q", list)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(intro), numbers[len(items)]+" things") {
+		t.Errorf("the page says it needs %q and lists %d things", strings.TrimSpace(intro), len(items))
+	}
+	shared := false
+	for _, it := range items {
+		it = strings.Join(strings.Fields(it), " ")
+		if strings.Contains(it, "session store") && strings.Contains(it, "OnProviderLogout") {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Errorf("no item says that the application's own session store must be shared:\n%s", list)
+	}
+}

@@ -31,7 +31,7 @@ func TestReady(t *testing.T) {
 		t.Cleanup(func() { a.Close() })
 		return a
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := newAuth(cfg).Ready(ctx); err != nil {
 		t.Fatalf("Ready: %v", err)
@@ -100,7 +100,7 @@ func TestReadyErrorSaysItsPrefixOnce(t *testing.T) {
 // tenant, or an application without tenants, is ErrUnknownTenant.
 func TestTenantReady(t *testing.T) {
 	ta := newTenantApp(t, []string{"city-a"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := ta.Auth.TenantReady(ctx, "city-a"); err != nil {
 		t.Fatalf("city-a: %v", err)

@@ -1,7 +1,6 @@
 package extauth_test
 
 import (
-	"bytes"
 	"crypto"
 	"errors"
 	"io"
@@ -59,22 +58,7 @@ type oidcApp struct {
 
 // lockedLog collects log records that background work (discovery
 // refreshes) writes while the test reads them.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedLog = harness.SyncBuffer
 
 type oidcSetup struct {
 	op func(*oidcop.Config)
@@ -344,10 +328,10 @@ func TestOIDCUnknownKidRefetchesOnce(t *testing.T) {
 }
 
 // eventually retries f until it reports true, for what happens in the
-// background, and fails the test after a few seconds.
+// background, and fails the test after a minute.
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !f(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never happened: %s", what)
 		}
@@ -600,16 +584,15 @@ func TestOIDCTokenEndpointFailures(t *testing.T) {
 	} {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			a := newOIDCApp(t, oidcSetup{opts: func(o *extauth.Options) {
-				// Only the hang needs a short time-out: under load, reading
-				// the huge body could take longer.
+				o.Timeout = slowTimeout
 				if tc.fault == oidcop.TokenHang {
-					o.Timeout = 300 * time.Millisecond
+					o.Timeout = hangTimeout
 				}
 			}})
 			a.OP.SetFaults(tc.fault)
 			start := time.Now()
 			wantCode(t, harness.NewBrowser(t).Get(a.URL+"/users/auth/oidc"), tc.status, tc.code)
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > hangBound {
 				t.Errorf("took %s", d)
 			}
 		})

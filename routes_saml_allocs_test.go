@@ -48,7 +48,7 @@ func TestSAMLRouteAllocs(t *testing.T) {
 		a.ServeHTTP(rec, r)
 		return rec
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for authorize().Code != http.StatusSeeOther {
 		if time.Now().After(deadline) {
 			t.Fatal("SAML never became ready")

@@ -7,12 +7,12 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/internal/loadtest"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -21,12 +21,6 @@ import (
 // after a CBC decryption, is the same code either way, and the race
 // detector runs TestSAMLCBCFailuresAlike on it.
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // TestSAMLCBCPaddingOracleClosed is finding 2 of issue 21 (Jager and
 // Somorovsky, "How to Break XML Encryption"): through the real callback
 // route, with an unsigned Response, a bad CBC padding and a good padding
@@ -34,15 +28,21 @@ func median(ds []time.Duration) time.Duration {
 // must be indistinguishable in status, body, code, message, logged cause
 // and time, at 64 KiB and at the largest ciphertext the SP accepts, for
 // AES-CBC and 3DES. The two kinds alternate in random order, after a
-// warm-up, and the medians of 40 callbacks each must be within 1.2x; a
-// measurement that fails the ratio is made again, twice at most, since the
-// machine is shared and a real oracle (about 2x) fails every time.
+// warm-up, and the medians of 40 callbacks each must be within 1.1x. The
+// time is the CPU time of the callback's handler (cbcApp.post), which a
+// loaded machine does not stretch as it does wall-clock time; a measurement
+// that fails the ratio is made again, twice at most, and a real oracle
+// fails every time.
 func TestSAMLCBCPaddingOracleClosed(t *testing.T) {
 	a := newCBCApp(t, nil)
 	const (
 		warmUp   = 5
 		measured = 40
 		attempts = 3
+		// maxRatio is far from the 1.00 to 1.01 of the closed oracle, and
+		// from an early return on a bad padding: 1.22 (3DES, 64 KiB) to
+		// 1.66 (AES, the largest ciphertext).
+		maxRatio = 1.1
 	)
 	for _, tc := range []struct {
 		name string
@@ -105,10 +105,10 @@ func TestSAMLCBCPaddingOracleClosed(t *testing.T) {
 				if first.status != http.StatusBadRequest || !strings.Contains(first.body, "could not be decrypted") {
 					t.Fatalf("answer %d %s", first.status, first.body)
 				}
-				m0, m1 := median(times[0]), median(times[1])
+				m0, m1 := loadtest.Median(times[0]), loadtest.Median(times[1])
 				ratio = float64(max(m0, m1)) / float64(min(m0, m1))
 				t.Logf("attempt %d: median %s %v, %s %v: ratio %.2f", attempt, kinds[0].name, m0, kinds[1].name, m1, ratio)
-				if ratio <= 1.2 {
+				if ratio <= maxRatio {
 					return
 				}
 			}

@@ -58,7 +58,7 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.h.Se
 
 func newSocialApp(t *testing.T, edit func(*socialSetup)) *socialApp {
 	t.Helper()
-	set := socialSetup{mbSecret: mbSecret, snSecret: snSecret, ghSecret: ghSecret, autoApprove: true, timeout: 3 * time.Second}
+	set := socialSetup{mbSecret: mbSecret, snSecret: snSecret, ghSecret: ghSecret, autoApprove: true, timeout: slowTimeout}
 	if edit != nil {
 		edit(&set)
 	}
@@ -433,13 +433,17 @@ func TestSocialProviderFailures(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.provider, func(t *testing.T) {
-			a := newSocialApp(t, func(set *socialSetup) { set.timeout = 300 * time.Millisecond })
+			a := newSocialApp(t, func(set *socialSetup) {
+				if s.code == providers.CodeTimeout {
+					set.timeout = hangTimeout
+				}
+			})
 			s.set(a)
 			p, _, _ := strings.Cut(s.provider, "/")
 			start := time.Now()
 			resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/" + p)
 			wantFailure(t, resp, s.status, s.code)
-			if d := time.Since(start); d > 2*time.Second {
+			if d := time.Since(start); d > hangBound {
 				t.Errorf("took %v", d)
 			}
 		})

@@ -37,6 +37,18 @@ const (
 
 var testKey = bytes.Repeat([]byte{7}, 32)
 
+// The time-outs of the tests of a provider that hangs. Options.Timeout is
+// hangTimeout where a hang is played, and slowTimeout where none is, so
+// that a slow answer on a loaded machine is never taken for a hang; a hang
+// must end well before what it would wait for if the time-out under test
+// were ignored (the fakes hang until the client leaves, or 30 s): within
+// hangBound, which load does not stretch a return to.
+const (
+	hangTimeout = 300 * time.Millisecond
+	slowTimeout = time.Minute
+	hangBound   = 20 * time.Second
+)
+
 // app is one running application with blog_oauth2 against a fake WP OAuth
 // Server, recording what its hooks saw.
 type app struct {

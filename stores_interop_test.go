@@ -540,10 +540,10 @@ func TestSentinelFailoverDuringSignIns(t *testing.T) {
 	for i := range stores {
 		c := redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: sentinels.MasterName, SentinelAddrs: sentinels.Addrs(), Password: sharedRedisPassword,
-			ReadTimeout: time.Second, ContextTimeoutEnabled: true,
+			ReadTimeout: 5 * time.Second, ContextTimeoutEnabled: true,
 		})
 		t.Cleanup(func() { c.Close() })
-		s, err := redisstore.New(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
+		s, err := redisstore.New(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -608,13 +608,13 @@ func TestSentinelFailoverDuringSignIns(t *testing.T) {
 		})
 	}
 	acceptedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(accepted) }
-	redistest.WaitFor(t, 30*time.Second, "50 sign-ins before the failover", func() bool { return acceptedCount() >= 50 })
+	redistest.WaitFor(t, 2*time.Minute, "50 sign-ins before the failover", func() bool { return acceptedCount() >= 50 })
 	sentinels.Servers[0].CLI(t, "SENTINEL", "FAILOVER", sentinels.MasterName)
 	failoverStart := time.Now()
-	redistest.WaitFor(t, 30*time.Second, "the Sentinels to promote the replica", func() bool { return sentinels.Primary(t) == replica.Addr })
+	redistest.WaitFor(t, 2*time.Minute, "the Sentinels to promote the replica", func() bool { return sentinels.Primary(t) == replica.Addr })
 	failedOver.Store(true)
 	promoted := time.Since(failoverStart)
-	redistest.WaitFor(t, 60*time.Second, "100 sign-ins on the new primary", func() bool {
+	redistest.WaitFor(t, 2*time.Minute, "100 sign-ins on the new primary", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return acceptedAfter >= 100
@@ -764,8 +764,10 @@ func TestHungStoreFailsPromptly(t *testing.T) {
 				}
 			}
 			// Timeout, and the driver's own grace after a deadline (pgx
-			// waits up to a second for the server to take a cancel).
-			if elapsed > 4*timeout {
+			// waits up to a second for the server to take a cancel): well
+			// before the browser would give up (30 s), however loaded the
+			// machine.
+			if elapsed > 15*time.Second {
 				t.Errorf("callbacks with the store hung took %v; Options.Timeout is %v", elapsed, timeout)
 			}
 			if !strings.Contains(a.Logs.String(), "deadline exceeded") {

@@ -340,7 +340,7 @@ func TestTelemetrySignInFailures(t *testing.T) {
 			code: "invalid_credentials", outbound: map[string]string{"endpoint": "token", "result": "client_error"}},
 		{name: "token too large", edit: func(o *extauth.Options) { o.MaxResponseBytes = 8 << 10 }, fake: func(s *wpoauth.Server) { s.HugeToken = 1 << 20 },
 			code: "invalid_response", outbound: map[string]string{"endpoint": "token", "result": "too_large"}},
-		{name: "provider hangs", edit: func(o *extauth.Options) { o.Timeout = 300 * time.Millisecond }, fake: func(s *wpoauth.Server) { s.Hang = true },
+		{name: "provider hangs", edit: func(o *extauth.Options) { o.Timeout = hangTimeout }, fake: func(s *wpoauth.Server) { s.Hang = true },
 			code: "timeout", outbound: map[string]string{"endpoint": "token", "result": "timeout"}},
 		{name: "profile not JSON", fake: func(s *wpoauth.Server) { s.MeBody = "<html>" },
 			code: "invalid_response", outbound: map[string]string{"endpoint": "userinfo", "result": "ok"}},

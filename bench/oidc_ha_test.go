@@ -36,6 +36,7 @@ import (
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/internal/loadtest"
 )
 
 // haClientKeys are the client's keys: RSA 2048 and EC P-256, PEM.
@@ -137,13 +138,13 @@ func cpuFloor(b *testing.B, per int, run func() error) {
 	once.Do(func() {
 		for range *oidcRounds {
 			runtime.GC()
-			start := oidcCPUTime()
+			start := loadtest.ProcessCPU()
 			for range per {
 				if err := run(); err != nil {
 					b.Fatal(err)
 				}
 			}
-			perOp = append(perOp, float64((oidcCPUTime()-start).Nanoseconds())/float64(per))
+			perOp = append(perOp, float64((loadtest.ProcessCPU()-start).Nanoseconds())/float64(per))
 		}
 	})
 	b.ReportMetric(median(perOp), "ns/op")

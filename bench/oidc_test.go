@@ -42,6 +42,7 @@ import (
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/internal/loadtest"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/providers"
 )
@@ -225,7 +226,7 @@ func sideBySide(b *testing.B, ours, anchor oidcSide) {
 
 // cpuRatio times the sides in alternating rounds of n operations each and
 // reports the median per-round ratio of the first side's time to the
-// second's. Rounds are timed in process CPU time (oidcCPUTime), so that
+// second's. Rounds are timed in process CPU time (loadtest.ProcessCPU), so that
 // other processes on a shared machine do not land in one side's round.
 func cpuRatio(b *testing.B, n int, ours, anchor oidcSide) {
 	// The rounds run once, however often the framework calls the
@@ -236,13 +237,13 @@ func cpuRatio(b *testing.B, n int, ours, anchor oidcSide) {
 		timeSide := func(s oidcSide) float64 {
 			run := s.prepare(b, n)
 			runtime.GC()
-			start := oidcCPUTime()
+			start := loadtest.ProcessCPU()
 			for i := range n {
 				if err := run(i); err != nil {
 					b.Fatal(err)
 				}
 			}
-			return float64((oidcCPUTime() - start).Nanoseconds()) / float64(n)
+			return float64((loadtest.ProcessCPU() - start).Nanoseconds()) / float64(n)
 		}
 		once.Do(func() {
 			for r := range *oidcRounds {

@@ -103,7 +103,7 @@ func newSAMLSideWith(tb testing.TB, withKeyPair, withNextKey bool) *samlSide {
 	}
 	tb.Cleanup(func() { app.Close() })
 	s.app = app
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		rec := s.authorize()
 		if rec.Code == http.StatusSeeOther {

@@ -52,6 +52,13 @@
 // provider for goth's github provider, each an http.Handler to serve as a
 // test likes.
 //
+// What a sign-in leaves at a fake (a code, a token, a session, a consent
+// page waiting, a nonce) is kept until it expires, and at most 20 000 of
+// each kind: past that the oldest goes first, so a fake serving a
+// long-running development server or a load test holds a bounded amount
+// and costs the same at its millionth sign-in as at its first, and a code
+// is lost only when 20 000 others were issued before it was redeemed.
+//
 // For a tenant (extauth.Options.TenantOf), start providers for the
 // tenant's base URL: their Config is the tenant's configuration, and
 // Auth.TenantReady waits for them. Browser and the fakes reach every name

@@ -132,7 +132,7 @@ func ExampleStartProviders_tenant() {
 		log.Fatal(err)
 	}
 	defer a.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fmt.Println(a.TenantReady(ctx, "city-a"))
 	// Output: <nil>

@@ -51,7 +51,7 @@ func newApp(t *testing.T, cfg func(base string) *extauth.Config, edit func(*exta
 			BaseURL:   base,
 			CookieKey: make([]byte, 32),
 			Logger:    slog.New(slog.DiscardHandler),
-			Timeout:   2 * time.Second,
+			Timeout:   time.Minute,
 			OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 				a.mu.Lock()
 				a.signedIn = append(a.signedIn, id)

@@ -413,8 +413,38 @@ func (p *Providers) SecretsYAML() []byte {
 		kv("oidc_client_id", c.OIDC.ClientID)
 		kv("oidc_client_secret", c.OIDC.ClientSecret.Value())
 		kv("oidc_issuer", c.OIDC.Issuer)
+		oidcAdditional(&b, c.OIDC.Additional)
 	}
 	return []byte(b.String())
+}
+
+// oidcAdditional writes the oidc_additional_settings section of add: what
+// a high-assurance provider registers the application with (its key
+// instead of a secret, pushed and signed requests, encrypted ID tokens).
+func oidcAdditional(b *strings.Builder, add extauth.OIDCAdditionalSettings) {
+	var lines strings.Builder
+	for _, kv := range [][2]string{
+		{"client_auth_method", add.ClientAuthMethod},
+		{"id_token_encrypted_response_alg", add.IDTokenEncryptedResponseAlg},
+		{"id_token_encrypted_response_enc", add.IDTokenEncryptedResponseEnc},
+	} {
+		if kv[1] != "" {
+			fmt.Fprintf(&lines, "  %s: %q\n", kv[0], kv[1])
+		}
+	}
+	if add.PushedAuthorizationRequests {
+		lines.WriteString("  pushed_authorization_requests: true\n")
+	}
+	if add.RequestObject {
+		lines.WriteString("  request_object: true\n")
+	}
+	if add.PrivateKey.Value() != "" {
+		fmt.Fprintf(&lines, "  private_key: |\n%s", indent(add.PrivateKey.Value()))
+	}
+	if lines.Len() > 0 {
+		b.WriteString("oidc_additional_settings:\n")
+		b.WriteString(lines.String())
+	}
 }
 
 // indent indents each line of a PEM block for a YAML block scalar.

@@ -1,6 +1,7 @@
 package extauthtest_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,7 +31,7 @@ func newAppWithProviders(t *testing.T, o extauthtest.ProvidersOptions, edit func
 		fakes = extauthtest.NewProviders(t, base, o)
 		return fakes.Config()
 	}, edit)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := a.Ready(ctx); err != nil {
 		t.Fatal(err)
@@ -109,9 +110,12 @@ func shape(v any) []string {
 }
 
 // Each fault of SetFault's table reaches OnFailure with its code, and
-// NoFault restores the provider.
+// NoFault restores the provider. Hang is played against an application
+// whose time-out is short, every other fault against one whose time-out no
+// loaded machine reaches, so that a slow answer is never taken for a hang.
 func TestProvidersFaults(t *testing.T) {
-	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = 300 * time.Millisecond })
+	a, fakes := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = time.Minute })
+	hung, hangs := newAppWithProviders(t, extauthtest.ProvidersOptions{}, func(o *extauth.Options) { o.Timeout = 300 * time.Millisecond })
 	want := map[extauthtest.Fault]extauth.Code{
 		extauthtest.Deny:         extauth.CodeAccessDenied,
 		extauthtest.ServerError:  extauth.CodeProviderUnavailable,
@@ -126,6 +130,10 @@ func TestProvidersFaults(t *testing.T) {
 	played := 0
 	for _, p := range extauth.BuiltinProviders() {
 		for _, f := range faults {
+			a, fakes := a, fakes
+			if f == extauthtest.Hang {
+				a, fakes = hung, hangs
+			}
 			if err := fakes.SetFault(p, f); err != nil {
 				if !strings.Contains(err.Error(), "cannot play") {
 					t.Errorf("%s %s: %v", p, f, err)
@@ -161,22 +169,14 @@ func TestProvidersFaults(t *testing.T) {
 // person's clicks sign in (or refuse).
 func TestProvidersInteractive(t *testing.T) {
 	a, _ := newAppWithProviders(t, extauthtest.ProvidersOptions{Interactive: true}, nil)
-	clicks := map[extauth.Provider]string{
-		extauth.Microblog:    "Sign in as @demo_user (Demo User)",
-		extauth.Socialnet:    "Continue as Demo Person",
-		extauth.SearchOAuth2: "Approve",
-		extauth.BlogOAuth2:   "Approve",
-		extauth.SAML:         "Approve",
-		extauth.OIDC:         "Approve",
-	}
 	for _, p := range extauth.BuiltinProviders() {
 		b := extauthtest.NewBrowser(t)
 		consent := b.Post(a.URL+"/users/auth/"+string(p), url.Values{"return_to": {"/after"}})
 		if consent.URL.Host == strings.TrimPrefix(a.URL, "http://") {
 			t.Fatalf("%s: no consent page, ended at %s", p, consent.URL)
 		}
-		if page := b.Click(consent, clicks[p]); page.URL.Path != "/after" {
-			t.Errorf("%s: after %q ended at %s (%d) %v", p, clicks[p], page.URL, page.StatusCode, a.lastFailure())
+		if page := b.Click(consent, interactiveApprove[p]); page.URL.Path != "/after" {
+			t.Errorf("%s: after %q ended at %s (%d) %v", p, interactiveApprove[p], page.URL, page.StatusCode, a.lastFailure())
 		}
 	}
 	if n := len(a.identities()); n != 6 {
@@ -233,33 +233,85 @@ func TestProvidersInteractiveSignedSAML(t *testing.T) {
 	}
 }
 
-// SecretsYAML is the configuration Config returns, as a secrets file.
+// providersModes are the ways StartProviders can be set up that change the
+// application's configuration.
+var providersModes = map[string]extauthtest.ProvidersOptions{
+	"default":                     {},
+	"SAML key pair":               {SAMLKeyPair: true},
+	"OIDC high assurance":         {OIDCHighAssurance: true},
+	"high assurance, SAML keys":   {OIDCHighAssurance: true, SAMLKeyPair: true},
+	"only OIDC, high assurance":   {Only: []extauth.Provider{extauth.OIDC}, OIDCHighAssurance: true},
+	"path prefix and slugs":       {PathPrefix: "/auth/", Slugs: map[extauth.Provider]string{extauth.Microblog: "twitter"}},
+	"interactive, high assurance": {Interactive: true, OIDCHighAssurance: true, SAMLKeyPair: true},
+}
+
+// In every mode SecretsYAML is the configuration Config returns, as a
+// secrets file, and an application that reads it signs in with each
+// provider. (cmd/extauth's TestCheckProvidersSecretsYAML runs extauth
+// check on the same files.)
 func TestProvidersSecretsYAML(t *testing.T) {
-	fakes := extauthtest.NewProviders(t, "http://127.0.0.1:8080", extauthtest.ProvidersOptions{SAMLKeyPair: true})
-	cfg, err := extauth.ParseConfig(fakes.SecretsYAML())
-	if err != nil {
-		t.Fatalf("%v\n%s", err, fakes.SecretsYAML())
+	for name, o := range providersModes {
+		t.Run(name, func(t *testing.T) {
+			var fakes *extauthtest.Providers
+			a := newApp(t, func(base string) *extauth.Config {
+				fakes = extauthtest.NewProviders(t, base, o)
+				cfg, err := extauth.ParseConfig(fakes.SecretsYAML())
+				if err != nil {
+					t.Fatalf("%v\n%s", err, fakes.SecretsYAML())
+				}
+				want := fakes.Config()
+				cfg.Warnings, want.Warnings = nil, nil
+				if !reflect.DeepEqual(cfg, want) {
+					g, _ := json.Marshal(secretsOf(cfg))
+					w, _ := json.Marshal(secretsOf(want))
+					t.Fatalf("parsed\n%s\nwant\n%s\nfrom\n%s", g, w, fakes.SecretsYAML())
+				}
+				return cfg
+			}, func(opts *extauth.Options) { opts.PathPrefix, opts.Slugs = o.PathPrefix, o.Slugs })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := a.Ready(ctx); err != nil {
+				t.Fatal(err)
+			}
+			prefix := cmp.Or(o.PathPrefix, "/users/auth/")
+			for _, p := range fakes.Config().Providers() {
+				slug := cmp.Or(o.Slugs[p], string(p))
+				b := extauthtest.NewBrowser(t)
+				page := b.Post(a.URL+prefix+slug, url.Values{"return_to": {"/after"}})
+				if o.Interactive {
+					page = b.Click(page, interactiveApprove[p])
+				}
+				if page.URL.Path != "/after" {
+					t.Errorf("%s: ended at %s (%d), failure %v", p, page.URL, page.StatusCode, a.lastFailure())
+				}
+			}
+		})
 	}
-	want := fakes.Config()
-	for _, c := range []*extauth.Config{cfg, want} {
-		c.Warnings = nil
-	}
-	g, _ := json.Marshal(secretsOf(cfg))
-	w, _ := json.Marshal(secretsOf(want))
-	if string(g) != string(w) || !reflect.DeepEqual(cfg.Providers(), extauth.BuiltinProviders()) || !cfg.SAML.Additional.HasKeyPair() {
-		t.Fatalf("parsed\n%s\nwant\n%s", g, w)
-	}
+}
+
+// interactiveApprove is the button that signs the first user in on each
+// provider's consent or login page.
+var interactiveApprove = map[extauth.Provider]string{
+	extauth.Microblog:    "Sign in as @demo_user (Demo User)",
+	extauth.Socialnet:    "Continue as Demo Person",
+	extauth.SearchOAuth2: "Approve",
+	extauth.BlogOAuth2:   "Approve",
+	extauth.SAML:         "Approve",
+	extauth.OIDC:         "Approve",
 }
 
 // secretsOf is cfg with its secrets in clear, to compare.
 func secretsOf(c *extauth.Config) map[string]any {
 	oauth := func(p extauth.OAuthProvider) []string { return []string{p.Key, p.Secret.Value(), p.Site} }
+	add := c.OIDC.Additional
 	return map[string]any{
 		"microblog": oauth(c.Microblog), "socialnet": oauth(c.Socialnet), "search_oauth2": oauth(c.SearchOAuth2),
 		"blog_oauth2": oauth(c.BlogOAuth2),
 		"saml": []any{c.SAML.SPEntityID, c.SAML.IdPMetadataURL, c.SAML.Additional.Certificate,
 			c.SAML.Additional.PrivateKey.Value(), c.SAML.Additional.Security.LogoutRequestsSigned},
-		"oidc": []string{c.OIDC.ClientID, c.OIDC.ClientSecret.Value(), c.OIDC.Issuer},
+		"oidc": []any{c.OIDC.ClientID, c.OIDC.ClientSecret.Value(), c.OIDC.Issuer, add.ClientAuthMethod,
+			add.PrivateKey.Value(), add.PushedAuthorizationRequests, add.RequestObject,
+			add.IDTokenEncryptedResponseAlg, add.IDTokenEncryptedResponseEnc},
 	}
 }
 
@@ -304,7 +356,7 @@ func TestMountProviders(t *testing.T) {
 		auth.Mount(mux)
 		return mux
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := auth.Ready(ctx); err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func TestProvidersForTenants(t *testing.T) {
 		a.Mount(mux)
 		return mux
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tn := range []string{"city-a", "city-b"} {
 		if err := auth.TenantReady(ctx, tn); err != nil {

@@ -4,13 +4,13 @@ package interop
 
 import (
 	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/extauth/extauth/internal/harness"
 )
 
 // startNode runs `node args...` in dir (which must hold node_modules/pkg,
@@ -67,7 +67,7 @@ func startNode(t *testing.T, dir, pkg string, env []string, ready func(line stri
 	select {
 	case v := <-found:
 		return v
-	case <-time.After(20 * time.Second):
+	case <-time.After(90 * time.Second):
 		t.Fatalf("%s did not start: %s", pkg, stderr.String())
 		return ""
 	}
@@ -75,19 +75,4 @@ func startNode(t *testing.T, dir, pkg string, env []string, ready func(line stri
 
 // lockedBuffer is a bytes.Buffer that the process's stderr copier and the
 // test may use at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = harness.SyncBuffer

@@ -127,7 +127,7 @@ func TestSamlifySignIn(t *testing.T) {
 
 			// Wait for our SP to have the IdP metadata, then sign in.
 			var start *harness.Response
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(time.Minute)
 			for {
 				start = harness.NewBrowser(t).NoFollow().PostForm(srv.URL+"/users/auth/saml", nil)
 				if start.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
@@ -235,7 +235,7 @@ func TestAuthnRequestVerifiedByXmlsec1(t *testing.T) {
 		return auth
 	})
 	var page *harness.Response
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		page = harness.NewBrowser(t).NoFollow().PostForm(srv.URL+"/users/auth/saml", nil)
 		if page.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
@@ -303,7 +303,7 @@ func newSP(t *testing.T, idp *samlidp.IdP, keys pair) *samlsp.SP {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sp.Close() })
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !sp.Ready() {
 		if time.Now().After(deadline) {
 			t.Fatal("IdP metadata never loaded")

@@ -313,13 +313,13 @@ func freePort(t *testing.T) string {
 // the port first is never mistaken for it. It fails if php exits first.
 func waitStarted(out *lockedBuffer, port string, exited <-chan error) error {
 	started := "Development Server (http://127.0.0.1:" + port + ") started"
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(time.Minute)
 	for !strings.Contains(out.String(), started) {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("php exited: %v", err)
 		case <-deadline:
-			return errors.New("php -S did not report listening within 15s")
+			return errors.New("php -S did not report listening within a minute")
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -462,7 +462,7 @@ func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	}
 	t.Cleanup(func() { auth.Close() })
 	// Our SP reads the IdP metadata in the background.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := auth.Ready(ctx); err != nil {
 		t.Fatalf("our SP never became ready: %v", err)

@@ -56,7 +56,7 @@ func (rig *gothRig) consent(authURL string) *http.Request {
 }
 
 func TestGothHappyPath(t *testing.T) {
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: slowTimeout}
 	rig := newGothRig(t, "gh-secret", client)
 	if rig.gh.HTTPClient != client {
 		t.Fatal("SetEnv did not give the goth provider extauth's client")
@@ -98,7 +98,7 @@ func TestGothLeavesHostClientAlone(t *testing.T) {
 }
 
 func TestGothStateNeverFromRequest(t *testing.T) {
-	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: 5 * time.Second})
+	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: slowTimeout})
 	tx, authURL := rig.begin()
 	cb := rig.consent(authURL)
 	// Without its session (a transaction from elsewhere) nothing happens.
@@ -114,7 +114,7 @@ func TestGothStateNeverFromRequest(t *testing.T) {
 }
 
 func TestGothDenied(t *testing.T) {
-	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: 5 * time.Second})
+	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: slowTimeout})
 	tx, _ := rig.begin()
 	cb := httptest.NewRequest("GET", ghCallback+"?error=access_denied&state="+tx.State, nil)
 	_, err := rig.strat.Complete(context.Background(), cb, tx)
@@ -131,7 +131,7 @@ func TestGothDenied(t *testing.T) {
 }
 
 func TestGothBadSecret(t *testing.T) {
-	rig := newGothRig(t, "wrong-secret", &http.Client{Timeout: 5 * time.Second})
+	rig := newGothRig(t, "wrong-secret", &http.Client{Timeout: slowTimeout})
 	tx, authURL := rig.begin()
 	_, err := rig.strat.Complete(context.Background(), rig.consent(authURL), tx)
 	pe := wantCode(t, err, providers.CodeInvalidCredentials)
@@ -141,7 +141,7 @@ func TestGothBadSecret(t *testing.T) {
 }
 
 func TestGothReplayedCode(t *testing.T) {
-	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: 5 * time.Second})
+	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: slowTimeout})
 	tx, authURL := rig.begin()
 	cb := rig.consent(authURL)
 	if _, err := rig.strat.Complete(context.Background(), cb, tx); err != nil {
@@ -168,14 +168,7 @@ func TestGothFaults(t *testing.T) {
 		{"profile id of the wrong type", forge.UserAPI, forge.FaultNone, `{"id":"583231","login":"x"}`, providers.CodeInvalidResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// A short time-out for the hangs; the others are not about
-			// time, and reading a huge body under -race on a loaded
-			// machine can take longer than a hang's time-out.
-			timeout := 5 * time.Second
-			if tc.fault == forge.FaultHang {
-				timeout = 300 * time.Millisecond
-			}
-			rig := newGothRig(t, "gh-secret", &http.Client{Timeout: timeout})
+			rig := newGothRig(t, "gh-secret", &http.Client{Timeout: faultTimeout(tc.fault == forge.FaultHang)})
 			tx, authURL := rig.begin()
 			cb := rig.consent(authURL)
 			rig.fake.SetFault(tc.step, tc.fault)
@@ -185,7 +178,7 @@ func TestGothFaults(t *testing.T) {
 			start := time.Now()
 			_, err := rig.strat.Complete(context.Background(), cb, tx)
 			wantCode(t, err, tc.code)
-			if d := time.Since(start); tc.fault == forge.FaultHang && d > 3*time.Second {
+			if d := time.Since(start); d > hangBound {
 				t.Errorf("took %v", d)
 			}
 		})
@@ -195,16 +188,16 @@ func TestGothFaults(t *testing.T) {
 // Complete returns when its context ends even if goth's client would wait
 // longer: the strategy, not goth, bounds the callback.
 func TestGothHangHonoursContext(t *testing.T) {
-	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: 3 * time.Second})
+	rig := newGothRig(t, "gh-secret", &http.Client{Timeout: slowTimeout})
 	tx, authURL := rig.begin()
 	cb := rig.consent(authURL)
 	rig.fake.SetFault(forge.AccessToken, forge.FaultHang)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
 	defer cancel()
 	start := time.Now()
 	_, err := rig.strat.Complete(ctx, cb, tx)
 	wantCode(t, err, providers.CodeTimeout)
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > hangBound {
 		t.Errorf("took %v", d)
 	}
 }

@@ -31,7 +31,7 @@ func newMBRig(t *testing.T, mutate func(*fake.Options, *providers.MicroblogConfi
 	t.Helper()
 	o := fake.Options{ConsumerKey: "ck-microblog", ConsumerSecret: "cs-microblog", AutoApprove: true, CallbackURLs: []string{mbCallback}}
 	cfg := providers.MicroblogConfig{Key: "ck-microblog", Secret: "cs-microblog"}
-	env := providers.Env{CallbackURL: mbCallback, HTTPClient: &http.Client{Timeout: 5 * time.Second}}
+	env := providers.Env{CallbackURL: mbCallback, HTTPClient: &http.Client{Timeout: slowTimeout}}
 	if mutate != nil {
 		mutate(&o, &cfg, &env)
 	}
@@ -86,6 +86,27 @@ func followConsent(t *testing.T, consentURL, callback string) *http.Request {
 	}
 	loc, _, _ = strings.Cut(loc, "#")
 	return httptest.NewRequest(http.MethodGet, loc, nil)
+}
+
+// The time-outs of the fault tests. A hang is ended by a short client
+// time-out (hangTimeout) or context; every other fault gets a client
+// time-out that no loaded machine reaches (slowTimeout), since reading a
+// huge body is not a matter of time; and a hang must end well before what
+// it would wait for if the time-out under test were ignored (the fakes
+// hang until the client leaves; a client that is not under test waits
+// slowTimeout): within hangBound, which load does not stretch a return to.
+const (
+	hangTimeout = 300 * time.Millisecond
+	slowTimeout = time.Minute
+	hangBound   = 20 * time.Second
+)
+
+// faultTimeout is the client time-out of a fault test.
+func faultTimeout(hang bool) time.Duration {
+	if hang {
+		return hangTimeout
+	}
+	return slowTimeout
 }
 
 func wantCode(t *testing.T, err error, code providers.Code) *providers.Error {
@@ -350,7 +371,7 @@ func TestMicroblogProviderFaults(t *testing.T) {
 		for _, step := range steps {
 			t.Run(tc.name+"/"+string(step), func(t *testing.T) {
 				rig := newMBRig(t, func(_ *fake.Options, _ *providers.MicroblogConfig, e *providers.Env) {
-					e.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond}
+					e.HTTPClient = &http.Client{Timeout: faultTimeout(tc.fault == fake.FaultHang)}
 				})
 				rig.fake.SetFault(step, tc.fault)
 				start := time.Now()
@@ -362,7 +383,7 @@ func TestMicroblogProviderFaults(t *testing.T) {
 					_, err = rig.strat.Complete(context.Background(), rig.consent(authURL), tx)
 				}
 				wantCode(t, err, tc.code)
-				if d := time.Since(start); d > 3*time.Second {
+				if d := time.Since(start); d > hangBound {
 					t.Errorf("took %v", d)
 				}
 			})
@@ -371,14 +392,17 @@ func TestMicroblogProviderFaults(t *testing.T) {
 }
 
 func TestMicroblogHangHonoursContext(t *testing.T) {
-	rig := newMBRig(t, nil) // client time-out 5 s: the context must win
+	// The client waits a minute: the context must win.
+	rig := newMBRig(t, func(_ *fake.Options, _ *providers.MicroblogConfig, e *providers.Env) {
+		e.HTTPClient = &http.Client{Timeout: slowTimeout}
+	})
 	rig.fake.SetFault(fake.RequestToken, fake.FaultHang)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
 	defer cancel()
 	start := time.Now()
 	_, err := rig.strat.Begin(ctx, &providers.Transaction{ID: "x"})
 	wantCode(t, err, providers.CodeTimeout)
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > hangBound {
 		t.Errorf("timeout took %v", d)
 	}
 }

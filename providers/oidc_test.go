@@ -111,7 +111,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: handlerTransport{op}, Timeout: 5 * time.Second}
+	client := &http.Client{Transport: handlerTransport{op}, Timeout: slowTimeout}
 	env := providers.Env{CallbackURL: testCallback, HTTPClient: client, Now: clock.Now}
 	configured := issuer
 	if fc.issuer != nil {

@@ -32,7 +32,7 @@ func newSNRig(t *testing.T, mutate func(*graph.Options, *providers.SocialnetConf
 	t.Helper()
 	o := graph.Options{AppID: "app-123", AppSecret: "app-secret", AutoApprove: true, RedirectURIs: []string{snCallback}}
 	cfg := providers.SocialnetConfig{Key: "app-123", Secret: "app-secret"}
-	env := providers.Env{CallbackURL: snCallback, HTTPClient: &http.Client{Timeout: 5 * time.Second}}
+	env := providers.Env{CallbackURL: snCallback, HTTPClient: &http.Client{Timeout: slowTimeout}}
 	if mutate != nil {
 		mutate(&o, &cfg, &env)
 	}
@@ -309,7 +309,7 @@ func TestSocialnetProviderFaults(t *testing.T) {
 		for _, step := range []graph.Endpoint{graph.AccessToken, graph.Me} {
 			t.Run(tc.name+"/"+string(step), func(t *testing.T) {
 				rig := newSNRig(t, func(_ *graph.Options, _ *providers.SocialnetConfig, e *providers.Env) {
-					e.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond}
+					e.HTTPClient = &http.Client{Timeout: faultTimeout(tc.fault == graph.FaultHang)}
 				})
 				tx, dialogURL := rig.begin()
 				cb := rig.consent(dialogURL)
@@ -317,7 +317,7 @@ func TestSocialnetProviderFaults(t *testing.T) {
 				start := time.Now()
 				_, err := rig.strat.Complete(context.Background(), cb, tx)
 				wantCode(t, err, tc.code)
-				if d := time.Since(start); d > 3*time.Second {
+				if d := time.Since(start); d > hangBound {
 					t.Errorf("took %v", d)
 				}
 			})
@@ -326,16 +326,19 @@ func TestSocialnetProviderFaults(t *testing.T) {
 }
 
 func TestSocialnetHangHonoursContext(t *testing.T) {
-	rig := newSNRig(t, nil) // client time-out 5 s: the context must win
+	// The client waits a minute: the context must win.
+	rig := newSNRig(t, func(_ *graph.Options, _ *providers.SocialnetConfig, e *providers.Env) {
+		e.HTTPClient = &http.Client{Timeout: slowTimeout}
+	})
 	tx, dialogURL := rig.begin()
 	cb := rig.consent(dialogURL)
 	rig.fake.SetFault(graph.AccessToken, graph.FaultHang)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
 	defer cancel()
 	start := time.Now()
 	_, err := rig.strat.Complete(ctx, cb, tx)
 	wantCode(t, err, providers.CodeTimeout)
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > hangBound {
 		t.Errorf("timeout took %v", d)
 	}
 }

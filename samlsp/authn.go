@@ -68,7 +68,7 @@ func (sp *SP) StartsWithPost() bool {
 		// the routes ask StartsWithPostAt.
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), metadataWait)
+	ctx, cancel := context.WithTimeout(context.Background(), sp.md.wait)
 	defer cancel()
 	return sp.StartsWithPostAt(ctx, &providers.Transaction{})
 }

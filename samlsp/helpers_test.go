@@ -161,7 +161,7 @@ func (f *fixture) newSP(st providers.Store) *SP {
 
 func (f *fixture) waitReady(sp *SP) {
 	f.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !sp.Ready() {
 		if time.Now().After(deadline) {
 			f.t.Fatalf("metadata never loaded: %v", sp.md.err())

@@ -15,7 +15,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		deadline := time.Now().Add(2 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			buf := make([]byte, 1<<20)
 			stacks := string(buf[:runtime.Stack(buf, true)])

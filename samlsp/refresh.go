@@ -23,9 +23,12 @@ type refresher struct {
 	// failedAt and nextAt are when an attempt last failed and when the
 	// next is due, in Unix nanoseconds by the SP's clock.
 	failedAt, nextAt atomic.Int64
+	// wait is metadataWait; a test on a loaded machine waits longer.
+	wait time.Duration
 }
 
 func (r *refresher) init() {
+	r.wait = metadataWait
 	r.kicks = make(chan struct{}, 1)
 	ch := make(chan struct{})
 	r.attempt.Store(&ch)
@@ -64,7 +67,7 @@ func waitFor[T any](ctx context.Context, r *refresher, get func() *T) *T {
 		return v
 	}
 	r.kick()
-	t := time.NewTimer(metadataWait)
+	t := time.NewTimer(r.wait)
 	defer t.Stop()
 	select {
 	case <-attempt:

@@ -15,6 +15,7 @@ import (
 	"github.com/crewjam/saml"
 
 	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 )
 
@@ -644,6 +645,41 @@ func TestCheckOIDCHighAssurance(t *testing.T) {
 				t.Errorf("exit %d", r.code)
 			}
 			assertNoSecret(t, "check", r.stdout+r.stderr)
+		})
+	}
+}
+
+// The secrets file of extauthtest's fake providers passes check in every
+// mode, as docs/testing-your-app.md tells file-based applications to use
+// it (extauthtest's TestProvidersSecretsYAML signs in with the same files).
+func TestCheckProvidersSecretsYAML(t *testing.T) {
+	for name, o := range map[string]extauthtest.ProvidersOptions{
+		"default":                   {},
+		"SAML key pair":             {SAMLKeyPair: true},
+		"OIDC high assurance":       {OIDCHighAssurance: true},
+		"high assurance, SAML keys": {OIDCHighAssurance: true, SAMLKeyPair: true},
+		"only OIDC, high assurance": {Only: []extauth.Provider{extauth.OIDC}, OIDCHighAssurance: true},
+		"path prefix":               {PathPrefix: "/auth/"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			const base = "http://127.0.0.1:3000"
+			fakes := extauthtest.NewProviders(t, base, o)
+			path := filepath.Join(t.TempDir(), "secrets.yml")
+			if err := os.WriteFile(path, fakes.SecretsYAML(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := runCLI(t, "check", "-config", path, "-base-url", base)
+			if r.code != exitOK || r.stderr != "" || !strings.Contains(r.stdout, "0 errors, 0 warnings.") {
+				t.Fatalf("exit %d, stderr %q\n%s\n%s", r.code, r.stderr, r.stdout, fakes.SecretsYAML())
+			}
+			for _, p := range fakes.Config().Providers() {
+				if got := providerLine(r.stdout, string(p)); got != "enabled" {
+					t.Errorf("%s: %q\n%s", p, got, r.stdout)
+				}
+			}
+			if o.OIDCHighAssurance && !strings.Contains(r.stdout, "private_key_jwt") {
+				t.Errorf("the report does not show the client authentication:\n%s", r.stdout)
+			}
 		})
 	}
 }

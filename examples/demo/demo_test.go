@@ -200,7 +200,7 @@ func samlSignInFrom(t *testing.T, b *harness.Browser, base, idpOrigin string) {
 	// The SP fetches the IdP metadata in the background; the first
 	// attempts may answer 503 until it has.
 	var login *harness.Response
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		login = b.PostForm(base+"/users/auth/saml", nil)
 		if login.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
@@ -440,15 +440,28 @@ func TestDemoOIDCSignOut(t *testing.T) {
 }
 
 // With -oidc-high-assurance the development OP takes private_key_jwt only,
-// requires pushed and signed requests and encrypts its ID tokens: a person
-// signs in and out through its pages as ever.
+// requires pushed and signed requests and encrypts its ID tokens: the start
+// line and the home page say so, and a person signs in and out through its
+// pages as ever.
 func TestDemoOIDCHighAssurance(t *testing.T) {
 	if err := run([]string{"-oidc-high-assurance", "-config", "x.yml", "-addr", "127.0.0.1:0"}, io.Discard); err == nil {
 		t.Error("-oidc-high-assurance with a secrets file accepted")
 	}
 	base, demo := startDemoWith(t, serverOptions{oidcHighAssurance: true})
+	var start strings.Builder
+	demo.announce(&start)
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base+"; "+highAssuranceMode.Note {
+		t.Errorf("start line %q", line)
+	}
 	b := harness.NewBrowser(t)
+	home := b.Get(base + "/")
+	if !strings.Contains(home.Body, `id="oidc-high-assurance"`) || !strings.Contains(home.Body, html.EscapeString(highAssuranceMode.Note)) {
+		t.Errorf("the home page does not say the OP runs in high-assurance mode:\n%s", home.Body)
+	}
 	oidcSignIn(t, b, base)
+	if page := b.Get(base + "/"); !strings.Contains(page.Body, `id="oidc-high-assurance"`) {
+		t.Errorf("signed in, the home page no longer says the OP runs in high-assurance mode")
+	}
 	op := demo.dev.fakes[""].OIDC
 	if q := op.LastAuthorizeQuery(); q.Get("request_uri") == "" || q.Has("nonce") {
 		t.Errorf("the authorization request was not pushed: %v", q)
@@ -464,6 +477,23 @@ func TestDemoOIDCHighAssurance(t *testing.T) {
 	}
 }
 
+// Without -oidc-high-assurance or -oidc-fapi2 neither the start line nor
+// the home page speaks of a mode.
+func TestDemoStartLine(t *testing.T) {
+	base, demo := startDemoWith(t, serverOptions{})
+	var start strings.Builder
+	demo.announce(&start)
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base {
+		t.Errorf("start line %q", line)
+	}
+	if !strings.Contains(start.String(), base+"/metrics") || !strings.Contains(start.String(), "tenant a (Alpha University)") {
+		t.Errorf("start lines:\n%s", start.String())
+	}
+	if home := harness.NewBrowser(t).Get(base + "/"); strings.Contains(home.Body, "high-assurance") || strings.Contains(home.Body, "FAPI") {
+		t.Errorf("the home page speaks of a mode:\n%s", home.Body)
+	}
+}
+
 // With -oidc-fapi2 the development OP enforces the FAPI 2.0 Security
 // Profile, requires DPoP with nonces and encrypts its ID tokens: a person
 // signs in through its pages as ever, and the session's tokens are
@@ -473,7 +503,15 @@ func TestDemoOIDCFAPI2(t *testing.T) {
 		t.Error("-oidc-fapi2 with a secrets file accepted")
 	}
 	base, demo := startDemoWith(t, serverOptions{oidcFAPI2: true})
+	var start strings.Builder
+	demo.announce(&start)
+	if line, _, _ := strings.Cut(start.String(), "\n"); line != "extauth demo listening on "+base+"; "+fapi2Mode.Note {
+		t.Errorf("start line %q", line)
+	}
 	b := harness.NewBrowser(t)
+	if home := b.Get(base + "/"); !strings.Contains(home.Body, `id="oidc-fapi2"`) || !strings.Contains(home.Body, html.EscapeString(fapi2Mode.Note)) {
+		t.Errorf("the home page does not say the OP runs in FAPI 2.0 mode:\n%s", home.Body)
+	}
 	oidcSignIn(t, b, base)
 	op := demo.dev.fakes[""].OIDC
 	if q := op.LastAuthorizeQuery(); q.Get("request_uri") == "" || len(q) != 2 {
@@ -545,11 +583,10 @@ func samlDemoWithIdP(t *testing.T, knobs func(*samlidp.Knobs)) (string, *samlidp
 func samlSignInAt(t *testing.T, b *harness.Browser, base string) string {
 	t.Helper()
 	var login *harness.Response
-	for range 100 {
-		if login = b.PostForm(base+"/users/auth/saml", nil); login.StatusCode != http.StatusServiceUnavailable {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if login = b.PostForm(base+"/users/auth/saml", nil); login.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	form := formOf(login.Body)
 	form.Set("decision", "approve")
@@ -659,7 +696,7 @@ func TestDemoMetrics(t *testing.T) {
 	base, demo := startDemoWith(t, serverOptions{})
 	// The SAML metadata, whose age and certificates are reported, comes
 	// in the background.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := demo.auth.Ready(ctx); err != nil {
 		t.Fatal(err)

@@ -29,30 +29,17 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/extauth/extauth/internal/harness"
 )
 
 // stepTimeout bounds one browser step (a page load, a click and the pages it
 // leads to): every hop is on loopback, so anything slower is a hang.
-const stepTimeout = 20 * time.Second
+const stepTimeout = time.Minute
 
 // syncBuffer collects output written from other goroutines (the browser's
 // stderr, the demo's log) for the artifacts of a failed test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = harness.SyncBuffer
 
 // demo is the demo application on development providers, served on a real
 // 127.0.0.1 port so that the browser reaches it as a person's browser would.
@@ -325,7 +312,7 @@ func (tb *tab) startSignIn(provider string) {
 // startSignInAt is startSignIn at the site at base.
 func (tb *tab) startSignInAt(base, provider string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		tb.homeAt(base)
 		tb.do("starting sign-in with "+provider, click("#signin-"+provider))

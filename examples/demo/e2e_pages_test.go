@@ -79,7 +79,7 @@ func TestE2ETenants(t *testing.T) {
 	d := startDemoServer(t)
 	u, _ := url.Parse(d.base)
 	siteA, siteB := "http://a.localhost:"+u.Port(), "http://b.localhost:"+u.Port()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tenant := range []string{"a", "b"} {
 		if err := d.srv.auth.TenantReady(ctx, tenant); err != nil {

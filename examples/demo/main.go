@@ -80,11 +80,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer demo.Close()
-	fmt.Printf("extauth demo listening on %s\n", base)
-	for _, s := range demo.sites.list[1:] {
-		fmt.Printf("  tenant %s (%s): %s\n", s.tenant, s.name, s.base)
-	}
-	fmt.Printf("  metrics (Prometheus, OpenTelemetry names under extauth_): %s/metrics\n", base)
+	demo.announce(os.Stdout)
 	srv := &http.Server{
 		Handler:           demo,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -129,6 +125,49 @@ type server struct {
 	auth    *extauth.Auth
 	sites   *sites
 	metrics *metrics
+	// oidcMode is the mode of the development OpenID providers, nil for
+	// the ordinary one.
+	oidcMode *oidcMode
+}
+
+// oidcMode is what -oidc-high-assurance or -oidc-fapi2 makes of the
+// development OpenID providers: the start line and the home page say so.
+type oidcMode struct {
+	// ID is the home page's notice's; Flag the flag's; Note what changes.
+	ID, Flag, Title, Note string
+}
+
+var (
+	highAssuranceMode = oidcMode{ID: "oidc-high-assurance", Flag: "-oidc-high-assurance", Title: "OpenID Connect: high-assurance mode",
+		Note: "the development OpenID providers run in high-assurance mode: private_key_jwt only, pushed and signed authorization requests, encrypted ID tokens"}
+	fapi2Mode = oidcMode{ID: "oidc-fapi2", Flag: "-oidc-fapi2", Title: "OpenID Connect: FAPI 2.0 mode",
+		Note: "the development OpenID providers run as FAPI 2.0 providers shaped as Singpass's: the Security Profile enforced, DPoP with nonces, encrypted ID tokens"}
+)
+
+// mode is the mode o runs the development OpenID providers in.
+func (o serverOptions) mode() *oidcMode {
+	switch {
+	case o.oidcFAPI2:
+		return &fapi2Mode
+	case o.oidcHighAssurance:
+		return &highAssuranceMode
+	}
+	return nil
+}
+
+// announce prints where the demo listens, and in what mode: its start
+// line, then its tenants and its metrics.
+func (s *server) announce(w io.Writer) {
+	base := s.sites.list[0].base
+	if s.oidcMode != nil {
+		fmt.Fprintf(w, "extauth demo listening on %s; %s\n", base, s.oidcMode.Note)
+	} else {
+		fmt.Fprintf(w, "extauth demo listening on %s\n", base)
+	}
+	for _, t := range s.sites.list[1:] {
+		fmt.Fprintf(w, "  tenant %s (%s): %s\n", t.tenant, t.name, t.base)
+	}
+	fmt.Fprintf(w, "  metrics (Prometheus, OpenTelemetry names under extauth_): %s/metrics\n", base)
 }
 
 // Close stops the demo's background work and its development providers.
@@ -149,7 +188,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	srv := &server{}
+	srv := &server{oidcMode: o.mode()}
 	var cfg *extauth.Config
 	var tenantOf func(*http.Request) (string, error)
 	tenantBase := subdomainBase(base)
@@ -201,7 +240,7 @@ func newServer(base string, o serverOptions) (*server, error) {
 	sites := newSites(base, cfg, tenantBase, devTenants)
 	sites.tenantOf = tenantOf
 	srv.sites = sites
-	pages := &pages{sessions: sessions, sites: sites, log: logger}
+	pages := &pages{sessions: sessions, sites: sites, log: logger, oidcMode: o.mode()}
 	opts := extauth.Options{
 		BaseURL:    base,
 		CookieKey:  key,

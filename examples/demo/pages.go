@@ -35,6 +35,9 @@ type pages struct {
 	sessions *sessions
 	sites    *sites
 	log      *slog.Logger
+	// oidcMode is the development OpenID providers' mode, which the home
+	// page states; nil for the ordinary one.
+	oidcMode *oidcMode
 }
 
 // view is what every page shows: the site it is on, in the header, and
@@ -123,9 +126,13 @@ func (p *pages) home(w http.ResponseWriter, r *http.Request) {
 	data := struct {
 		view
 		Notice    *noticeView
+		OIDCMode  *oidcMode
 		Identity  *identityView
 		Providers []providerView
 	}{view: p.view(s, "Sign in")}
+	if slices.Contains(s.providers, extauth.OIDC) {
+		data.OIDCMode = p.oidcMode
+	}
 	if n, ok := p.sessions.takeNotice(w, r); ok {
 		data.Notice = noticeFor(s, n)
 	}

@@ -29,7 +29,7 @@ func startTenantDemo(t *testing.T) *tenantDemo {
 	u, _ := url.Parse(base)
 	td := &tenantDemo{base: base, a: "http://a.localhost:" + u.Port(), b: "http://b.localhost:" + u.Port(), demo: demo}
 	// The tenants' SAML SPs read their IdPs' metadata on first use.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tenant := range []string{"a", "b"} {
 		if err := demo.auth.TenantReady(ctx, tenant); err != nil {

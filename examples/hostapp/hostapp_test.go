@@ -164,7 +164,7 @@ func serveAppWithFakes(t *testing.T, o extauthtest.ProvidersOptions) (*app, stri
 		fakes = extauthtest.NewProviders(t, base, o)
 		return fakes.Config()
 	}, options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := a.Auth().Ready(ctx); err != nil {
 		t.Fatal(err)

@@ -13,14 +13,17 @@ package forge
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -88,10 +91,19 @@ type Server struct {
 	faults endpoint.Faults[Endpoint]
 
 	mu          sync.Mutex
-	codes       map[string]grant
-	tokens      map[string]User
+	now         func() time.Time
+	codes       *expiring.Map[grant]
+	tokens      *expiring.Map[User]
 	profileBody []byte
 }
+
+const (
+	// codeLifetime is how long a code may be exchanged, as at GitHub.
+	codeLifetime = 10 * time.Minute
+	// tokenMemory is how long the fake remembers a token (a real forge's
+	// never expire).
+	tokenMemory = 24 * time.Hour
+)
 
 // New returns a fake forge.
 func New(o Options) *Server {
@@ -99,7 +111,10 @@ func New(o Options) *Server {
 		o.Users = []User{DemoUser}
 	}
 	o.Prefix = strings.TrimSuffix(o.Prefix, "/")
-	s := &Server{o: o, mux: http.NewServeMux(), codes: map[string]grant{}, tokens: map[string]User{}}
+	s := &Server{o: o, mux: http.NewServeMux(), now: time.Now}
+	clock := func() time.Time { return s.now() }
+	s.codes = expiring.New[grant](0, clock)
+	s.tokens = expiring.New[User](0, clock)
 	s.faults.Huge = endpoint.Huge{ContentType: "application/json", Fill: ' '}
 	s.mux.HandleFunc("GET /login/oauth/authorize", s.authorize)
 	s.mux.HandleFunc("POST /login/oauth/authorize", s.authorize)
@@ -191,11 +206,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		back.Set("error", "access_denied")
 		back.Set("error_description", "The user has denied your application access.")
 	} else {
-		code := endpoint.Random(20)
-		s.mu.Lock()
-		s.codes[code] = grant{user: *u, redirectURI: ru}
-		s.mu.Unlock()
-		back.Set("code", code)
+		back.Set("code", s.issueCode(grant{user: *u, redirectURI: ru}))
 	}
 	sep := "?"
 	if strings.Contains(ru, "?") {
@@ -238,26 +249,49 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]string{"error": "incorrect_client_credentials", "error_description": "The client_id and/or client_secret passed are incorrect."})
 		return
 	}
-	s.mu.Lock()
-	code := r.PostForm.Get("code")
-	g, ok := s.codes[code]
-	if ok && r.PostForm.Get("redirect_uri") != "" && r.PostForm.Get("redirect_uri") != g.redirectURI {
-		s.mu.Unlock()
+	token, err := s.redeemCode(r.PostForm.Get("code"), r.PostForm.Get("redirect_uri"))
+	switch {
+	case errors.Is(err, errRedirectMismatch):
 		reply(map[string]string{"error": "redirect_uri_mismatch", "error_description": "The redirect_uri MUST match the registered callback URL for this application."})
 		return
-	}
-	delete(s.codes, code)
-	var token string
-	if ok {
-		token = "gho_" + endpoint.Random(20)
-		s.tokens[token] = g.user
-	}
-	s.mu.Unlock()
-	if !ok {
+	case err != nil:
 		reply(map[string]string{"error": "bad_verification_code", "error_description": "The code passed is incorrect or expired."})
 		return
 	}
 	reply(map[string]string{"access_token": token, "token_type": "bearer", "scope": r.PostForm.Get("scope")})
+}
+
+// issueCode issues a code for g.
+func (s *Server) issueCode(g grant) string {
+	code := endpoint.Random(20)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.codes.Put(code, g, s.now().Add(codeLifetime))
+	return code
+}
+
+var (
+	errRedirectMismatch = errors.New("forge: the redirect_uri is not the code's")
+	errBadCode          = errors.New("forge: the code is unknown, spent or expired")
+)
+
+// redeemCode spends code for an access token, which it returns. A
+// redirect_uri other than the code's (none is fine) leaves the code
+// unspent, as at GitHub.
+func (s *Server) redeemCode(code, redirectURI string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.codes.Get(code)
+	if ok && redirectURI != "" && redirectURI != g.redirectURI {
+		return "", errRedirectMismatch
+	}
+	s.codes.Delete(code)
+	if !ok {
+		return "", errBadCode
+	}
+	token := "gho_" + endpoint.Random(20)
+	s.tokens.Put(token, g.user, s.now().Add(tokenMemory))
+	return token, nil
 }
 
 func (s *Server) user(w http.ResponseWriter, r *http.Request) {
@@ -270,7 +304,7 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) {
 		token, ok = strings.CutPrefix(h, "token ")
 	}
 	s.mu.Lock()
-	u, known := s.tokens[token]
+	u, known := s.tokens.Get(token)
 	override := s.profileBody
 	s.mu.Unlock()
 	if !ok || !known {

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -115,6 +116,16 @@ const HugeBodySize = endpoint.HugeBodySize
 // CodeLifetime is how long an authorization code may be exchanged.
 const CodeLifetime = 10 * time.Minute
 
+const (
+	// codeMemory is how long a code is remembered: past CodeLifetime, its
+	// exchange is told it expired, and a second one that it was used.
+	codeMemory = time.Hour
+	// tokenLifetime is a long-lived user token's, as expires_in says.
+	tokenLifetime = 5183944 * time.Second
+	// dialogLifetime is how long the dialog waits for a decision.
+	dialogLifetime = time.Hour
+)
+
 type dialogRequest struct {
 	redirectURI string
 	state       string
@@ -137,9 +148,9 @@ type Server struct {
 	faults endpoint.Faults[Endpoint]
 
 	mu            sync.Mutex
-	pending       map[string]dialogRequest
-	codes         map[string]*grant
-	tokens        map[string]*grant
+	pending       *expiring.Map[dialogRequest]
+	codes         *expiring.Map[*grant]
+	tokens        *expiring.Map[*grant]
 	tokensInQuery int
 	profileBody   []byte
 	tokenBody     []byte
@@ -159,9 +170,9 @@ func New(o Options) *Server {
 	s := &Server{
 		o:       o,
 		mux:     http.NewServeMux(),
-		pending: map[string]dialogRequest{},
-		codes:   map[string]*grant{},
-		tokens:  map[string]*grant{},
+		pending: expiring.New[dialogRequest](0, o.Now),
+		codes:   expiring.New[*grant](0, o.Now),
+		tokens:  expiring.New[*grant](0, o.Now),
 	}
 	s.faults.ServerError = func(w http.ResponseWriter) {
 		graphError(w, http.StatusInternalServerError, "OAuthException", 2, 0, "An unexpected error has occurred. Please retry your request later.")
@@ -293,7 +304,7 @@ func (s *Server) dialog(w http.ResponseWriter, r *http.Request) {
 	}
 	id := endpoint.Random(24)
 	s.mu.Lock()
-	s.pending[id] = dr
+	s.pending.Put(id, dr, s.o.Now().Add(dialogLifetime))
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	page.Execute(w, map[string]any{
@@ -311,8 +322,7 @@ func (s *Server) dialogDecision(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	id := r.PostFormValue("request")
 	s.mu.Lock()
-	dr, ok := s.pending[id]
-	delete(s.pending, id)
+	dr, ok := s.pending.Take(id)
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, "This dialog has expired.", http.StatusBadRequest)
@@ -341,11 +351,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, dr dialogRequest
 		q.Set("error_description", "Permissions error")
 		q.Set("error_reason", "user_denied")
 	} else {
-		code := endpoint.Random(24)
-		s.mu.Lock()
-		s.codes[code] = &grant{dialogRequest: dr, user: *u, created: s.o.Now()}
-		s.mu.Unlock()
-		q.Set("code", code)
+		q.Set("code", s.issueCode(dr, *u))
 	}
 	if dr.state != "" {
 		q.Set("state", dr.state)
@@ -371,39 +377,64 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 		graphError(w, http.StatusBadRequest, "OAuthException", 1, 0, "Error validating client secret.")
 		return
 	}
+	token, fail := s.redeemCode(r.Form.Get("code"), r.Form.Get("redirect_uri"), r.Form.Get("code_verifier"))
+	if fail != nil {
+		graphError(w, http.StatusBadRequest, "OAuthException", 100, fail.subcode, fail.message)
+		return
+	}
+	s.mu.Lock()
+	body := s.tokenBody
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if body != nil {
+		w.Write(body)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "bearer", "expires_in": int(tokenLifetime.Seconds())})
+}
+
+// issueCode issues a code for u's approval of dr.
+func (s *Server) issueCode(dr dialogRequest, u User) string {
+	code := endpoint.Random(24)
+	now := s.o.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.codes[r.Form.Get("code")]
+	s.codes.Put(code, &grant{dialogRequest: dr, user: u, created: now}, now.Add(codeMemory))
+	return code
+}
+
+// codeError is why a code exchange fails: the Graph error's subcode and
+// message (its code is always 100).
+type codeError struct {
+	subcode int
+	message string
+}
+
+// redeemCode spends code for an access token, which it returns, checking
+// the redirect URI and the PKCE verifier of the exchange.
+func (s *Server) redeemCode(code, redirectURI, verifier string) (string, *codeError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.codes.Get(code)
 	switch {
-	case g == nil:
-		graphError(w, http.StatusBadRequest, "OAuthException", 100, 0, "Invalid verification code format.")
-		return
+	case !ok:
+		return "", &codeError{0, "Invalid verification code format."}
 	case g.used:
 		// Reuse means the code leaked: revoke what it bought.
-		delete(s.tokens, g.token)
-		graphError(w, http.StatusBadRequest, "OAuthException", 100, 36009, "This authorization code has been used.")
-		return
+		s.tokens.Delete(g.token)
+		return "", &codeError{36009, "This authorization code has been used."}
 	case s.o.Now().Sub(g.created) > CodeLifetime:
-		graphError(w, http.StatusBadRequest, "OAuthException", 100, 36007, "This authorization code has expired.")
-		return
-	case r.Form.Get("redirect_uri") != g.redirectURI:
-		graphError(w, http.StatusBadRequest, "OAuthException", 100, 0,
-			"Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request")
-		return
-	case g.challenge != "" && !pkceMatches(r.Form.Get("code_verifier"), g.challenge):
-		graphError(w, http.StatusBadRequest, "OAuthException", 100, 0, "Invalid code verifier.")
-		return
+		return "", &codeError{36007, "This authorization code has expired."}
+	case redirectURI != g.redirectURI:
+		return "", &codeError{0, "Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request"}
+	case g.challenge != "" && !pkceMatches(verifier, g.challenge):
+		return "", &codeError{0, "Invalid code verifier."}
 	}
 	g.used = true
 	g.token = "EAA" + endpoint.Random(24)
-	s.tokens[g.token] = g
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if s.tokenBody != nil {
-		w.Write(s.tokenBody)
-		return
-	}
-	json.NewEncoder(w).Encode(map[string]any{"access_token": g.token, "token_type": "bearer", "expires_in": 5183944})
+	s.tokens.Put(g.token, g, s.o.Now().Add(tokenLifetime))
+	return g.token, nil
 }
 
 func pkceMatches(verifier, challenge string) bool {
@@ -435,10 +466,10 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	g := s.tokens[token]
+	g, ok := s.tokens.Get(token)
 	override := s.profileBody
 	s.mu.Unlock()
-	if g == nil {
+	if !ok {
 		graphError(w, http.StatusBadRequest, "OAuthException", 190, 0, "Invalid OAuth access token - Cannot parse access token")
 		return
 	}

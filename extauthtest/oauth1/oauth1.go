@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -124,10 +125,18 @@ const HugeBodySize = endpoint.HugeBodySize
 type requestToken struct {
 	secret   string
 	callback string
-	created  time.Time
 	user     *User  // set once the user approved
 	verifier string // set once the user approved
 }
+
+const (
+	// requestTokenLifetime is how long a request token waits for the
+	// user's decision and its exchange.
+	requestTokenLifetime = 15 * time.Minute
+	// accessTokenMemory is how long the fake remembers an access token
+	// (the real service's never expire).
+	accessTokenMemory = 24 * time.Hour
+)
 
 type accessToken struct {
 	secret string
@@ -141,9 +150,11 @@ type Server struct {
 	faults endpoint.Faults[Endpoint]
 
 	mu            sync.Mutex
-	requestTokens map[string]*requestToken
-	accessTokens  map[string]*accessToken
-	nonces        map[string]time.Time
+	requestTokens *expiring.Map[*requestToken]
+	accessTokens  *expiring.Map[*accessToken]
+	// nonces are the nonces spent, each until its timestamp is out of
+	// the window.
+	nonces        *expiring.Map[struct{}]
 	omitConfirmed bool
 	profileBody   []byte
 }
@@ -163,9 +174,9 @@ func New(o Options) *Server {
 	s := &Server{
 		o:             o,
 		mux:           http.NewServeMux(),
-		requestTokens: map[string]*requestToken{},
-		accessTokens:  map[string]*accessToken{},
-		nonces:        map[string]time.Time{},
+		requestTokens: expiring.New[*requestToken](0, o.Now),
+		accessTokens:  expiring.New[*accessToken](0, o.Now),
+		nonces:        expiring.New[struct{}](0, o.Now),
 	}
 	s.faults.Huge = endpoint.Huge{ContentType: "text/html; charset=utf-8", Prefix: "oauth_token=", Fill: 'a'}
 	s.faults.Malformed = endpoint.Body{ContentType: "application/json", Text: `{"oauth_token": [unterminated`}
@@ -233,9 +244,8 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request) {
 		twitterError(w, http.StatusForbidden, 415, "Callback URL not approved for this client application.")
 		return
 	}
-	token, secret := endpoint.Random(20), endpoint.Random(20)
+	token, secret := s.issueRequestToken(cb)
 	s.mu.Lock()
-	s.requestTokens[token] = &requestToken{secret: secret, callback: cb, created: s.o.Now()}
 	omit := s.omitConfirmed
 	s.mu.Unlock()
 	v := url.Values{"oauth_token": {token}, "oauth_token_secret": {secret}}
@@ -247,14 +257,21 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, v.Encode())
 }
 
+// issueRequestToken issues a request token and its secret for a sign-in
+// that comes back to callback.
+func (s *Server) issueRequestToken(callback string) (token, secret string) {
+	token, secret = endpoint.Random(20), endpoint.Random(20)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requestTokens.Put(token, &requestToken{secret: secret, callback: callback}, s.o.Now().Add(requestTokenLifetime))
+	return token, secret
+}
+
 // lookupRequest returns the live request token, or nil.
 func (s *Server) lookupRequest(token string) *requestToken {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt := s.requestTokens[token]
-	if rt == nil || s.o.Now().Sub(rt.created) > 15*time.Minute {
-		return nil
-	}
+	rt, _ := s.requestTokens.Get(token)
 	return rt
 }
 
@@ -322,20 +339,37 @@ func (s *Server) authenticateDecision(w http.ResponseWriter, r *http.Request) {
 // decide sends the browser back to the callback: with a verifier when the
 // user approved, with denied=<token> (and the token forgotten) when not.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, token string, u *User) {
-	s.mu.Lock()
-	rt := s.requestTokens[token]
+	callback, verifier := s.approve(token, u)
+	if callback == "" {
+		http.Error(w, "This page is no longer valid: the request token is unknown, used or expired.", http.StatusBadRequest)
+		return
+	}
 	q := url.Values{}
 	if u == nil {
-		delete(s.requestTokens, token)
 		q.Set("denied", token)
 	} else {
-		rt.user = u
-		rt.verifier = endpoint.Random(20)
 		q.Set("oauth_token", token)
-		q.Set("oauth_verifier", rt.verifier)
+		q.Set("oauth_verifier", verifier)
 	}
-	s.mu.Unlock()
-	http.Redirect(w, r, endpoint.AppendQuery(rt.callback, q), http.StatusFound)
+	http.Redirect(w, r, endpoint.AppendQuery(callback, q), http.StatusFound)
+}
+
+// approve records u's decision on a live request token, and returns its
+// callback and the verifier of the approval; nil u forgets the token.
+func (s *Server) approve(token string, u *User) (callback, verifier string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rt, ok := s.requestTokens.Get(token)
+	if !ok {
+		return "", ""
+	}
+	if u == nil {
+		s.requestTokens.Delete(token)
+		return rt.callback, ""
+	}
+	rt.user = u
+	rt.verifier = endpoint.Random(20)
+	return rt.callback, rt.verifier
 }
 
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
@@ -353,24 +387,12 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	token := p["oauth_token"]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Check again under the lock: two exchanges of one request token may
-	// race, and only one may win.
-	if s.requestTokens[token] != rt || rt.user == nil {
+	at, secret, refusal := s.exchange(p["oauth_token"], rt, p["oauth_verifier"])
+	if refusal != "" {
 		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, "Invalid request token.")
+		io.WriteString(w, refusal)
 		return
 	}
-	if v := p["oauth_verifier"]; v == "" || !hmac.Equal([]byte(v), []byte(rt.verifier)) {
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, "Error processing your OAuth request: Invalid oauth_verifier parameter")
-		return
-	}
-	delete(s.requestTokens, token)
-	at, secret := endpoint.Random(20), endpoint.Random(20)
-	s.accessTokens[at] = &accessToken{secret: secret, user: *rt.user}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	io.WriteString(w, url.Values{
 		"oauth_token":        {at},
@@ -378,6 +400,26 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
 		"user_id":            {rt.user.ID},
 		"screen_name":        {rt.user.ScreenName},
 	}.Encode())
+}
+
+// exchange trades request token rt, which token names, and the verifier
+// of its approval, for an access token and its secret; or returns why
+// not, as the service words it.
+func (s *Server) exchange(token string, rt *requestToken, verifier string) (at, secret, refusal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Check again under the lock: two exchanges of one request token may
+	// race, and only one may win.
+	if held, _ := s.requestTokens.Get(token); held != rt || rt.user == nil {
+		return "", "", "Invalid request token."
+	}
+	if verifier == "" || !hmac.Equal([]byte(verifier), []byte(rt.verifier)) {
+		return "", "", "Error processing your OAuth request: Invalid oauth_verifier parameter"
+	}
+	s.requestTokens.Delete(token)
+	at, secret = endpoint.Random(20), endpoint.Random(20)
+	s.accessTokens.Put(at, &accessToken{secret: secret, user: *rt.user}, s.o.Now().Add(accessTokenMemory))
+	return at, secret, ""
 }
 
 func (s *Server) verifyCredentials(w http.ResponseWriter, r *http.Request) {
@@ -388,7 +430,7 @@ func (s *Server) verifyCredentials(w http.ResponseWriter, r *http.Request) {
 	_, ok := s.verify(w, r, func(token string) (string, bool) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		at = s.accessTokens[token]
+		at, _ = s.accessTokens.Get(token)
 		if at == nil {
 			return "", false
 		}
@@ -484,22 +526,23 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, secretFor func(t
 	// Only a correctly signed request spends its nonce, so garbage cannot
 	// burn a client's future nonces.
 	key := p["oauth_consumer_key"] + "\x00" + p["oauth_token"] + "\x00" + p["oauth_timestamp"] + "\x00" + p["oauth_nonce"]
-	s.mu.Lock()
-	for k, exp := range s.nonces {
-		if now.After(exp) {
-			delete(s.nonces, k)
-		}
-	}
-	_, seen := s.nonces[key]
-	if !seen {
-		s.nonces[key] = time.Unix(ts, 0).Add(2 * s.o.Window)
-	}
-	s.mu.Unlock()
-	if seen {
+	if !s.spendNonce(key, time.Unix(ts, 0)) {
 		twitterError(w, http.StatusUnauthorized, 32, "Could not authenticate you.")
 		return nil, false
 	}
 	return p, true
+}
+
+// spendNonce records the nonce key of a request signed at ts, and reports
+// whether it was new. A nonce is kept until ts is out of the window.
+func (s *Server) spendNonce(key string, ts time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, seen := s.nonces.Get(key); seen {
+		return false
+	}
+	s.nonces.Put(key, struct{}{}, ts.Add(2*s.o.Window))
+	return true
 }
 
 // parseAuthorization reads `OAuth k="v", ...` (RFC 5849 section 3.5.1).

@@ -310,7 +310,7 @@ func TestHangEndsWithClose(t *testing.T) {
 	f.Close()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("hanging handler did not end on Close")
 	}
 	if f.Calls(fake.RequestToken) != 1 {

@@ -71,11 +71,12 @@ type Assertion struct {
 	Claims   map[string]any
 }
 
-// Assertions returns the client assertions the provider accepted, in order.
+// Assertions returns the client assertions the provider accepted, in
+// order: the most recent 1 000.
 func (op *OP) Assertions() []Assertion {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	return slices.Clone(op.assertions)
+	return recorded(op.assertions)
 }
 
 // LastRequestParams returns the parameters of the last authorization
@@ -290,12 +291,11 @@ func (op *OP) assertionAuthenticated(r *http.Request, e Endpoint, url string) er
 	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	sweep(op.seenJTIs, now, func(t time.Time) time.Time { return t })
-	if until, seen := op.seenJTIs[jti]; seen && now.Before(until) {
+	if _, seen := op.seenJTIs.Get(jti); seen {
 		return errors.New("client assertion: jti replayed")
 	}
-	op.seenJTIs[jti] = exp
-	op.assertions = append(op.assertions, Assertion{Endpoint: e, Header: header, Claims: claims})
+	op.seenJTIs.Put(jti, struct{}{}, exp)
+	op.assertions = record(op.assertions, Assertion{Endpoint: e, Header: header, Claims: claims})
 	return nil
 }
 
@@ -346,10 +346,9 @@ func (op *OP) requestObjectParams(raw string) (url.Values, error) {
 func (op *OP) resolveRequest(q url.Values) (params url.Values, pushed bool, err error) {
 	if uri := q.Get("request_uri"); uri != "" {
 		op.mu.Lock()
-		p, ok := op.pushed[uri]
-		delete(op.pushed, uri)
+		p, ok := op.pushed.Take(uri)
 		op.mu.Unlock()
-		if !ok || op.now().After(p.expires) {
+		if !ok {
 			return nil, false, errors.New("unknown or expired request_uri")
 		}
 		return p.params, true, nil
@@ -375,8 +374,7 @@ func (op *OP) resolveRequest(q url.Values) (params url.Values, pushed bool, err 
 
 // pushedRequest is an authorization request the client pushed.
 type pushedRequest struct {
-	params  url.Values
-	expires time.Time
+	params url.Values
 }
 
 // par is the pushed authorization request endpoint (RFC 9126 2): it
@@ -426,8 +424,7 @@ func (op *OP) par(w http.ResponseWriter, r *http.Request) {
 	}
 	uri := requestURIPrefix + endpoint.Random(24)
 	op.mu.Lock()
-	sweep(op.pushed, op.now(), func(p *pushedRequest) time.Time { return p.expires })
-	op.pushed[uri] = &pushedRequest{params: params, expires: op.now().Add(pushedTTL)}
+	op.pushed.Put(uri, &pushedRequest{params: params}, op.now().Add(pushedTTL))
 	op.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"request_uri": uri, "expires_in": int(pushedTTL.Seconds())})
 }
@@ -448,8 +445,8 @@ func (op *OP) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	token := r.PostForm.Get("token")
 	op.mu.Lock()
-	delete(op.tokens, token)
-	delete(op.refresh, token)
+	op.tokens.Delete(token)
+	op.refresh.Delete(token)
 	op.revoked++
 	op.mu.Unlock()
 	w.WriteHeader(http.StatusOK)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,11 +53,12 @@ type Proof struct {
 	JKT string
 }
 
-// DPoPProofs returns the proofs the provider accepted, in order.
+// DPoPProofs returns the proofs the provider accepted, in order: the most
+// recent 1 000.
 func (op *OP) DPoPProofs() []Proof {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	return slices.Clone(op.proofs)
+	return recorded(op.proofs)
 }
 
 // DPoPNonce returns the nonce the provider demands now.
@@ -172,13 +172,12 @@ func (op *OP) checkProof(r *http.Request, e Endpoint, htu, accessToken string) (
 	}
 	// A replayed proof is refused; the jti is kept for as long as the
 	// proof could pass for fresh.
-	sweep(op.proofJTIs, now, func(t time.Time) time.Time { return t })
-	if until, seen := op.proofJTIs[jti]; seen && now.Before(until) {
+	if _, seen := op.proofJTIs.Get(jti); seen {
 		return "", badProof("jti replayed")
 	}
-	op.proofJTIs[jti] = iat.Add(2 * DPoPProofLeeway)
+	op.proofJTIs.Put(jti, struct{}{}, iat.Add(2*DPoPProofLeeway))
 	header := map[string]any{"alg": hdr.Algorithm, "typ": "dpop+jwt", "jwk": hdr.JSONWebKey}
-	op.proofs = append(op.proofs, Proof{Endpoint: e, Header: header, Claims: claims, JKT: jkt})
+	op.proofs = record(op.proofs, Proof{Endpoint: e, Header: header, Claims: claims, JKT: jkt})
 	return jkt, nil
 }
 

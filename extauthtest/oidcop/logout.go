@@ -169,7 +169,7 @@ func (op *OP) Sessions(sub string) []string {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	var out []string
-	for sid, s := range op.sessions {
+	for sid, s := range op.sessions.All() {
 		if s.user.Sub == sub {
 			out = append(out, sid)
 		}
@@ -183,8 +183,7 @@ func (op *OP) Sessions(sub string) []string {
 // no back-channel URI is registered.
 func (op *OP) endOPSession(ctx context.Context, sid string) (int, error) {
 	op.mu.Lock()
-	s, ok := op.sessions[sid]
-	delete(op.sessions, sid)
+	s, ok := op.sessions.Take(sid)
 	op.mu.Unlock()
 	if !ok || op.cfg.BackchannelLogoutURI == "" {
 		return 0, nil
@@ -203,7 +202,6 @@ type endSession struct {
 	sid         string
 	redirectURI string
 	state       string
-	expires     time.Time
 }
 
 // endSession serves the end_session_endpoint (RP-Initiated Logout 1.0, 2
@@ -236,15 +234,14 @@ func (op *OP) endSession(w http.ResponseWriter, r *http.Request) {
 	} else if c, err := r.Cookie(sessionCookie); err == nil {
 		sid = c.Value
 	}
-	es := &endSession{sid: sid, redirectURI: redirectURI, state: f.Get("state"), expires: op.now().Add(10 * time.Minute)}
+	es := &endSession{sid: sid, redirectURI: redirectURI, state: f.Get("state")}
 	if op.cfg.AutoApprove {
 		op.finishEndSession(w, r, es)
 		return
 	}
 	id := endpoint.Random(16)
 	op.mu.Lock()
-	sweep(op.logouts, op.now(), func(e *endSession) time.Time { return e.expires })
-	op.logouts[id] = es
+	op.logouts.Put(id, es, op.now().Add(interactionTTL))
 	op.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -263,7 +260,7 @@ var logoutPages = newPages("logout", `{{define "title"}}Sign out{{end}}
 </div>{{end}}`)
 
 func (op *OP) endSessionDecision(w http.ResponseWriter, r *http.Request) {
-	es, ok := takeInteraction(op, w, r, op.logouts, func(e *endSession) time.Time { return e.expires })
+	es, ok := takeInteraction(op, w, r, op.logouts)
 	if !ok {
 		return
 	}
@@ -350,7 +347,7 @@ func (op *OP) account(w http.ResponseWriter, r *http.Request) {
 	var sess *session
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		op.mu.Lock()
-		sess = op.sessions[c.Value]
+		sess, _ = op.sessions.Get(c.Value)
 		op.mu.Unlock()
 	}
 	switch r.Method {

@@ -45,6 +45,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -275,26 +276,26 @@ type OP struct {
 	keys    []*signingKey
 	active  int
 	faults  map[Fault]bool
-	pending map[string]*authRequest // consent page interactions
-	codes   map[string]*grant
-	tokens  map[string]*grant
+	pending *expiring.Map[*authRequest] // consent page interactions
+	codes   *expiring.Map[*grant]
+	tokens  *expiring.Map[*grant]
 	// refresh maps each live refresh token to its grant; a refresh
 	// rotates it.
-	refresh map[string]*grant
+	refresh *expiring.Map[*grant]
 	// sessions are the provider's own sessions, by sid; a browser's
 	// cookie names its session.
-	sessions map[string]*session
+	sessions *expiring.Map[*session]
 	// logouts are the pending end-session confirmations.
-	logouts  map[string]*endSession
+	logouts  *expiring.Map[*endSession]
 	lastAuth url.Values
 	// tokenPath and jwksPath are where the token endpoint and key set are
 	// served (under the issuer's path); RotateEndpoints moves them.
 	tokenPath, jwksPath string
 	rotations           int
 	// pushed are the pushed authorization requests, by request_uri.
-	pushed map[string]*pushedRequest
+	pushed *expiring.Map[*pushedRequest]
 	// seenJTIs are the client assertions' jti, until they expire.
-	seenJTIs   map[string]time.Time
+	seenJTIs   *expiring.Map[struct{}]
 	assertions []Assertion
 	lastParams url.Values
 	revoked    int
@@ -302,7 +303,7 @@ type OP struct {
 	// proofJTIs their jti until they could pass for fresh.
 	nonce     string
 	proofs    []Proof
-	proofJTIs map[string]time.Time
+	proofJTIs *expiring.Map[struct{}]
 	// clientSet is the cached client key set (CacheClientJWKS).
 	clientSet       *jose.JSONWebKeySet
 	clientJWKSReads atomic.Int64
@@ -326,7 +327,6 @@ type authRequest struct {
 	accessType  string
 	acrValues   []string
 	maxAge      int64 // -1: none asked
-	expires     time.Time
 	// login: prompt=login asked for a new authentication.
 	login bool
 	// dpopJKT binds the code to a DPoP key: the request's dpop_jkt, or
@@ -338,11 +338,10 @@ type authRequest struct {
 
 // grant is what a code, then an access token, stands for.
 type grant struct {
-	req     *authRequest
-	user    User
-	sid     string
-	used    bool
-	expires time.Time
+	req  *authRequest
+	user User
+	sid  string
+	used bool
 	// authTime is when the user authenticated (the session's start).
 	authTime time.Time
 	// jkt is the DPoP key a token is bound to, "" for a bearer token;
@@ -354,9 +353,8 @@ type grant struct {
 // session is a user's session at the provider, shared by the sign-ins of
 // one browser.
 type session struct {
-	sid     string
-	user    User
-	expires time.Time
+	sid  string
+	user User
 	// authTime is when the user authenticated.
 	authTime time.Time
 }
@@ -365,10 +363,10 @@ const (
 	codeTTL    = time.Minute
 	tokenTTL   = time.Hour
 	sessionTTL = 24 * time.Hour
+	// interactionTTL is how long a consent or logout page waits.
+	interactionTTL = 10 * time.Minute
 	// sessionCookie names the browser's session at the provider.
 	sessionCookie = "oidcop_session"
-	// maxEntries bounds each map, so a long-running demo does not grow.
-	maxEntries = 20000
 )
 
 // New returns a provider for cfg. It generates a key when cfg.Keys is empty.
@@ -405,22 +403,12 @@ func New(cfg Config) (*OP, error) {
 		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Second}
 	}
 	op := &OP{
-		cfg:      cfg,
-		prefix:   strings.TrimSuffix(u.Path, "/"),
-		now:      cfg.Now,
-		hits:     map[Endpoint]*atomic.Int64{},
-		faults:   map[Fault]bool{},
-		pending:  map[string]*authRequest{},
-		codes:    map[string]*grant{},
-		tokens:   map[string]*grant{},
-		refresh:  map[string]*grant{},
-		sessions: map[string]*session{},
-		logouts:  map[string]*endSession{},
-		pushed:   map[string]*pushedRequest{},
-		seenJTIs: map[string]time.Time{},
-
-		nonce:     endpoint.Random(16),
-		proofJTIs: map[string]time.Time{},
+		cfg:    cfg,
+		prefix: strings.TrimSuffix(u.Path, "/"),
+		now:    cfg.Now,
+		hits:   map[Endpoint]*atomic.Int64{},
+		faults: map[Fault]bool{},
+		nonce:  endpoint.Random(16),
 
 		tokenPath: "/token",
 		jwksPath:  "/jwks",
@@ -428,6 +416,15 @@ func New(cfg Config) (*OP, error) {
 	if op.now == nil {
 		op.now = time.Now
 	}
+	op.pending = expiring.New[*authRequest](0, op.now)
+	op.codes = expiring.New[*grant](0, op.now)
+	op.tokens = expiring.New[*grant](0, op.now)
+	op.refresh = expiring.New[*grant](0, op.now)
+	op.sessions = expiring.New[*session](0, op.now)
+	op.logouts = expiring.New[*endSession](0, op.now)
+	op.pushed = expiring.New[*pushedRequest](0, op.now)
+	op.seenJTIs = expiring.New[struct{}](0, op.now)
+	op.proofJTIs = expiring.New[struct{}](0, op.now)
 	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS} {
 		op.hits[e] = new(atomic.Int64)
 	}
@@ -792,7 +789,6 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		acrValues:   strings.Fields(q.Get("acr_values")),
 		maxAge:      maxAge(q),
 		login:       slices.Contains(strings.Fields(q.Get("prompt")), "login"),
-		expires:     op.now().Add(10 * time.Minute),
 		dpopJKT:     q.Get("dpop_jkt"),
 		mode:        mode,
 	}, nil
@@ -842,8 +838,7 @@ func (op *OP) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	id := endpoint.Random(16)
 	op.mu.Lock()
-	sweep(op.pending, op.now(), func(a *authRequest) time.Time { return a.expires })
-	op.pending[id] = req
+	op.pending.Put(id, req, op.now().Add(interactionTTL))
 	op.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -898,7 +893,7 @@ var consentPages = newPages("consent", `{{define "title"}}Sign in{{end}}
 // interaction out of pending, once. It answers the browser itself, and
 // reports false, for anything else: another method, a malformed form, an
 // interaction unknown or expired.
-func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pending map[string]T, expires func(T) time.Time) (T, bool) {
+func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pending *expiring.Map[T]) (T, bool) {
 	var zero T
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -911,10 +906,9 @@ func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pend
 	}
 	id := r.PostForm.Get("interaction")
 	op.mu.Lock()
-	v, ok := pending[id]
-	delete(pending, id)
+	v, ok := pending.Take(id)
 	op.mu.Unlock()
-	if !ok || op.now().After(expires(v)) {
+	if !ok {
 		http.Error(w, "unknown or expired interaction", http.StatusBadRequest)
 		return zero, false
 	}
@@ -922,7 +916,7 @@ func takeInteraction[T any](op *OP, w http.ResponseWriter, r *http.Request, pend
 }
 
 func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
-	req, ok := takeInteraction(op, w, r, op.pending, func(a *authRequest) time.Time { return a.expires })
+	req, ok := takeInteraction(op, w, r, op.pending)
 	if !ok {
 		return
 	}
@@ -943,26 +937,11 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 // browser's session at the provider (its cookie) is kept when it is the
 // same user's, and started otherwise.
 func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, u User) {
-	code := endpoint.Random(32)
-	now := op.now()
-	op.mu.Lock()
-	var sess *session
+	var sid string
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		// A session older than max_age, or prompt=login, means
-		// authenticating again: a new session (OIDC Core 3.1.2.1).
-		if s, ok := op.sessions[c.Value]; ok && s.user.Sub == u.Sub && now.Before(s.expires) && !req.login &&
-			(req.maxAge < 0 || now.Sub(s.authTime) <= time.Duration(req.maxAge)*time.Second) {
-			sess = s
-		}
+		sid = c.Value
 	}
-	if sess == nil {
-		sweep(op.sessions, now, func(s *session) time.Time { return s.expires })
-		sess = &session{sid: endpoint.Random(16), user: u, expires: now.Add(sessionTTL), authTime: now}
-		op.sessions[sess.sid] = sess
-	}
-	sweep(op.codes, now, func(g *grant) time.Time { return g.expires })
-	op.codes[code] = &grant{req: req, user: u, sid: sess.sid, expires: now.Add(codeTTL), authTime: sess.authTime}
-	op.mu.Unlock()
+	code, sess := op.issueCode(req, u, sid)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sess.sid, Path: op.prefix + "/", HttpOnly: true,
 		Secure: strings.HasPrefix(op.cfg.Issuer, "https:"), SameSite: http.SameSiteLaxMode})
 	q := url.Values{"code": {code}}
@@ -972,22 +951,62 @@ func (op *OP) approve(w http.ResponseWriter, r *http.Request, req *authRequest, 
 	op.respond(w, r, req.redirectURI, req.mode, q)
 }
 
-// sweep drops expired entries once a map is full.
-func sweep[V any](m map[string]V, now time.Time, expires func(V) time.Time) {
-	if len(m) < maxEntries {
-		return
+// maxRecorded is how many client assertions and DPoP proofs the provider
+// keeps for Assertions and DPoPProofs: a long-running demo's keep no more.
+const maxRecorded = 1000
+
+// record appends v to the record rs, keeping its most recent maxRecorded
+// entries; it copies them out once it holds twice as many, so that each
+// call costs a constant amortized.
+func record[T any](rs []T, v T) []T {
+	if len(rs) >= 2*maxRecorded {
+		rs = append([]T(nil), rs[len(rs)-maxRecorded+1:]...)
 	}
-	for k, v := range m {
-		if now.After(expires(v)) {
-			delete(m, k)
-		}
+	return append(rs, v)
+}
+
+// recorded is the most recent maxRecorded entries of rs, copied.
+func recorded[T any](rs []T) []T {
+	return slices.Clone(rs[max(len(rs)-maxRecorded, 0):])
+}
+
+// issueCode issues a code for u's sign-in of req, in the browser's
+// session sid when that is u's and young enough, else in a new session.
+func (op *OP) issueCode(req *authRequest, u User, sid string) (string, *session) {
+	code := endpoint.Random(32)
+	now := op.now()
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	// A session older than max_age, or prompt=login, means authenticating
+	// again: a new session (OIDC Core 3.1.2.1).
+	sess, ok := op.sessions.Get(sid)
+	if !ok || sess.user.Sub != u.Sub || req.login || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
+		sess = &session{sid: endpoint.Random(16), user: u, authTime: now}
+		op.sessions.Put(sess.sid, sess, now.Add(sessionTTL))
 	}
-	for k := range m {
-		if len(m) < maxEntries {
-			break
-		}
-		delete(m, k)
+	op.codes.Put(code, &grant{req: req, user: u, sid: sess.sid, authTime: sess.authTime}, now.Add(codeTTL))
+	return code, sess
+}
+
+// peekCode returns the grant of a live code, spent or not.
+func (op *OP) peekCode(code string) (*grant, bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.codes.Get(code)
+}
+
+// redeemCode spends code: its grant, or false when the code is unknown,
+// expired or spent already. A spent code stays known until its expiry, so
+// that its reuse is told from an unknown code.
+func (op *OP) redeemCode(code string) (*grant, bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	g, ok := op.codes.Get(code)
+	if !ok || g.used {
+		return nil, false
 	}
+	g.used = true
+	return g, true
 }
 
 // clientRequest reads a client's POST to endpoint e (token, PAR,
@@ -1086,11 +1105,8 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := op.now()
-	op.mu.Lock()
-	g, ok := op.codes[f.Get("code")]
-	op.mu.Unlock()
 	bound := ""
-	if ok {
+	if g, ok := op.peekCode(f.Get("code")); ok {
 		bound = g.req.dpopJKT
 	}
 	jkt, perr := op.tokenProof(r, bound)
@@ -1098,14 +1114,9 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		op.asProofError(w, perr)
 		return
 	}
-	op.mu.Lock()
-	fresh := ok && !g.used
-	if ok {
-		g.used = true
-	}
-	op.mu.Unlock()
+	g, ok := op.redeemCode(f.Get("code"))
 	switch {
-	case !fresh || now.After(g.expires):
+	case !ok:
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	case f.Get("redirect_uri") != g.req.redirectURI:
@@ -1149,7 +1160,6 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	if jkt != "" {
 		tokenType = "DPoP"
 	}
-	fresh := &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(tokenTTL), authTime: g.authTime, jkt: jkt, x5t: x5t}
 	resp := map[string]any{
 		"access_token": access,
 		"token_type":   tokenType,
@@ -1157,17 +1167,24 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 		"id_token":     idToken,
 		"scope":        g.req.scope,
 	}
-	op.mu.Lock()
-	sweep(op.tokens, now, func(g *grant) time.Time { return g.expires })
-	op.tokens[access] = fresh
-	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
-		rt := endpoint.Random(32)
-		sweep(op.refresh, now, func(g *grant) time.Time { return g.expires })
-		op.refresh[rt] = &grant{req: g.req, user: g.user, sid: g.sid, expires: now.Add(sessionTTL), authTime: g.authTime, jkt: jkt}
+	if rt := op.recordTokens(g, access, now, jkt, x5t); rt != "" {
 		resp["refresh_token"] = rt
 	}
-	op.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// recordTokens holds access for grant g, bound to jkt and x5t as
+// issueTokens says, and a new refresh token, which it returns, when
+// offline access was asked for.
+func (op *OP) recordTokens(g *grant, access string, now time.Time, jkt, x5t string) (refresh string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.tokens.Put(access, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime, jkt: jkt, x5t: x5t}, now.Add(tokenTTL))
+	if g.req.accessType == "offline" || slices.Contains(strings.Fields(g.req.scope), "offline_access") {
+		refresh = endpoint.Random(32)
+		op.refresh.Put(refresh, &grant{req: g.req, user: g.user, sid: g.sid, authTime: g.authTime, jkt: jkt}, now.Add(sessionTTL))
+	}
+	return refresh
 }
 
 // refreshGrant trades a refresh token for new tokens and a new refresh
@@ -1180,7 +1197,7 @@ func (op *OP) refreshGrant(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	now := op.now()
 	op.mu.Lock()
-	g, ok := op.refresh[f.Get("refresh_token")]
+	g, ok := op.refresh.Get(f.Get("refresh_token"))
 	op.mu.Unlock()
 	bound := ""
 	if ok {
@@ -1192,11 +1209,10 @@ func (op *OP) refreshGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op.mu.Lock()
-	g, ok = op.refresh[f.Get("refresh_token")]
-	delete(op.refresh, f.Get("refresh_token"))
-	_, live := op.sessions[g.sidOrEmpty()]
+	g, ok = op.refresh.Take(f.Get("refresh_token"))
+	_, live := op.sessions.Get(g.sidOrEmpty())
 	op.mu.Unlock()
-	if !ok || now.After(g.expires) || !live {
+	if !ok || !live {
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
@@ -1427,9 +1443,9 @@ func atHash(accessToken string) string {
 func (op *OP) userinfo(w http.ResponseWriter, r *http.Request) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	op.mu.Lock()
-	g, found := op.tokens[token]
+	g, found := op.tokens.Get(token)
 	op.mu.Unlock()
-	if !found || op.now().After(g.expires) || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "DPoP")) {
+	if !found || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "DPoP")) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return

@@ -253,7 +253,7 @@ func TestHangEndsWithTheRequest(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, op.Issuer()+"/token", strings.NewReader(""))
 	start := time.Now()
 	_, err := http.DefaultClient.Do(req)
-	if err == nil || time.Since(start) > 5*time.Second {
+	if err == nil || time.Since(start) > 30*time.Second {
 		t.Errorf("hang: err=%v after %s", err, time.Since(start))
 	}
 }

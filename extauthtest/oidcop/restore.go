@@ -11,9 +11,9 @@ import "github.com/extauth/extauth/extauthtest/internal/endpoint"
 // logout of it ends it, as it would end a sign-in's.
 func (op *OP) HonourRefreshToken(token string, u User, scope string) {
 	now := op.now()
-	sess := &session{sid: endpoint.Random(16), user: u, expires: now.Add(sessionTTL), authTime: now}
+	sess := &session{sid: endpoint.Random(16), user: u, authTime: now}
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.sessions[sess.sid] = sess
-	op.refresh[token] = &grant{req: &authRequest{scope: scope, maxAge: -1}, user: u, sid: sess.sid, expires: sess.expires, authTime: now}
+	op.sessions.Put(sess.sid, sess, now.Add(sessionTTL))
+	op.refresh.Put(token, &grant{req: &authRequest{scope: scope, maxAge: -1}, user: u, sid: sess.sid, authTime: now}, now.Add(sessionTTL))
 }

@@ -51,7 +51,7 @@ func (p *IdP) recordIssued(a *saml.Assertion) {
 	n := readNameID(a.Subject.NameID.Element())
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.issued[a.AuthnStatements[0].SessionIndex] = n
+	p.issued.Put(a.AuthnStatements[0].SessionIndex, n, p.now().Add(sessionLifetime))
 }
 
 // endSession ends the session a LogoutRequest names, when its NameID is
@@ -77,13 +77,27 @@ func (p *IdP) endSession(request []byte) bool {
 	if got == nil {
 		return false
 	}
+	if hasIndex {
+		return p.endIndexed(index, *got)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for idx, n := range p.issued {
-		if (!hasIndex || idx == index) && n.equal(*got) {
-			delete(p.issued, idx)
+	for idx, n := range p.issued.All() {
+		if n.equal(*got) {
+			p.issued.Delete(idx)
 			return true
 		}
+	}
+	return false
+}
+
+// endIndexed ends the session index names when it was issued to n.
+func (p *IdP) endIndexed(index string, n nameID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if issued, ok := p.issued.Get(index); ok && issued.equal(n) {
+		p.issued.Delete(index)
+		return true
 	}
 	return false
 }

@@ -52,6 +52,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -272,9 +273,12 @@ type IdP struct {
 	mdHits    atomic.Int64
 	lastLog   atomic.Pointer[LogoutRecord]
 	lastReq   atomic.Pointer[AuthnRecord]
+	// now is crewjam's clock (saml.TimeNow), read at each call.
+	now func() time.Time
 	// issued holds the NameID of every assertion the IdP issued, by the
-	// SessionIndex of its AuthnStatement, under mu.
-	issued map[string]nameID
+	// SessionIndex of its AuthnStatement, for the session's lifetime,
+	// under mu.
+	issued *expiring.Map[nameID]
 	// refusedLogouts counts LogoutRequests StrictLogout refused.
 	refusedLogouts atomic.Int64
 	// other signs with a key pair the metadata never publishes, made on
@@ -283,6 +287,10 @@ type IdP struct {
 	otherErr  error
 	otherOnce sync.Once
 }
+
+// sessionLifetime is how long a session at the IdP lasts, and how long the
+// IdP remembers the NameID it issued for it.
+const sessionLifetime = time.Hour
 
 // New returns an IdP serving at opts.BaseURL.
 func New(opts Options) (*IdP, error) {
@@ -305,7 +313,9 @@ func New(opts Options) (*IdP, error) {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, spMDURL: opts.SPMetadataURL,
-		client: client, sps: map[string]*saml.EntityDescriptor{}, pinned: map[string][]byte{}, issued: map[string]nameID{}}
+		client: client, sps: map[string]*saml.EntityDescriptor{}, pinned: map[string][]byte{},
+		now: func() time.Time { return saml.TimeNow() }}
+	p.issued = expiring.New[nameID](0, func() time.Time { return p.now() })
 	sub := func(path string) url.URL { c := *base; c.Path += path; return c }
 	p.idp = &saml.IdentityProvider{
 		Key:                     key,
@@ -895,7 +905,7 @@ func (s sessionProvider) GetSession(w http.ResponseWriter, r *http.Request, req 
 	return &saml.Session{
 		ID:             fmt.Sprintf("session-%d", p.idx.Add(1)),
 		CreateTime:     now,
-		ExpireTime:     now.Add(time.Hour),
+		ExpireTime:     now.Add(sessionLifetime),
 		Index:          fmt.Sprintf("idx-%d", p.idx.Load()),
 		NameID:         p.user.NameID,
 		NameIDFormat:   p.user.NameIDFormat,

@@ -7,5 +7,5 @@ package wpoauth
 func (s *Server) HonourRefreshToken(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.refresh[token] = true
+	s.refresh.Put(token, struct{}{}, s.now().Add(refreshLifetime))
 }

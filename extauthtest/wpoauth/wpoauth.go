@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
+	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
 )
 
@@ -56,12 +57,13 @@ type Server struct {
 	MeBody string
 
 	mu     sync.Mutex
-	codes  map[string]grant
-	tokens map[string]bool
+	now    func() time.Time
+	codes  *expiring.Map[grant]
+	tokens *expiring.Map[struct{}]
 	// refresh holds the live refresh tokens. As WP OAuth Server does by
 	// default, a refresh answers no new refresh token and the old one
 	// stays valid.
-	refresh map[string]bool
+	refresh *expiring.Map[struct{}]
 	// TokenCalls counts token endpoint requests.
 	TokenCalls int
 }
@@ -69,23 +71,33 @@ type Server struct {
 type grant struct {
 	redirectURI string
 	challenge   string
-	expires     time.Time
 }
+
+// The lifetimes of codes and tokens: the access token's and the refresh
+// token's are WP OAuth Server's defaults.
+const (
+	codeLifetime    = time.Minute
+	tokenLifetime   = time.Hour
+	refreshLifetime = 14 * 24 * time.Hour
+)
 
 // DemoUser is the account a new fake signs in.
 var DemoUser = User{ID: 42, Login: "ada", Email: "ada@blog.example", DisplayName: "Ada Lovelace"}
 
 // New returns a fake for one registered client.
 func New(clientID, clientSecret, redirectURI string) *Server {
-	return &Server{
+	s := &Server{
 		ClientID:     clientID,
 		ClientSecret: clientSecret,
 		RedirectURI:  redirectURI,
 		User:         DemoUser,
-		codes:        map[string]grant{},
-		tokens:       map[string]bool{},
-		refresh:      map[string]bool{},
+		now:          time.Now,
 	}
+	clock := func() time.Time { return s.now() }
+	s.codes = expiring.New[grant](0, clock)
+	s.tokens = expiring.New[struct{}](0, clock)
+	s.refresh = expiring.New[struct{}](0, clock)
+	return s
 }
 
 // Lock serialises knob changes with requests in flight.
@@ -166,9 +178,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, back.String(), http.StatusFound)
 		return
 	}
-	code := endpoint.Random(24)
-	s.codes[code] = grant{redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"), expires: time.Now().Add(time.Minute)}
-	v.Set("code", code)
+	v.Set("code", s.issueCode(grant{redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge")}))
 	back.RawQuery = v.Encode()
 	http.Redirect(w, r, back.String(), http.StatusFound)
 }
@@ -215,54 +225,63 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":
-		if !s.refresh[f.Get("refresh_token")] {
+		if _, ok := s.refresh.Get(f.Get("refresh_token")); !ok {
 			oauthError(w, http.StatusBadRequest, "invalid_grant")
 			return
 		}
 		tok := endpoint.Random(24)
-		s.tokens[tok] = true
+		s.tokens.Put(tok, struct{}{}, s.now().Add(tokenLifetime))
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": "basic"})
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(tokenLifetime.Seconds()), "scope": "basic"})
 		return
 	default:
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
 	}
-	g, found := s.codes[f.Get("code")]
-	delete(s.codes, f.Get("code")) // single use, even when the rest fails
-	if !found || time.Now().After(g.expires) {
+	tok, refresh, ok := s.redeemCode(f.Get("code"), f.Get("redirect_uri"), f.Get("code_verifier"))
+	if !ok {
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	if f.Get("redirect_uri") != g.redirectURI {
-		oauthError(w, http.StatusBadRequest, "invalid_grant")
-		return
-	}
-	sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-	if base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
-		oauthError(w, http.StatusBadRequest, "invalid_grant")
-		return
-	}
-	tok, refresh := endpoint.Random(24), endpoint.Random(24)
-	s.tokens[tok] = true
-	s.refresh[refresh] = true
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(map[string]any{
 		"access_token":  tok,
 		"token_type":    "Bearer",
-		"expires_in":    3600,
+		"expires_in":    int(tokenLifetime.Seconds()),
 		"refresh_token": refresh,
 		"scope":         "basic",
 	})
+}
+
+// issueCode issues a code for g; the caller holds s.mu.
+func (s *Server) issueCode(g grant) string {
+	code := endpoint.Random(24)
+	s.codes.Put(code, g, s.now().Add(codeLifetime))
+	return code
+}
+
+// redeemCode spends code, once even when the exchange fails, for an
+// access and a refresh token; the caller holds s.mu.
+func (s *Server) redeemCode(code, redirectURI, verifier string) (access, refresh string, ok bool) {
+	g, found := s.codes.Take(code)
+	sum := sha256.Sum256([]byte(verifier))
+	if !found || redirectURI != g.redirectURI || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
+		return "", "", false
+	}
+	access, refresh = endpoint.Random(24), endpoint.Random(24)
+	s.tokens.Put(access, struct{}{}, s.now().Add(tokenLifetime))
+	s.refresh.Put(refresh, struct{}{}, s.now().Add(refreshLifetime))
+	return access, refresh, true
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !ok || !s.tokens[tok] {
+	_, live := s.tokens.Get(tok)
+	if !ok || !live {
 		oauthError(w, http.StatusUnauthorized, "invalid_token")
 		return
 	}

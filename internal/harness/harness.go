@@ -4,12 +4,14 @@
 package harness
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,4 +141,25 @@ func (b *Browser) Cookie(u, name string) *http.Cookie {
 		}
 	}
 	return nil
+}
+
+// SyncBuffer is a bytes.Buffer that goroutines may write while a test reads
+// it: the log of background work, the output of a child process.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

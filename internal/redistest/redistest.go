@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/extauth/extauth/internal/harness"
 )
 
 // Server is one running redis-server or redis-sentinel.
@@ -131,7 +133,7 @@ func (s *Server) run() error {
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !s.answers() {
 		select {
 		case err := <-p.exited:
@@ -141,7 +143,7 @@ func (s *Server) run() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("%s did not answer within 10s:\n%s", filepath.Base(s.bin), out.String())
+			return fmt.Errorf("%s did not answer within 60s:\n%s", filepath.Base(s.bin), out.String())
 		}
 	}
 	return nil
@@ -322,19 +324,4 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type syncBuffer = harness.SyncBuffer

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -49,16 +50,55 @@ type samlApp struct {
 // newSAMLIdP starts a fake IdP signing in the demo user without a page.
 func newSAMLIdP(t *testing.T) *samlidp.IdP {
 	t.Helper()
+	key, cert := idpKeyPair(t)
 	var idp *samlidp.IdP
 	harness.Serve(t, func(base string) http.Handler {
 		var err error
-		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return idp
 	})
 	return idp
+}
+
+// idpKeys lends the fake IdPs of this package's tests their key pairs,
+// since a 2048-bit RSA key costs 0.1 to 0.5 CPU-seconds to generate and
+// the package makes some sixty IdPs (a quarter of its CPU time went to
+// generating keys). Each IdP of one top-level test gets a pair of its
+// own; the n-th IdP of each test gets the same pair as the n-th of every
+// other, which no test can see, since each has IdPs and apps of its own.
+var idpKeys struct {
+	sync.Mutex
+	pairs []idpKey
+	made  map[string]int // IdPs made so far, by top-level test
+}
+
+type idpKey struct {
+	key  *rsa.PrivateKey
+	cert *x509.Certificate
+}
+
+// idpKeyPair is the key pair for the next IdP that t makes.
+func idpKeyPair(t *testing.T) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	test, _, _ := strings.Cut(t.Name(), "/")
+	idpKeys.Lock()
+	defer idpKeys.Unlock()
+	if idpKeys.made == nil {
+		idpKeys.made = map[string]int{}
+	}
+	n := idpKeys.made[test]
+	idpKeys.made[test]++
+	for len(idpKeys.pairs) <= n {
+		key, cert, err := samlidp.NewKeyPair("Fake SAML IdP", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idpKeys.pairs = append(idpKeys.pairs, idpKey{key, cert})
+	}
+	return idpKeys.pairs[n].key, idpKeys.pairs[n].cert
 }
 
 // newSAMLApp mounts extauth with SAML configured for idp, registers the
@@ -986,9 +1026,10 @@ func TestSAMLSignedIdPMetadata(t *testing.T) {
 func TestSAMLMetadataFollowsRedirect(t *testing.T) {
 	var idp *samlidp.IdP
 	var redirected atomic.Int64
+	key, cert := idpKeyPair(t)
 	srv := harness.Serve(t, func(base string) http.Handler {
 		var err error
-		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
 		if err != nil {
 			t.Fatal(err)
 		}

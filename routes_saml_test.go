@@ -370,6 +370,7 @@ func TestSAMLCallbackCookieIsCrossSite(t *testing.T) {
 }
 
 func TestSAMLRoutesWhileIdPIsDown(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	idp := newSAMLIdP(t)
 	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusInternalServerError })
 	a, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
@@ -950,6 +951,7 @@ func TestSAMLAuthnRequestBindings(t *testing.T) {
 // 503; the first one after it comes back succeeds, though the next
 // scheduled retry is an hour away.
 func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	idp := newSAMLIdP(t)
 	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusServiceUnavailable })
 	var a *extauth.Auth
@@ -985,6 +987,7 @@ func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
 // TestSAMLSignedIdPMetadata: with saml_additional_settings.
 // idp_metadata_certificate the app signs in against signed metadata only.
 func TestSAMLSignedIdPMetadata(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	mdKey, mdCert, err := samlidp.NewKeyPair("federation metadata signer", time.Now())
 	if err != nil {
 		t.Fatal(err)

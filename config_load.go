@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1189,24 +1188,11 @@ func (l *loader) duration(key string, n *yaml.Node, outOfRange string) time.Dura
 }
 
 // parseDuration reads an xs:duration, with crewjam's reading of years and
-// months (365 and 30 days), or a Go duration.
+// months (365 and 30 days), or a Go duration. Both refuse a value that
+// does not fit in a time.Duration (crewjam's since v0.6).
 func parseDuration(v string) (time.Duration, error) {
 	if !strings.HasPrefix(v, "P") && !strings.HasPrefix(v, "-P") {
 		return time.ParseDuration(v)
-	}
-	// crewjam's parser does not check for overflow: bound the value from
-	// above first, every number taken in the largest unit its letter can
-	// mean (M is a month before T).
-	var bound float64
-	for _, m := range durationPart.FindAllStringSubmatch(v, -1) {
-		n, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			return 0, err
-		}
-		bound += n * float64(durationUnits[m[2]])
-	}
-	if bound > float64(maxDuration) {
-		return 0, errors.New("duration out of range")
 	}
 	var d saml.Duration
 	if err := d.UnmarshalText([]byte(v)); err != nil {
@@ -1214,15 +1200,6 @@ func parseDuration(v string) (time.Duration, error) {
 	}
 	return time.Duration(d), nil
 }
-
-var (
-	durationPart  = regexp.MustCompile(`(\d+(?:\.\d+)?)([YMDHS])`)
-	durationUnits = map[string]time.Duration{"Y": 366 * 24 * time.Hour, "M": 31 * 24 * time.Hour, "D": 24 * time.Hour,
-		"H": time.Hour, "S": time.Second}
-	// maxDuration is far above any duration setting's range and far
-	// below where a time.Duration overflows.
-	maxDuration = 100 * 366 * 24 * time.Hour
-)
 
 func (l *loader) boolean(p Provider, key string, n *yaml.Node) bool {
 	v, ok := l.scalar(p, key, n)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -50,14 +52,20 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "go.sum"), string(sums))
+	// What the other modules of the workspace require for the tests, the
+	// examples and the benchmarks.
 	devdeps := map[string]bool{}
-	for _, r := range goModRequires(t, filepath.Join(root, "internal", "devdeps", "go.mod")) {
-		if !r.Indirect {
-			devdeps[r.Path] = true
+	for _, m := range []string{"internal/devdeps", "examples", "bench"} {
+		n := 0
+		for _, r := range goModRequires(t, filepath.Join(root, m, "go.mod")) {
+			if !r.Indirect && r.Path != "github.com/extauth/extauth" {
+				devdeps[r.Path] = true
+				n++
+			}
 		}
-	}
-	if len(devdeps) == 0 {
-		t.Fatal("internal/devdeps requires nothing")
+		if n == 0 {
+			t.Fatalf("%s requires nothing", m)
+		}
 	}
 	// The module cache serves it; the proxy only what the cache lacks, such
 	// as a dependency's test dependencies on a fresh machine.
@@ -140,7 +148,7 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 		if devdeps[modulePath(mv)] && !allowed[mv] {
 			t.Errorf("an importer's module graph holds %s, at the version internal/devdeps requires", mv)
 		}
-		for _, heavy := range []string{"github.com/chromedp/", "modernc.org/"} {
+		for _, heavy := range []string{"github.com/chromedp/", "modernc.org/", "github.com/prometheus/", "google.golang.org/protobuf"} {
 			if strings.HasPrefix(mv, heavy) {
 				t.Errorf("an importer's module graph holds %s", mv)
 			}
@@ -153,8 +161,8 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 }
 
 // The library's own tests run with the versions its go.mod names, which
-// are those an importer gets: internal/devdeps, merged in by go.work, must
-// not raise any of them.
+// are those an importer gets: the other modules of go.work (internal/devdeps,
+// examples, bench) must not raise any of them.
 func TestWorkspaceKeepsTheLibrarysVersions(t *testing.T) {
 	if _, err := os.Stat("go.work"); err != nil {
 		t.Fatalf("the repository's go.work: %v", err)
@@ -177,6 +185,75 @@ func TestWorkspaceKeepsTheLibrarysVersions(t *testing.T) {
 		if !d.Indirect && slices.ContainsFunc(lib, func(r requirement) bool { return r.Path == d.Path }) {
 			t.Errorf("go.mod requires %s, which internal/devdeps holds for the examples and tests", d.Path)
 		}
+	}
+}
+
+// The workspace is every module of the repository: each directory holding a
+// go.mod is in go.work, each module but the library's builds it from this
+// tree (replace ../), and .ci/run tests each one the root's ./... does not
+// reach (CI_MODULES).
+func TestWorkspaceModules(t *testing.T) {
+	var work struct{ Use []struct{ DiskPath string } }
+	if err := json.Unmarshal([]byte(goCmd(t, ".", nil, "work", "edit", "-json")), &work); err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, u := range work.Use {
+		used[filepath.ToSlash(filepath.Clean(u.DiskPath))] = true
+	}
+	found := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.Name() == "go.mod" {
+			found[filepath.ToSlash(filepath.Dir(path))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(used, found) {
+		t.Errorf("go.work uses %v; the repository's modules are %v", slices.Sorted(maps.Keys(used)), slices.Sorted(maps.Keys(found)))
+	}
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^CI_MODULES=\(([^)]*)\)`).FindSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run has no CI_MODULES=(...)")
+	}
+	listed := map[string]bool{}
+	for _, f := range strings.Fields(string(m[1])) {
+		listed[strings.TrimSuffix(strings.TrimPrefix(f, "./"), "/...")] = true
+	}
+	for dir := range found {
+		if dir == "." || dir == "internal/devdeps" {
+			continue
+		}
+		if !listed[dir] {
+			t.Errorf(".ci/run's CI_MODULES lacks ./%s/...: CI would not vet or test it", dir)
+		}
+		var mod struct {
+			Module  struct{ Path string }
+			Replace []struct{ Old, New struct{ Path string } }
+		}
+		if err := json.Unmarshal([]byte(goCmd(t, ".", nil, "mod", "edit", "-json", dir+"/go.mod")), &mod); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(mod.Replace, func(r struct{ Old, New struct{ Path string } }) bool {
+			return r.Old.Path == "github.com/extauth/extauth" && r.New.Path == "../"
+		}) {
+			t.Errorf("%s/go.mod does not replace github.com/extauth/extauth with ../", dir)
+		}
+	}
+	if len(listed) < 2 {
+		t.Errorf("CI_MODULES lists %v", listed)
 	}
 }
 

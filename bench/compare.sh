@@ -10,7 +10,9 @@
 #   e.g. bench/compare.sh main 15
 # BENCH is the -bench pattern of one row, N the operations of its shorter
 # run; by default every row of BENCHMARKS.md's summary, N sized for about
-# half a second of CPU per run.
+# half a second of CPU per run. SIDE names the side compared across the
+# builds when it is not extauth's: an anchor whose library was upgraded,
+# e.g. SIDE=crewjam bench/compare.sh main 9 'BenchmarkSAML$/^acs_encrypted_assertion$/^crewjam$=100'.
 #
 # Each figure is the process's CPU time (user + system) per operation, not
 # the wall time: each build runs a row at N and at 3N operations, and the
@@ -21,6 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=$1 rounds=$2
+side=${SIDE:-extauth}
 shift 2
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
@@ -48,15 +51,16 @@ cpu() {
 }
 
 # run BUILD BENCH=N: one measurement of a row, as a benchmark line with
-# the CPU time per operation; BASE's is renamed from .../extauth to
-# .../base, so that benchratio pairs the two by round.
+# the CPU time per operation; BASE's is renamed from .../SIDE to
+# .../base, and the working tree's to .../extauth, so that benchratio
+# pairs the two by round.
 run() {
 	local one three n=${2##*=}
 	set -- "$1" "${2%=*}"
 	one=$(cpu "$1" "$2" "$n")
 	three=$(cpu "$1" "$2" $((3 * n)))
 	awk -v one="$one" -v three="$three" -v n="$n" '{ $3 = sprintf("%.0f", (three - one) * 1e9 / (2 * n)); print }' "$tmp/line" |
-		if [ "$1" = base ]; then sed -E 's#/extauth(-[0-9]+)? #/base\1 #'; else cat; fi
+		if [ "$1" = base ]; then sed -E "s#/${side}(-[0-9]+)? #/base\\1 #"; else sed -E "s#/${side}(-[0-9]+)? #/extauth\\1 #"; fi
 }
 
 for ((r = 0; r < rounds; r++)); do

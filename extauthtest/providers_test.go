@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	stdhtml "html"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -179,6 +181,55 @@ func TestProvidersInteractive(t *testing.T) {
 	}
 	if n := len(a.identities()); n != 6 {
 		t.Errorf("%d sign-ins, want 6", n)
+	}
+}
+
+// With the SP's key pair, the SAML IdP's login page sends the signed
+// AuthnRequest back as it came (the HTTP-Redirect binding's query), and
+// crewjam's IdP, which refuses an unsigned request from an SP whose
+// metadata says it signs them, verifies its signature again: approving
+// signs in, refusing reaches OnFailure, and a page whose request was
+// altered on the way is refused by the IdP.
+func TestProvidersInteractiveSignedSAML(t *testing.T) {
+	a, _ := newAppWithProviders(t, extauthtest.ProvidersOptions{Only: []extauth.Provider{extauth.SAML}, Interactive: true, SAMLKeyPair: true}, nil)
+	login := func() (*extauthtest.Browser, *extauthtest.Page) {
+		b := extauthtest.NewBrowser(t)
+		page := b.Post(a.URL+"/users/auth/saml", url.Values{"return_to": {"/after"}})
+		if !strings.Contains(page.Body, `name="RedirectQuery"`) || !strings.Contains(page.Body, "Signature=") {
+			t.Fatalf("login page at %s (%d) without the signed query: %s", page.URL, page.StatusCode, page.Body)
+		}
+		return b, page
+	}
+	b, page := login()
+	if page = b.Click(page, "Approve"); page.URL.Path != "/after" || len(a.identities()) != 1 {
+		t.Fatalf("approve: ended at %s (%d), failure %v", page.URL, page.StatusCode, a.lastFailure())
+	}
+	b, page = login()
+	if page = b.Click(page, "Deny"); page.StatusCode != extauth.CodeAccessDenied.HTTPStatus() ||
+		a.lastFailure() == nil || a.lastFailure().Code != extauth.CodeAccessDenied {
+		t.Fatalf("deny: ended at %s (%d), failure %v", page.URL, page.StatusCode, a.lastFailure())
+	}
+	for name, edit := range map[string]func(string) string{
+		"RelayState changed": func(q string) string {
+			v, _ := url.ParseQuery(q)
+			return strings.Replace(q, "RelayState="+url.QueryEscape(v.Get("RelayState")), "RelayState=other", 1)
+		},
+		"signature dropped": func(q string) string { return q[:strings.Index(q, "&Signature=")] },
+	} {
+		b, page = login()
+		q := regexp.MustCompile(`name="RedirectQuery" value="([^"]*)"`).FindStringSubmatch(page.Body)
+		if q == nil {
+			t.Fatalf("%s: no query in %s", name, page.Body)
+		}
+		query := stdhtml.UnescapeString(q[1])
+		altered := edit(query)
+		if altered == query {
+			t.Fatalf("%s: the edit changed nothing in %s", name, query)
+		}
+		page = b.Submit(page, "Approve", url.Values{"RedirectQuery": {altered}})
+		if page.StatusCode != http.StatusBadRequest || len(a.identities()) != 1 {
+			t.Errorf("%s: ended at %s (%d), %d sign-ins: %s", name, page.URL, page.StatusCode, len(a.identities()), page.Body)
+		}
 	}
 }
 

@@ -198,9 +198,11 @@ func (sp *SP) validate(raw []byte, requestID string, md *idpMetadata) (a *Assert
 // once (goxmldsig, under the SHA-256 policy), the assertion decrypted once,
 // and every condition of SAML Profiles 4.1.4 and Core 2 read from the
 // verified tree only. It is what crewjam's ParseXMLResponse checks and what
-// crewjam leaves out (audience required, bearer confirmation required, one
-// assertion, signatures only where they belong, InResponseTo always), without
-// crewjam's namespace and decryption bugs and without doing anything twice.
+// crewjam leaves out (one assertion even in a signed Response, signatures
+// only where they belong, InResponseTo always, Destination always, our own
+// skew, no DOCTYPE; crewjamAccepts in the tests), without crewjam's
+// decryption of a plaintext out of the scope of the Response's namespace
+// declarations and without doing anything twice.
 func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time) (*Assertion, *providers.Error) {
 	root, err := parseXML(raw)
 	if err != nil {

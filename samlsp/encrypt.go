@@ -1,27 +1,22 @@
 package samlsp
 
 import (
-	"crypto"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
+	"github.com/crewjam/saml/xmlenc"
 
 	"github.com/extauth/extauth/providers"
 )
 
-// Encryption of what we send to the IdP: the NameID of our LogoutRequests.
-// crewjam's xmlenc encrypts only with CBC (its GCM encryptor seals zeros
-// under a nil nonce), so this is our own, from the standard library's
-// AES-GCM, AES-CBC and RSA-OAEP, checked against crewjam's decrypter and
-// xmlsec1.
+// Encryption of what we send to the IdP: the NameID of our LogoutRequests,
+// by crewjam's xmlenc (whose AES-GCM works since v0.6; v0.5.1 sealed zeros
+// under a nil nonce), with our choice of cipher, checked against our own
+// decrypter and xmlsec1.
 
 // The block ciphers we encrypt with, in order of preference: AES-GCM, then,
 // for an IdP that lists nothing else, AES-CBC (its padding oracle is the
@@ -29,6 +24,12 @@ import (
 // Encryption 1.1 implementation reads it, and it is Shibboleth's first
 // choice too.
 var sendCiphers = []string{encAES128GCM, encAES256GCM, encAES192GCM, encAES256CBC, encAES128CBC, encAES192CBC}
+
+// sendBlockCiphers are sendCiphers as xmlenc has them.
+var sendBlockCiphers = map[string]xmlenc.BlockCipher{
+	encAES128GCM: xmlenc.AES128GCM, encAES256GCM: xmlenc.AES256GCM, encAES192GCM: xmlenc.AES192GCM,
+	encAES256CBC: xmlenc.AES256CBC, encAES128CBC: xmlenc.AES128CBC, encAES192CBC: xmlenc.AES192CBC,
+}
 
 // idpEncryption is what the IdP's metadata says about encrypting to it.
 type idpEncryption struct {
@@ -146,57 +147,16 @@ func encryptNameID(n *etree.Element, e *idpEncryption) (*etree.Element, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc := blockCiphers[e.cipher]
-	cek := make([]byte, bc.keyLen)
-	if _, err := rand.Read(cek); err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(cek)
+	enc := xmlenc.OAEP()
+	enc.DigestMethod, enc.BlockCipher = xmlenc.SHA1, sendBlockCiphers[e.cipher]
+	data, err := enc.Encrypt(e.cert, plain, nil)
 	if err != nil {
 		return nil, err
 	}
-	var ct []byte
-	if bc.gcm {
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, err
-		}
-		nonce := make([]byte, aead.NonceSize())
-		if _, err := rand.Read(nonce); err != nil {
-			return nil, err
-		}
-		ct = aead.Seal(append([]byte(nil), nonce...), nonce, plain, nil)
-	} else {
-		// XML Encryption 5.2 padding: arbitrary bytes, then their count.
-		bs := block.BlockSize()
-		pad := bs - len(plain)%bs
-		ct = make([]byte, bs+len(plain)+pad)
-		if _, err := rand.Read(ct); err != nil {
-			return nil, err
-		}
-		copy(ct[bs:], plain)
-		ct[len(ct)-1] = byte(pad)
-		cipher.NewCBCEncrypter(block, ct[:bs]).CryptBlocks(ct[bs:], ct[bs:])
-	}
-	wrapped, err := rsa.EncryptOAEP(crypto.SHA1.New(), rand.Reader, e.cert.PublicKey.(*rsa.PublicKey), cek, nil)
-	if err != nil {
-		return nil, err
-	}
-
+	data.CreateAttr("Type", nsXMLEnc+"Element")
 	out := etree.NewElement("saml:EncryptedID")
 	out.CreateAttr("xmlns:saml", nsAssertion)
-	data := out.CreateElement("xenc:EncryptedData")
-	data.CreateAttr("xmlns:xenc", nsXMLEnc)
-	data.CreateAttr("Type", nsXMLEnc+"Element")
-	data.CreateElement("xenc:EncryptionMethod").CreateAttr("Algorithm", e.cipher)
-	ki := data.CreateElement("ds:KeyInfo")
-	ki.CreateAttr("xmlns:ds", nsDSig)
-	ek := ki.CreateElement("xenc:EncryptedKey")
-	ek.CreateElement("xenc:EncryptionMethod").CreateAttr("Algorithm", ktRSAOAEPMGF1P)
-	ek.CreateElement("ds:KeyInfo").CreateElement("ds:X509Data").CreateElement("ds:X509Certificate").
-		SetText(base64.StdEncoding.EncodeToString(e.cert.Raw))
-	ek.CreateElement("xenc:CipherData").CreateElement("xenc:CipherValue").SetText(base64.StdEncoding.EncodeToString(wrapped))
-	data.CreateElement("xenc:CipherData").CreateElement("xenc:CipherValue").SetText(base64.StdEncoding.EncodeToString(ct))
+	out.AddChild(data)
 	return out, nil
 }
 

@@ -101,9 +101,9 @@ func fuzzSetup(tb testing.TB) (*SP, *idpMetadata, *samlidp.IdP) {
 // FuzzResponse feeds arbitrary bytes to the callback's one pass, without
 // the recover that validate adds, so any panic fails the fuzz; a response
 // it accepts must name a subject and answer our request. And whatever
-// parseXML accepts, mattermost's round-trip validator (which crewjam runs
-// and we do not) accepts too: our namespace-well-formedness rules leave
-// nothing for it to catch.
+// parseXML accepts, mattermost's round-trip validator (which crewjam runs,
+// in a copy of its own since v0.6, and we do not) accepts too: our
+// namespace-well-formedness rules leave nothing for it to catch.
 func FuzzResponse(f *testing.F) {
 	sp, md, idp := fuzzSetup(f)
 	if *updateCorpus {

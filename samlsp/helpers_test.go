@@ -77,6 +77,7 @@ type fixture struct {
 	store  *store.Memory
 	cfg    Config
 	opts   Options
+	now    func() time.Time // the SP's clock; time.Now when nil
 }
 
 type fixtureOption func(*fixture)
@@ -127,11 +128,15 @@ func newFixture(t testing.TB, mods ...fixtureOption) *fixture {
 }
 
 func (f *fixture) env(st providers.Store) providers.Env {
+	now := f.now
+	if now == nil {
+		now = time.Now
+	}
 	return providers.Env{
 		CallbackURL: testACS,
 		HTTPClient:  outbound.NewClient(nil, 2*time.Second, 0),
 		Store:       st,
-		Now:         time.Now,
+		Now:         now,
 	}
 }
 

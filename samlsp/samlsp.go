@@ -2,8 +2,8 @@
 // behind the extauth routes, its SP metadata document and single logout.
 //
 // It takes crewjam/saml's types for metadata and for the messages it sends
-// (never its samlsp middleware, which follows RelayState as an open redirect
-// and signs with SHA-1), and verifies what it receives itself, in one pass:
+// (never its samlsp middleware: the routes, transactions and sessions are
+// extauth's), and verifies what it receives itself, in one pass:
 // one bounded parse, each signature verified once by goxmldsig under one
 // algorithm policy (SHA-256 and stronger unless Options.AllowSHA1 or
 // security.allow_sha1), an encrypted assertion decrypted once by its own XML

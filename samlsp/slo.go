@@ -100,39 +100,24 @@ func (sp *SP) LogoutURL(ctx context.Context, s LogoutSession) (string, error) {
 	if s.SessionIndex != "" {
 		req.SessionIndex = &saml.SessionIndex{Value: s.SessionIndex}
 	}
-	exp := sp.env.Now().Add(logoutLifetime)
-	na := exp.UTC()
-	req.NotOnOrAfter = &na
+	// crewjam's NameID has the IdP's and our entity IDs as qualifiers,
+	// whatever the IdP sent: the assertion's goes in its place, each
+	// qualifier present when the IdP sent it (Element leaves out the empty
+	// ones).
+	req.NameID = &saml.NameID{NameQualifier: s.NameQualifier, SPNameQualifier: s.SPNameQualifier,
+		Format: s.NameIDFormat, SPProvidedID: s.SPProvidedID, Value: s.NameID}
+	now := sp.env.Now().UTC()
+	req.IssueInstant = now
+	exp := now.Add(logoutLifetime)
+	req.NotOnOrAfter = &exp
 	if _, err := sp.env.Store.Consume(ctx, storeKey("saml:slo:issued:", req.ID), exp); err != nil {
 		return "", &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name, Message: "the replay store is unavailable", Err: err}
 	}
 	el := req.Element()
-	// crewjam's NameID has the IdP's and our entity IDs as qualifiers,
-	// whatever the IdP sent: put the one the assertion had in its place.
-	old := el.SelectElement("saml:NameID")
-	if old == nil {
-		return "", &providers.Error{Code: providers.CodeMisconfigured, Provider: Name, Message: "cannot build the LogoutRequest"}
-	}
-	el.InsertChildAt(old.Index(), s.nameIDElement())
-	el.RemoveChild(old)
 	if err := sp.encryptLogoutNameID(el, md, s); err != nil {
 		return "", err
 	}
 	return sp.redirectURL(md.sloRedirect, "SAMLRequest", el, "", sp.cfg.LogoutRequestsSigned)
-}
-
-// nameIDElement is the saml:NameID of s, each attribute present when
-// the IdP sent it, and only then.
-func (s LogoutSession) nameIDElement() *etree.Element {
-	el := etree.NewElement("saml:NameID")
-	for _, a := range [...][2]string{{"NameQualifier", s.NameQualifier}, {"SPNameQualifier", s.SPNameQualifier},
-		{"Format", s.NameIDFormat}, {"SPProvidedID", s.SPProvidedID}} {
-		if a[1] != "" {
-			el.CreateAttr(a[0], a[1])
-		}
-	}
-	el.SetText(s.NameID)
-	return el
 }
 
 // LogoutHandler serves the single logout URL (/users/auth/saml/logout), GET
@@ -576,6 +561,7 @@ func (sp *SP) answerLogoutRequest(w http.ResponseWriter, r *http.Request, msg *l
 		http.Error(w, "cannot answer the logout request", http.StatusInternalServerError)
 		return
 	}
+	resp.IssueInstant = sp.env.Now().UTC()
 	resp.Status.StatusCode.Value = status
 	u, err := sp.redirectURL(md.sloRedirect, "SAMLResponse", resp.Element(), msg.relayState, sp.key != nil)
 	if err != nil {
@@ -613,23 +599,26 @@ func (sp *SP) MetadataHandler() http.Handler {
 // for encryption and for signing, and during a key rotation the next one
 // and the retiring one for signing only (see keyDescriptors).
 func (sp *SP) Metadata() ([]byte, error) {
-	ed := sp.crewjamSP(nil).Metadata()
+	csp := sp.crewjamSP(nil)
+	// We accept the HTTP-POST binding only: crewjam also advertises
+	// HTTP-Artifact by default, which would make us call out to the IdP.
+	csp.AssertionConsumerServiceBindings = []string{saml.HTTPPostBinding}
+	// Without it crewjam gives the entity and the role a validity of two
+	// days.
+	csp.MetadataOmitValidUntil = true
+	ed := csp.Metadata()
+	ed.ValidUntil, ed.CacheDuration = time.Time{}, sp.cfg.MetadataCacheDuration
+	if v := sp.cfg.MetadataValidFor; v > 0 {
+		ed.ValidUntil = sp.env.Now().Add(v).UTC().Truncate(time.Second)
+	}
 	for i := range ed.SPSSODescriptors {
 		d := &ed.SPSSODescriptors[i]
-		// crewjam puts its two-day validity on the role as well.
-		d.ValidUntil = nil
-		// We accept the HTTP-POST binding only: crewjam also advertises
-		// HTTP-Artifact, which would make us call out to the IdP.
-		var acs []saml.IndexedEndpoint
-		for _, e := range d.AssertionConsumerServices {
-			if e.Binding == saml.HTTPPostBinding {
-				e.Index = 0
-				yes := true
-				e.IsDefault = &yes
-				acs = append(acs, e)
-			}
+		// The one ACS as earlier releases published it, which IdPs
+		// keep: index 0, the default.
+		for j := range d.AssertionConsumerServices {
+			yes := true
+			d.AssertionConsumerServices[j].Index, d.AssertionConsumerServices[j].IsDefault = 0, &yes
 		}
-		d.AssertionConsumerServices = acs
 		for j := range d.SingleLogoutServices {
 			d.SingleLogoutServices[j].ResponseLocation = ""
 		}
@@ -639,30 +628,18 @@ func (sp *SP) Metadata() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// crewjam writes the EntityDescriptor's validUntil whatever its value
-	// (a zero one as the year 1): set both attributes here.
-	doc := etree.NewDocument()
-	if err := doc.ReadFromBytes(out); err != nil {
-		return nil, err
-	}
-	root := doc.Root()
 	var discoveryResponse string
 	if sp.cfg.Federation.DiscoveryURL != "" {
 		discoveryResponse = strings.TrimSuffix(sp.acs.String(), "/callback")
 	}
-	addSPInfo(root, &sp.cfg.Info, discoveryResponse)
-	root.RemoveAttr("validUntil")
-	root.RemoveAttr("cacheDuration")
-	if v := sp.cfg.MetadataValidFor; v > 0 {
-		root.CreateAttr("validUntil", sp.env.Now().Add(v).UTC().Truncate(time.Second).Format(time.RFC3339))
+	// The SP's information (mdui, entity attributes, requested attributes)
+	// and its discovery response are elements crewjam's types lack or
+	// write otherwise: added to the tree.
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(out); err != nil {
+		return nil, err
 	}
-	if cd := sp.cfg.MetadataCacheDuration; cd > 0 {
-		b, err := saml.Duration(cd).MarshalText()
-		if err != nil {
-			return nil, err
-		}
-		root.CreateAttr("cacheDuration", string(b))
-	}
+	addSPInfo(doc.Root(), &sp.cfg.Info, discoveryResponse)
 	if out, err = doc.WriteToBytes(); err != nil {
 		return nil, err
 	}

@@ -144,6 +144,48 @@ func TestSPInitiatedLogout(t *testing.T) {
 	}
 }
 
+// The LogoutRequest and LogoutResponse we send are issued at the SP's
+// clock (Env.Now), not at crewjam's package-level one.
+func TestLogoutMessagesIssuedAtTheSPsClock(t *testing.T) {
+	skew := 40 * time.Second
+	f := newFixture(t, withKeyPair, func(f *fixture) { f.now = func() time.Time { return time.Now().Add(-skew) } },
+		withOptions(func(o *Options) { o.Logout.OnIdPLogout = func(context.Context, LogoutSession) error { return nil } }))
+	issued := func(x []byte) time.Duration {
+		var m struct {
+			IssueInstant time.Time `xml:",attr"`
+		}
+		if err := xml.Unmarshal(x, &m); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(m.IssueInstant)
+	}
+	u, err := f.sp.LogoutURL(context.Background(), LogoutSession{NameID: "ada@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(u)
+	_, _, x := decodeRedirectLogout(t, pu)
+	if age := issued(x); age < skew || age > skew+time.Minute {
+		t.Errorf("LogoutRequest issued %v ago, want the SP's clock, %v behind: %s", age, skew, x)
+	}
+	lr := &saml.LogoutRequest{ID: "id-idp-logout", Version: "2.0", IssueInstant: time.Now(), Destination: testSLO,
+		Issuer: &saml.Issuer{Value: f.idp.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org"}}
+	m, err := f.idp.RedirectMessage(testSLO, "SAMLRequest", lr.Element(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := serve(f.sp, http.MethodGet, m, nil)
+	loc, _ := url.Parse(res.Header().Get("Location"))
+	raw, _ := base64.StdEncoding.DecodeString(loc.Query().Get("SAMLResponse"))
+	x, err = inflate(raw)
+	if err != nil {
+		t.Fatalf("answer %d to %s: %v", res.Code, loc, err)
+	}
+	if age := issued(x); age < skew || age > skew+time.Minute {
+		t.Errorf("LogoutResponse issued %v ago, want the SP's clock, %v behind: %s", age, skew, x)
+	}
+}
+
 func TestLogoutResponseChecks(t *testing.T) {
 	f := newFixture(t)
 	u, err := f.sp.LogoutURL(context.Background(), LogoutSession{NameID: "ada@example.org"})

@@ -81,8 +81,8 @@ func (k KeyPlacement) String() string {
 }
 
 // Encryption says how EncryptTo encrypts an assertion. The zero value is
-// what crewjam's IdP sends: AES-128-CBC, RSA-OAEP-MGF1P with SHA-1, the
-// key inside KeyInfo.
+// what SimpleSAMLphp sends, and crewjam's IdP before v0.6: AES-128-CBC,
+// RSA-OAEP-MGF1P with SHA-1, the key inside KeyInfo.
 type Encryption struct {
 	Cipher       string
 	KeyTransport string

@@ -117,7 +117,8 @@ func (p *IdP) serveSSO(idp *saml.IdentityProvider, w http.ResponseWriter, r *htt
 	if cert != nil && k.Encryption != nil {
 		spec.EncryptTo = cert
 	} else if cert != nil {
-		// crewjam's own choice, for the knobs that do not choose.
+		// AES-128-CBC, crewjam's choice before v0.6 and still
+		// SimpleSAMLphp's, for the knobs that do not choose.
 		spec.EncryptTo, spec.Encryption.Cipher = cert, AES128CBC
 	}
 	if k.EncryptNameID {

@@ -23,6 +23,7 @@ package samlidp
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -105,7 +106,9 @@ type Knobs struct {
 	NoEncrypt bool
 	// Encryption, when set, encrypts assertions with the IdP's own
 	// encryptor (encrypt.go) as it says, block cipher and key transport,
-	// instead of crewjam's AES-128-CBC, to the SP's encryption certificate.
+	// to the SP's encryption certificate, instead of crewjam's choice (since
+	// v0.6 the first AES cipher the SP's metadata lists: AES-256-GCM for
+	// extauth; AES-128-CBC before).
 	Encryption *Encryption
 	// EncryptNameID sends the Subject's NameID as an EncryptedID,
 	// encrypted to the SP's encryption certificate (as Encryption says,
@@ -147,8 +150,8 @@ type Knobs struct {
 	// RequireSignedRequests refuses AuthnRequests without a valid
 	// signature from the SP's registered signing certificate: the query
 	// signature of the redirect binding, the XML signature of the POST one.
-	// (The metadata does not say so: crewjam's IdP would then refuse every
-	// request, since it cannot check signatures itself.)
+	// (The metadata does not say so: crewjam's IdP would then check the
+	// signatures too, and refuse an unsigned request with its own error.)
 	RequireSignedRequests bool
 	// IgnoreRequestSignatures never verifies the signature of an
 	// AuthnRequest, as IdPs that do not ask for signed requests often do:
@@ -653,20 +656,21 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveMetadata(w, r)
 	case "/sso":
 		k := p.knobsCopy()
-		if r.Method == http.MethodPost {
-			r.ParseForm()
-		}
-		if k.Deny || r.PostForm.Get("decision") == "deny" {
-			p.deny(w, r)
-			return
-		}
+		r, decision := loginDecision(r)
 		// The login page posts the request back with a decision; it was
 		// checked when it first came.
-		if r.Method != http.MethodPost || r.PostForm.Get("decision") == "" {
+		if decision == "" {
 			if err := p.checkAuthnRequest(r); err != nil {
 				http.Error(w, "bad AuthnRequest: "+err.Error(), http.StatusBadRequest)
 				return
 			}
+		}
+		if k.IgnoreRequestSignatures {
+			r = withoutRequestSignature(r)
+		}
+		if k.Deny || decision == "deny" {
+			p.deny(w, r)
+			return
 		}
 		idp := p.idp
 		if k.UnpublishedKey {
@@ -751,6 +755,14 @@ func (s spProvider) GetServiceProvider(r *http.Request, id string) (*saml.Entity
 			c.SPSSODescriptors[i].KeyDescriptors = kds
 		}
 	}
+	if s.p.knobs.IgnoreRequestSignatures {
+		// crewjam's IdP refuses an unsigned request from an SP whose
+		// metadata says it signs them; this IdP does not care.
+		c.SPSSODescriptors = append([]saml.SPSSODescriptor(nil), c.SPSSODescriptors...)
+		for i := range c.SPSSODescriptors {
+			c.SPSSODescriptors[i].AuthnRequestsSigned = nil
+		}
+	}
 	if s.p.knobs.NoEncrypt {
 		c.SPSSODescriptors = append([]saml.SPSSODescriptor(nil), ed.SPSSODescriptors...)
 		for i := range c.SPSSODescriptors {
@@ -796,23 +808,97 @@ var loginPage = devpage.Provider("login", "SAML identity provider", `{{define "t
 <form method="post" action="{{.Action}}" class="actions">
 <input type="hidden" name="SAMLRequest" value="{{.Request}}">
 <input type="hidden" name="RelayState" value="{{.RelayState}}">
-<button name="decision" value="approve" class="primary">Approve</button>
+{{if .RedirectQuery}}<input type="hidden" name="RedirectQuery" value="{{.RedirectQuery}}">
+{{end}}<button name="decision" value="approve" class="primary">Approve</button>
 <button name="decision" value="deny">Deny</button>
 </form>
 </div>{{end}}`)
 
+// decisionKey is the context key of the login page's decision.
+type decisionKey struct{}
+
+// loginDecision returns the login page's decision ("approve", "deny", or ""
+// when r is not its post) and the request to answer: the one the page
+// posts back. A request that came with the HTTP-Redirect binding goes back
+// as that GET, its query (RedirectQuery) as the SP wrote it, since
+// crewjam's IdP checks the query signature again and refuses an unsigned
+// request from an SP whose metadata says it signs them; the page's
+// SAMLRequest and RelayState serve a post without it.
+func loginDecision(r *http.Request) (*http.Request, string) {
+	if r.Method != http.MethodPost {
+		return r, ""
+	}
+	r.ParseForm()
+	decision := r.PostForm.Get("decision")
+	if decision == "" {
+		return r, ""
+	}
+	r = r.WithContext(context.WithValue(r.Context(), decisionKey{}, decision))
+	if q := r.PostForm.Get("RedirectQuery"); q != "" {
+		u := *r.URL
+		u.RawQuery = q
+		r.URL, r.Method, r.Body, r.Form, r.PostForm = &u, http.MethodGet, http.NoBody, nil, nil
+		r.ContentLength = 0
+	}
+	return r, decision
+}
+
+// withoutRequestSignature returns r without the AuthnRequest's signature,
+// for crewjam's IdP, which verifies every signed request since v0.6: the
+// HTTP-Redirect binding's SigAlg and Signature, or the enveloped signature
+// of a posted request.
+func withoutRequestSignature(r *http.Request) *http.Request {
+	if r.Method == http.MethodGet {
+		var kept []string
+		for _, kv := range strings.Split(r.URL.RawQuery, "&") {
+			if k, _, _ := strings.Cut(kv, "="); k != "SigAlg" && k != "Signature" {
+				kept = append(kept, kv)
+			}
+		}
+		u := *r.URL
+		u.RawQuery = strings.Join(kept, "&")
+		r = r.Clone(r.Context())
+		r.URL = &u
+		return r
+	}
+	x, err := base64.StdEncoding.DecodeString(r.PostForm.Get("SAMLRequest"))
+	if err != nil {
+		return r
+	}
+	doc := etree.NewDocument()
+	if doc.ReadFromBytes(x) != nil || doc.Root() == nil {
+		return r
+	}
+	sig := doc.Root().FindElement("./Signature")
+	if sig == nil {
+		return r
+	}
+	doc.Root().RemoveChild(sig)
+	if x, err = doc.WriteToBytes(); err != nil {
+		return r
+	}
+	r = r.Clone(r.Context())
+	r.PostForm.Set("SAMLRequest", base64.StdEncoding.EncodeToString(x))
+	r.Form = r.PostForm
+	return r
+}
+
 func (s sessionProvider) GetSession(w http.ResponseWriter, r *http.Request, req *saml.IdpAuthnRequest) *saml.Session {
 	p := s.p
-	approved := p.auto || (r.Method == http.MethodPost && r.PostForm.Get("decision") == "approve")
+	approved := p.auto || r.Context().Value(decisionKey{}) == "approve"
 	if !approved {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		loginPage.Execute(w, map[string]string{
+		page := map[string]string{
 			"SP":         req.Request.Issuer.Value,
 			"User":       p.user.DisplayName,
 			"Action":     p.SSOURL(),
 			"Request":    base64.StdEncoding.EncodeToString(req.RequestBuffer),
 			"RelayState": req.RelayState,
-		})
+		}
+		if r.Method == http.MethodGet {
+			page["RedirectQuery"] = r.URL.RawQuery
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		loginPage.Execute(w, page)
 		return nil
 	}
 	now := saml.TimeNow()

@@ -1,37 +1,25 @@
 //go:build devdeps
 
-// Package devdeps holds the requirements of what only extauth's own
-// examples, browser tests, router tests and benchmarks import, so that the
-// library's go.mod, which every importing application reads, does not.
+// Package devdeps holds the requirements of what only the library's own
+// tests import, so that the library's go.mod, which every importing
+// application reads, does not.
 //
-// The packages that import these stay in the library's module, where
+// The test files that import these stay in the library's module, where
 // `go test ./...` finds them; the repository's go.work adds this module to
 // the build, so they compile there. Nothing builds this file: its imports
 // only keep `go mod tidy` in this directory from dropping the requirements.
-// docs/development.md says how to add one.
+// The examples and the benchmarks are modules of their own (examples/,
+// bench/), with their own go.mod. docs/development.md says how to add one.
 package devdeps
 
 import (
-	// The browser suite (examples/demo, -tags e2e).
-	_ "github.com/chromedp/cdproto"
-	_ "github.com/chromedp/chromedp"
-
-	// Routers other than ServeMux: examples/hostapp, and the routes mounted
-	// under them in the root package's tests and examples.
+	// Routers other than ServeMux: the routes mounted under them in the
+	// root package's tests and examples.
 	_ "github.com/go-chi/chi/v5"
 	_ "github.com/gorilla/mux"
 
-	// gothic's session store, in bench's side-by-side benchmarks.
-	_ "github.com/gorilla/sessions"
-
-	// examples/hostapp's users, in SQLite without cgo.
-	_ "modernc.org/sqlite"
-
-	// The OpenTelemetry SDK and its Prometheus exporter: the tests that
-	// read extauth's instruments, bench's figures with an SDK installed,
-	// and the demo's /metrics. The library imports the API only.
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "go.opentelemetry.io/otel/exporters/prometheus"
+	// The OpenTelemetry SDK: the tests that read extauth's instruments.
+	// The library imports the API only.
 	_ "go.opentelemetry.io/otel/sdk/metric"
 	_ "go.opentelemetry.io/otel/sdk/trace"
 

@@ -213,7 +213,7 @@ func heapPeak(f func()) (peak, retained uint64) {
 // the runtime included (Linux only). -aggregate.out DIR writes the
 // aggregate and its certificate for another implementation to load.
 //
-//	go test -run XXX -bench FederationAggregate -benchtime 1x -rounds 5 ./samlsp/
+//	go test ./samlsp/ -run XXX -bench 'FederationAggregate$' -benchtime 1x -rounds 5
 func BenchmarkFederationAggregate(b *testing.B) {
 	k := newFedKeys(b)
 	n := 8000
@@ -314,7 +314,7 @@ func BenchmarkFederationLookup(b *testing.B) {
 // entities that is several hundred MB on a shared machine: the smaller one
 // shows the ratio.)
 //
-//	go test -run XXX -bench FederationVerifyDOM -benchtime 1x -rounds 3 ./samlsp/
+//	go test ./samlsp/ -run XXX -bench FederationVerifyDOM -benchtime 1x -rounds 3
 func BenchmarkFederationVerifyDOM(b *testing.B) {
 	k := newFedKeys(b)
 	doc := generateAggregate(b, 2000, k, time.Now().Add(7*24*time.Hour))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -947,11 +948,7 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 	for _, e := range entries {
 		f, ok := fields[e.key]
 		if !ok {
-			hint := ""
-			if near := suggest(e.key, []string{"logout_requests_signed", "refuse_cbc_encryption", "allow_sha1", "name_id_encrypted"}, nil); near != "" {
-				hint = "; did you mean " + near + "?"
-			}
-			l.warn(fmt.Sprintf("%s.%s is not supported and is ignored%s", key, e.key, hint))
+			l.unsupported(key+"."+e.key, e.key, slices.Sorted(maps.Keys(fields)))
 			continue
 		}
 		*f = l.boolean(SAML, key+"."+e.key, e.val)
@@ -992,11 +989,7 @@ func (l *loader) federation(n *yaml.Node) SAMLFederation {
 		case "discovery_url":
 			f.DiscoveryURL, _ = l.scalar(SAML, k, e.val)
 		default:
-			hint := ""
-			if near := suggest(e.key, federationEntries, nil); near != "" {
-				hint = "; did you mean " + near + "?"
-			}
-			l.warn(fmt.Sprintf("%s is not supported and is ignored%s", k, hint))
+			l.unsupported(k, e.key, federationEntries)
 		}
 	}
 	return f
@@ -1089,11 +1082,7 @@ func (l *loader) spMetadata(n *yaml.Node) SAMLSPMetadata {
 				m.RequestedAttributes = append(m.RequestedAttributes, a)
 			}
 		default:
-			hint := ""
-			if near := suggest(e.key, spMetadataEntries, nil); near != "" {
-				hint = "; did you mean " + near + "?"
-			}
-			l.warn(fmt.Sprintf("%s is not supported and is ignored%s", k, hint))
+			l.unsupported(k, e.key, spMetadataEntries)
 		}
 	}
 	return m

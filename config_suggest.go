@@ -125,3 +125,13 @@ func suggest(name string, keys []string, aliases map[string]string) string {
 	}
 	return best
 }
+
+// unsupported warns that the entry at key, named name in its mapping, is
+// not one of entries and is ignored, suggesting the entry it is closest to.
+func (l *loader) unsupported(key, name string, entries []string) {
+	hint := ""
+	if near := suggest(name, entries, nil); near != "" {
+		hint = "; did you mean " + near + "?"
+	}
+	l.warn(key + " is not supported and is ignored" + hint)
+}

@@ -302,9 +302,11 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = hdrNoStore
 	h["Referrer-Policy"] = hdrNoReferrer
 	h["X-Content-Type-Options"] = hdrNoSniff
-	if op := m.tel.Start(r.Context(), callback); op != nil {
-		defer op.End()
-		r = r.WithContext(op)
+	if ctx, op := m.tel.Start(r.Context(), callback); ctx != r.Context() {
+		if op != nil {
+			defer op.End()
+		}
+		r = r.WithContext(ctx)
 	}
 	if callback {
 		a.callback(w, r, m, format)

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
@@ -768,5 +770,73 @@ func TestTelemetrySAMLFederationMDQ(t *testing.T) {
 		if p.value < least || result == "fetched" && p.value != least {
 			t.Errorf("%s: %v, want %v", result, p.value, least)
 		}
+	}
+}
+
+// countingTP counts the spans its tracers start, recording or not.
+type countingTP struct {
+	trace.TracerProvider
+	started atomic.Int64
+}
+
+func (c *countingTP) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return countingTracer{c.TracerProvider.Tracer(name, opts...), c}
+}
+
+type countingTracer struct {
+	trace.Tracer
+	c *countingTP
+}
+
+func (t countingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	t.c.started.Add(1)
+	return t.Tracer.Start(ctx, name, opts...)
+}
+
+// With a parent-based sampler at 0 and no meter, the common production
+// set-up, a sign-in makes one span per route, which records nothing, and
+// none for its outbound requests or store calls; the trace's decision (not
+// sampled) still reaches the provider, one trace ID in each request of the
+// callback. The route then runs without an operation of its own
+// (internal/telemetry's TestTracingAllocs counts what that saves).
+func TestTelemetrySampledOut(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))), sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { sdk.Shutdown(context.Background()) })
+	tp := &countingTP{TracerProvider: sdk}
+	out := &outboundHeaders{}
+	a := newApp(t, func(o *extauth.Options) {
+		o.TracerProvider, o.Propagator = tp, propagation.TraceContext{}
+		o.TraceStoreCalls = true
+		o.HTTPClient = &http.Client{Transport: out}
+	})
+	b := harness.NewBrowser(t).NoFollow()
+	before := tp.started.Load()
+	cb := a.approve(b, a.start(b, url.Values{"return_to": {"/private"}}))
+	if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+	}
+	if n := tp.started.Load() - before; n != 2 {
+		t.Errorf("%d spans started for a sampled-out sign-in, want 2 (authorize and callback)", n)
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Errorf("%d spans recorded with a sampler at 0", n)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if len(out.seen) < 2 {
+		t.Fatalf("%d outbound requests, want the token and UserInfo requests", len(out.seen))
+	}
+	traces := map[string]bool{}
+	for _, h := range out.seen {
+		tp := strings.Split(h.Get("Traceparent"), "-")
+		if len(tp) != 4 || tp[3] != "00" {
+			t.Errorf("outbound traceparent %q, want one not sampled", h.Get("Traceparent"))
+			continue
+		}
+		traces[tp[1]] = true
+	}
+	if len(traces) != 1 {
+		t.Errorf("the callback's requests carry %d trace IDs, want 1", len(traces))
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"flag"
 	"fmt"
 	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -158,7 +160,10 @@ func TestGeneratedAggregateVerifiesWithGoxmldsig(t *testing.T) {
 	}
 }
 
-var benchRounds = flag.Int("rounds", 1, "how many times BenchmarkFederationAggregate runs its sides, alternating")
+var (
+	benchRounds  = flag.Int("rounds", 1, "how many times BenchmarkFederationAggregate runs its sides, alternating")
+	aggregateOut = flag.String("aggregate.out", "", "a directory where BenchmarkFederationAggregate writes its aggregate (aggregate.xml) and the federation's signing certificate (federation.pem), for bench/pysaml2_aggregate.py")
+)
 
 func pemCert(c *x509.Certificate) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
@@ -203,49 +208,67 @@ func heapPeak(f func()) (peak, retained uint64) {
 // aggregate (about 70 MB), beside what a Go user would otherwise run:
 // crewjam/saml's types unmarshalled from the same bytes (no signature
 // verified). peak-MB is the most heap held at once beyond the document
-// itself, x-file that over the document's size; retained-MB what stays.
+// itself, x-file that over the document's size; retained-MB what stays;
+// rss-MB the process's peak resident set while it ran, the document and
+// the runtime included (Linux only). -aggregate.out DIR writes the
+// aggregate and its certificate for another implementation to load.
 //
-//	go test -run XXX -bench FederationAggregate -benchtime 1x -count 3 ./samlsp/
+//	go test ./samlsp/ -run XXX -bench 'FederationAggregate$' -benchtime 1x -rounds 5
 func BenchmarkFederationAggregate(b *testing.B) {
 	k := newFedKeys(b)
 	n := 8000
 	doc := generateAggregate(b, n, k, time.Now().Add(7*24*time.Hour))
 	b.Logf("aggregate: %d entities, %.1f MB", n, float64(len(doc))/1e6)
-	report := func(b *testing.B, peak, retained uint64, cpu time.Duration) {
+	if dir := *aggregateOut; dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "aggregate.xml"), doc, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "federation.pem"), []byte(pemCert(k.cert)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report := func(b *testing.B, peak, retained, rss uint64, cpu time.Duration) {
 		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(peak)/1e6, "peak-MB")
 		b.ReportMetric(float64(peak)/float64(len(doc)), "x-file")
 		b.ReportMetric(float64(retained)/1e6, "retained-MB")
+		if rss != 0 {
+			b.ReportMetric(float64(rss)/1e6, "rss-MB")
+		}
 	}
 	for range *benchRounds {
 		b.Run("extauth", func(b *testing.B) {
-			var peak, retained uint64
+			var peak, retained, rss uint64
 			var agg *aggregate
 			start := cpuTime()
 			for b.Loop() {
-				peak, retained = heapPeak(func() {
-					var err error
-					if agg, err = scanAggregate(doc, rulesFor(k)); err != nil {
-						b.Fatal(err)
-					}
+				rss = rssPeak(func() {
+					peak, retained = heapPeak(func() {
+						var err error
+						if agg, err = scanAggregate(doc, rulesFor(k)); err != nil {
+							b.Fatal(err)
+						}
+					})
 				})
 			}
-			report(b, peak, retained, cpuTime()-start)
+			report(b, peak, retained, rss, cpuTime()-start)
 			b.ReportMetric(float64(len(agg.idps)), "IdPs")
 		})
 		b.Run("crewjam", func(b *testing.B) {
-			var peak, retained uint64
+			var peak, retained, rss uint64
 			var eds *saml.EntitiesDescriptor
 			start := cpuTime()
 			for b.Loop() {
-				peak, retained = heapPeak(func() {
-					eds = &saml.EntitiesDescriptor{}
-					if err := xml.Unmarshal(doc, eds); err != nil {
-						b.Fatal(err)
-					}
+				rss = rssPeak(func() {
+					peak, retained = heapPeak(func() {
+						eds = &saml.EntitiesDescriptor{}
+						if err := xml.Unmarshal(doc, eds); err != nil {
+							b.Fatal(err)
+						}
+					})
 				})
 			}
-			report(b, peak, retained, cpuTime()-start)
+			report(b, peak, retained, rss, cpuTime()-start)
 			runtime.KeepAlive(eds)
 		})
 	}
@@ -291,7 +314,7 @@ func BenchmarkFederationLookup(b *testing.B) {
 // entities that is several hundred MB on a shared machine: the smaller one
 // shows the ratio.)
 //
-//	go test -run XXX -bench FederationVerifyDOM -benchtime 1x -rounds 3 ./samlsp/
+//	go test ./samlsp/ -run XXX -bench FederationVerifyDOM -benchtime 1x -rounds 3
 func BenchmarkFederationVerifyDOM(b *testing.B) {
 	k := newFedKeys(b)
 	doc := generateAggregate(b, 2000, k, time.Now().Add(7*24*time.Hour))

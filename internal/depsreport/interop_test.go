@@ -109,3 +109,15 @@ func main() {
 		t.Fatalf("update and an unreachable vulnerability: exit %d\n%s", status, out)
 	}
 }
+
+// .ci/deps on this repository's root module: its tools (internal/apicheck)
+// import modules that only internal/devdeps requires, so govulncheck must
+// load the root in the workspace, as the tests build it; alone, the
+// packages do not load and the report is a tool failure (exit 2).
+func TestCIDepsOnTheRepository(t *testing.T) {
+	db := fakeVulnDB(t)
+	status, out := ciDeps(t, db, "../..")
+	if status == 2 || !strings.Contains(out, "== github.com/extauth/extauth (") || strings.Contains(out, "loading packages") {
+		t.Fatalf("the repository's root module: exit %d\n%s", status, out)
+	}
+}

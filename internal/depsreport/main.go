@@ -63,12 +63,16 @@ func main() {
 	}
 }
 
-// check runs the go command and govulncheck in the module at dir, on its
-// own (GOWORK=off): the versions it is judged by are those its go.mod
-// selects.
+// check lists the direct dependencies of the module at dir that have a
+// newer release, from its own go.mod (GOWORK=off), and runs govulncheck on
+// its packages as they are built: in the repository's workspace, where the
+// library's tests and tools (internal/apicheck) find the modules that
+// internal/devdeps requires for them, and which builds the library with
+// the versions its go.mod names (TestWorkspaceKeepsTheLibrarysVersions),
+// those an importer gets. A module outside any workspace is its own build.
 func check(dir, db string, govulncheck []string) (*moduleReport, error) {
 	r := &moduleReport{Dir: dir}
-	out, err := run(dir, "go", "list", "-e", "-m", "-u", "-json", "all")
+	out, err := run(dir, false, "go", "list", "-e", "-m", "-u", "-json", "all")
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +81,7 @@ func check(dir, db string, govulncheck []string) (*moduleReport, error) {
 	}
 	// The tag builds internal/devdeps' only file; no other file has it.
 	args := append(append([]string(nil), govulncheck[1:]...), "-db", "file://"+filepath.ToSlash(db), "-format", "json", "-tags", "devdeps", "./...")
-	if out, err = run(dir, govulncheck[0], args...); err != nil {
+	if out, err = run(dir, true, govulncheck[0], args...); err != nil {
 		return nil, err
 	}
 	if r.Findings, err = findings(bytes.NewReader(out)); err != nil {
@@ -86,10 +90,22 @@ func check(dir, db string, govulncheck []string) (*moduleReport, error) {
 	return r, nil
 }
 
-func run(dir, name string, args ...string) ([]byte, error) {
+// run runs name in dir, in the workspace that dir lies in (found from dir,
+// whatever GOWORK says, so that a module outside the repository is not
+// judged in its workspace) or, without workspace, in the module alone.
+func run(dir string, workspace bool, name string, args ...string) ([]byte, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	gowork := "GOWORK=off"
+	if workspace {
+		gowork = "GOWORK="
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOWORK=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, gowork)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -165,28 +165,41 @@ func FromContext(ctx context.Context) *Op {
 
 // Start begins the operation of an authorize (callback false) or callback
 // request with ctx, and its span, "extauth.authorize" or
-// "extauth.callback"; End ends it. It returns nil when nothing would be
-// recorded: no span made and no sign-in instrument enabled.
-func (p *Provider) Start(ctx context.Context, callback bool) *Op {
+// "extauth.callback"; End ends it. It returns the request's context from
+// then on, and the operation, or nil when nothing would be recorded: no
+// sign-in instrument enabled, and no span made or one that records
+// nothing and is not sampled (the common set-up of a parent-based sampler
+// that keeps few traces). The context then carries that span, so that the
+// requests and store calls made under it make no span either and the
+// trace's decision still reaches the provider, without the operation's
+// allocation.
+func (p *Provider) Start(ctx context.Context, callback bool) (context.Context, *Op) {
 	t := p.t
 	tracing := t.tracing()
-	if !tracing && !t.completed.Enabled(ctx) && !t.started.Enabled(ctx) &&
-		!(callback && (t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx))) {
-		return nil
+	metered := t.completed.Enabled(ctx) || t.started.Enabled(ctx) ||
+		callback && (t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx))
+	if !tracing && !metered {
+		return ctx, nil
 	}
-	o := &Op{Context: ctx, p: p, code: -1, callback: callback}
+	var span trace.Span
+	sctx := ctx
 	if tracing {
 		name := "extauth.authorize"
 		if callback {
 			name = "extauth.callback"
 		}
-		o.Context, o.span = t.tracer.Start(ctx, name, internalSpan...)
+		sctx, span = t.tracer.Start(ctx, name, internalSpan...)
+		if !metered && !span.IsRecording() && !span.SpanContext().IsSampled() {
+			span.End()
+			return sctx, nil
+		}
 	}
+	o := &Op{Context: sctx, p: p, span: span, code: -1, callback: callback}
 	o.mctx = measureContext(o, o.span)
 	if callback && t.callbackDur.Enabled(ctx) {
 		o.start = readClock()
 	}
-	return o
+	return o, o
 }
 
 // Started records that the authorize request sent the browser to the
@@ -287,13 +300,18 @@ func measureContext(ctx context.Context, span trace.Span) context.Context {
 }
 
 // recording reports whether spans made under ctx are worth making: when
-// spans are made at all, always outside an Op (a background fetch), and
-// within one only while its span records, so that requests traced by
-// nobody cost no span.
+// spans are made at all, within an Op only while its span records, and
+// outside one (a background fetch, or a request whose span Start left
+// without an Op) unless ctx carries a span that records nothing, so that
+// requests traced by nobody cost no span. Under a parent-based sampler
+// such a span's children would record nothing either.
 func (t *T) recording(ctx context.Context) bool {
 	if !t.tracing() {
 		return false
 	}
-	o := FromContext(ctx)
-	return o == nil || o.span != nil && o.span.IsRecording()
+	if o := FromContext(ctx); o != nil {
+		return o.span != nil && o.span.IsRecording()
+	}
+	span := trace.SpanFromContext(ctx)
+	return !span.SpanContext().IsValid() || span.IsRecording()
 }

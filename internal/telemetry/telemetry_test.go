@@ -35,10 +35,7 @@ var (
 // request and a store call.
 func signIn(p *Provider, key string, s Store) {
 	ctx := context.Background()
-	op := p.Start(ctx, true)
-	if op != nil {
-		ctx = op
-	}
+	ctx, op := p.Start(ctx, true)
 	op.Began(began)
 	_, q := p.StartRequest(WithEndpoint(ctx, EndpointToken), tokenRequest)
 	q.End(200, ResultOK)
@@ -62,7 +59,7 @@ func TestNoSDKCostsNoAllocation(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := tel.Site("").Provider("oidc")
-			if op := p.Start(context.Background(), true); op != nil {
+			if _, op := p.Start(context.Background(), true); op != nil {
 				t.Fatal("an operation with nothing to record")
 			}
 			s := &memStore{seen: map[string]bool{}}
@@ -321,9 +318,11 @@ func BenchmarkSpanFloor(b *testing.B) {
 		})
 		b.Run(c.name+"/extauth", func(b *testing.B) {
 			run(b, func() {
-				op := p.Start(ctx, false)
+				_, op := p.Start(ctx, false)
 				op.Started()
-				op.End()
+				if op != nil {
+					op.End()
+				}
 			})
 		})
 	}

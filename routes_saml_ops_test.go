@@ -262,11 +262,12 @@ func TestSAMLLogoutEchoesNameID(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var idp *samlidp.IdP
 			var user samlidp.User
+			key, cert := idpKeyPair(t)
 			harness.Serve(t, func(base string) http.Handler {
 				// The IdP's entity ID is its metadata URL.
 				user = c.user(base + "/idp/metadata")
 				var err error
-				if idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, User: user}); err != nil {
+				if idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, User: user, Key: key, Certificate: cert}); err != nil {
 					t.Fatal(err)
 				}
 				return idp

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -49,16 +50,55 @@ type samlApp struct {
 // newSAMLIdP starts a fake IdP signing in the demo user without a page.
 func newSAMLIdP(t *testing.T) *samlidp.IdP {
 	t.Helper()
+	key, cert := idpKeyPair(t)
 	var idp *samlidp.IdP
 	harness.Serve(t, func(base string) http.Handler {
 		var err error
-		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return idp
 	})
 	return idp
+}
+
+// idpKeys lends the fake IdPs of this package's tests their key pairs,
+// since a 2048-bit RSA key costs 0.1 to 0.5 CPU-seconds to generate and
+// the package makes some sixty IdPs (a quarter of its CPU time went to
+// generating keys). Each IdP of one top-level test gets a pair of its
+// own; the n-th IdP of each test gets the same pair as the n-th of every
+// other, which no test can see, since each has IdPs and apps of its own.
+var idpKeys struct {
+	sync.Mutex
+	pairs []idpKey
+	made  map[string]int // IdPs made so far, by top-level test
+}
+
+type idpKey struct {
+	key  *rsa.PrivateKey
+	cert *x509.Certificate
+}
+
+// idpKeyPair is the key pair for the next IdP that t makes.
+func idpKeyPair(t *testing.T) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	test, _, _ := strings.Cut(t.Name(), "/")
+	idpKeys.Lock()
+	defer idpKeys.Unlock()
+	if idpKeys.made == nil {
+		idpKeys.made = map[string]int{}
+	}
+	n := idpKeys.made[test]
+	idpKeys.made[test]++
+	for len(idpKeys.pairs) <= n {
+		key, cert, err := samlidp.NewKeyPair("Fake SAML IdP", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idpKeys.pairs = append(idpKeys.pairs, idpKey{key, cert})
+	}
+	return idpKeys.pairs[n].key, idpKeys.pairs[n].cert
 }
 
 // newSAMLApp mounts extauth with SAML configured for idp, registers the
@@ -330,6 +370,7 @@ func TestSAMLCallbackCookieIsCrossSite(t *testing.T) {
 }
 
 func TestSAMLRoutesWhileIdPIsDown(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	idp := newSAMLIdP(t)
 	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusInternalServerError })
 	a, err := extauth.New(&extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, IdPMetadataURL: idp.MetadataURL()}},
@@ -910,6 +951,7 @@ func TestSAMLAuthnRequestBindings(t *testing.T) {
 // 503; the first one after it comes back succeeds, though the next
 // scheduled retry is an hour away.
 func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	idp := newSAMLIdP(t)
 	idp.Set(func(k *samlidp.Knobs) { k.MetadataStatus = http.StatusServiceUnavailable })
 	var a *extauth.Auth
@@ -945,6 +987,7 @@ func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
 // TestSAMLSignedIdPMetadata: with saml_additional_settings.
 // idp_metadata_certificate the app signs in against signed metadata only.
 func TestSAMLSignedIdPMetadata(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	mdKey, mdCert, err := samlidp.NewKeyPair("federation metadata signer", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -986,9 +1029,10 @@ func TestSAMLSignedIdPMetadata(t *testing.T) {
 func TestSAMLMetadataFollowsRedirect(t *testing.T) {
 	var idp *samlidp.IdP
 	var redirected atomic.Int64
+	key, cert := idpKeyPair(t)
 	srv := harness.Serve(t, func(base string) http.Handler {
 		var err error
-		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true})
+		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
 		if err != nil {
 			t.Fatal(err)
 		}

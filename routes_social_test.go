@@ -398,6 +398,7 @@ func TestSocialReplayedCode(t *testing.T) {
 }
 
 func TestSocialProviderFailures(t *testing.T) {
+	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
 	type step struct {
 		provider string
 		set      func(a *socialApp)

@@ -1,3 +1,5 @@
+//go:build load
+
 package oauth1
 
 import (

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -251,6 +252,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	}
 	if len(r.broken[extauth.OIDC]) == 0 {
 		r.clientKeys(t.cfg.OIDC)
+		r.tlsClientCertificates(t.cfg.OIDC)
 	}
 	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
@@ -618,6 +620,29 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 	}
 }
 
+// tlsClientCertificates reports the OpenID Connect client's TLS
+// certificates (mutual TLS, RFC 8705) with their fingerprints, to match
+// against the provider's registration, and warns of one that expires.
+func (r *checkReport) tlsClientCertificates(cfg extauth.OIDCConfig) {
+	a := cfg.Additional
+	for _, c := range []struct{ name, pem, use string }{
+		{"tls_client_certificate", a.TLSClientCertificate, "presented to the provider and its resource servers (mutual TLS); the tokens are bound to it"},
+		{"tls_client_certificate_new", a.TLSClientCertificateNew, "published at the JWKS route, not presented yet; make it the current pair once the provider has read it (docs/oidc.md, \"Mutual TLS\")"},
+	} {
+		if c.pem == "" {
+			continue
+		}
+		cert, err := samlsp.ParseCertificatePEM(c.pem)
+		if err != nil {
+			continue
+		}
+		certRows(r.section("OIDC"), c.name, cert, r.now, c.use)
+		if msg := expiryProblem(cert, r.now); msg != "" {
+			r.warn("oidc: the TLS client certificate (%s.%s) %s", providers.OIDCSettingsKey, c.name, msg)
+		}
+	}
+}
+
 // certRows adds a certificate to s: its subject and validity, its
 // SHA-256 fingerprint, as IdP consoles show it, and what it is used for.
 func certRows(s *section, name string, cert *x509.Certificate, now time.Time, use string) {
@@ -688,7 +713,7 @@ func buildProvider(cfg *extauth.Config, p extauth.Provider, baseURL string) erro
 		BaseURL:    baseURL,
 		CookieKey:  key,
 		Logger:     slog.New(slog.DiscardHandler),
-		HTTPClient: &http.Client{Transport: noNetwork{}},
+		HTTPClient: &http.Client{Transport: noNetwork()},
 		OnSuccess:  func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
 	})
 	if err != nil {
@@ -697,11 +722,14 @@ func buildProvider(cfg *extauth.Config, p extauth.Provider, baseURL string) erro
 	return a.Close()
 }
 
-// noNetwork is a transport that refuses every request.
-type noNetwork struct{}
-
-func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
-	return nil, errors.New("extauth check builds providers without the network")
+// noNetwork is a transport that refuses every connection. It is an
+// *http.Transport, as an application's must be for a provider that
+// presents a TLS client certificate (mutual TLS), which New adds to it.
+func noNetwork() *http.Transport {
+	refuse := func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("extauth check builds providers without the network")
+	}
+	return &http.Transport{DialContext: refuse, DialTLSContext: refuse}
 }
 
 // only returns a configuration with p's settings alone, so that New's

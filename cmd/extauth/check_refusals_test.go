@@ -456,7 +456,7 @@ func appOptions(base string) extauth.Options {
 	return extauth.Options{
 		BaseURL:    base,
 		CookieKey:  make([]byte, 32),
-		HTTPClient: &http.Client{Transport: noNetwork{}},
+		HTTPClient: &http.Client{Transport: noNetwork()},
 		OnSuccess:  func(http.ResponseWriter, *http.Request, *extauth.Identity) {},
 	}
 }

@@ -742,3 +742,33 @@ func TestCheckWarnsTokenEndpointAudience(t *testing.T) {
 		t.Errorf("no warning naming the setting and the risk:\n%s", out)
 	}
 }
+
+// check prints the OpenID Connect client's TLS certificates (mutual TLS)
+// with their SHA-256 fingerprints and what each does, as it prints the
+// SAML certificates, and warns of the one that expires soon.
+func TestCheckShowsTLSClientCertificates(t *testing.T) {
+	cur, next := spPair(), spPairSoon()
+	file := "oidc_client_id: app\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n" +
+		"  client_auth_method: tls_client_auth\n" +
+		"  tls_client_certificate: |\n" + block(string(cur.certPEM)) + "  tls_client_key: |\n" + block(string(cur.keyPEM)) +
+		"  tls_client_certificate_new: |\n" + block(string(next.certPEM)) + "  tls_client_key_new: |\n" + block(string(next.keyPEM))
+	r := runAt(t, testNow, "check", "-offline", "-config", writeRaw(t, "mtls.yml", file))
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"tls_client_certificate", "SHA-256 " + fingerprint(cur.cert), "presented to the provider",
+		"tls_client_certificate_new", "SHA-256 " + fingerprint(next.cert), "not presented yet",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("check does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	_, warnings, _ := strings.Cut(r.stdout, "\nWarnings:\n")
+	if !strings.Contains(warnings, "oidc: the TLS client certificate (oidc_additional_settings.tls_client_certificate_new) expires") {
+		t.Errorf("no warning of the certificate that expires soon:\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "PRIVATE KEY") {
+		t.Errorf("a private key printed:\n%s", r.stdout)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"golang.org/x/oauth2"
 
@@ -82,8 +81,8 @@ func (t *apiTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if t.key != nil && !strings.EqualFold(tok.TokenType, tokenTypeDPoP) {
-		return fail(checkTokenType(t.key, tok.TokenType))
+	if err := checkTokenType(t.key, tok.TokenType); err != nil {
+		return fail(err)
 	}
 	ctx := withDPoP(r.Context(), t.key)
 	req := r.Clone(ctx)

@@ -17,7 +17,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 
@@ -405,13 +404,4 @@ func tokensDPoPKey(t Tokens) (*dpopKey, error) {
 			errors.New("Tokens.TokenType is DPoP but Tokens.DPoPKey is empty: keep the key with the tokens"))
 	}
 	return nil, nil
-}
-
-// checkDPoPAlg is why a DPoP signing algorithm cannot be used, "" when it
-// can.
-func checkDPoPAlg(alg string) string {
-	if slices.Contains(dpopSigningAlgs, alg) {
-		return ""
-	}
-	return "must be one of " + strings.Join(dpopSigningAlgs, ", ")
 }

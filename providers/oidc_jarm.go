@@ -44,11 +44,15 @@ func (s *OIDC) jarm() bool { return s.opts.ResponseMode != "" }
 // Binding, which only finds the sign-in's cookie with it: Complete
 // verifies the JWT before it uses anything in it, the state included.
 func jarmState(raw string) string {
-	parts := strings.Split(raw, ".")
-	if len(raw) > maxJARM || len(parts) != 3 {
+	if len(raw) > maxJARM {
 		return ""
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	_, rest, ok := strings.Cut(raw, ".")
+	part, signature, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || strings.Contains(signature, ".") {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(part)
 	if err != nil {
 		return ""
 	}

@@ -36,10 +36,11 @@ const (
 // tlsPair is one of the client's TLS certificates and its key.
 type tlsPair struct {
 	cert *tls.Certificate
-	leaf *x509.Certificate
-	// kid is the key ID the JWKS route publishes the certificate under:
-	// its SHA-256 thumbprint (x5t#S256).
-	kid string
+	// thumbprint is the certificate's SHA-256 thumbprint (x5t#S256); kid,
+	// the key ID the JWKS route publishes the certificate under, is made
+	// of it.
+	thumbprint []byte
+	kid        string
 }
 
 // parseTLSPair reads a certificate and its private key, PEM; the key must
@@ -65,9 +66,9 @@ func parseTLSPair(certPEM, keyPEM string) (p *tlsPair, certErr, keyErr error) {
 	}
 	sum := sha256.Sum256(leaf.Raw)
 	return &tlsPair{
-		cert: &tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf},
-		leaf: leaf,
-		kid:  "x5t-" + base64.RawURLEncoding.EncodeToString(sum[:]),
+		cert:       &tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf},
+		thumbprint: sum[:],
+		kid:        "x5t-" + base64.RawURLEncoding.EncodeToString(sum[:]),
 	}, nil, nil
 }
 
@@ -90,9 +91,9 @@ func (s *OIDC) tlsJWKs() []jose.JSONWebKey {
 	}
 	var out []jose.JSONWebKey
 	for _, p := range s.tls {
-		sum := sha256.Sum256(p.leaf.Raw)
-		out = append(out, jose.JSONWebKey{Key: p.leaf.PublicKey, KeyID: p.kid, Use: "sig",
-			Certificates: []*x509.Certificate{p.leaf}, CertificateThumbprintSHA256: sum[:]})
+		leaf := p.cert.Leaf
+		out = append(out, jose.JSONWebKey{Key: leaf.PublicKey, KeyID: p.kid, Use: "sig",
+			Certificates: []*x509.Certificate{leaf}, CertificateThumbprintSHA256: p.thumbprint})
 	}
 	return out
 }

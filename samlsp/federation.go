@@ -71,6 +71,14 @@ type FederationConfig struct {
 // Enabled reports whether the configuration names a federation.
 func (f FederationConfig) Enabled() bool { return f.MetadataURL != "" || f.MDQURL != "" }
 
+// maxValidity is MaxValidity, or its default.
+func (f FederationConfig) maxValidity() time.Duration {
+	if f.MaxValidity <= 0 {
+		return DefaultMaxValidity
+	}
+	return f.MaxValidity
+}
+
 // Defaults of a federation.
 const (
 	// DefaultMaxValidity is the longest validity accepted by default: the
@@ -137,10 +145,7 @@ type aggCopy struct {
 // uses it yet.
 func (fs *Federations) acquire(sp *SP, cert *x509.Certificate, u *url.URL) *aggregateSource {
 	f := sp.cfg.Federation
-	maxValidity := f.MaxValidity
-	if maxValidity <= 0 {
-		maxValidity = DefaultMaxValidity
-	}
+	maxValidity := f.maxValidity()
 	maxBytes := sp.opts.MaxAggregateBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxAggregateBytes
@@ -198,11 +203,7 @@ func (s *aggregateSource) rules() aggregateRules {
 // aggRules are the rules every signed document of sp's federation is read
 // by: an aggregate, an MDQ answer.
 func (sp *SP) aggRules() aggregateRules {
-	maxValidity := sp.cfg.Federation.MaxValidity
-	if maxValidity <= 0 {
-		maxValidity = DefaultMaxValidity
-	}
-	return aggregateRules{cert: sp.fedCert, now: sp.env.Now(), policy: sp.policy, maxValidity: maxValidity}
+	return aggregateRules{cert: sp.fedCert, now: sp.env.Now(), policy: sp.policy, maxValidity: sp.cfg.Federation.maxValidity()}
 }
 
 func (s *aggregateSource) run(ctx context.Context) {

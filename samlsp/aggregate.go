@@ -2,16 +2,13 @@ package samlsp
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
+	"crypto"
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"strings"
 	"time"
@@ -134,18 +131,7 @@ func scanAggregate(buf []byte, r aggregateRules) (*aggregate, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h hash.Hash
-	switch ref.digest {
-	case digestSHA256:
-		h = sha256.New()
-	case digestSHA384:
-		h = sha512.New384()
-	case digestSHA512:
-		h = sha512.New()
-	default:
-		// Only under AllowSHA1: the policy refused it otherwise.
-		h = sha1.New()
-	}
+	h := ref.hash.New()
 	s := &scanner{buf: buf, c: newExcC14N(h, ref.prefixList), sigStart: sig.start, rules: r,
 		agg: &aggregate{buf: buf, byID: map[string]*fedIdP{}, sigMethod: sig.method, digestMethod: ref.digest}}
 	if err := s.run(); err != nil {
@@ -299,6 +285,7 @@ func isXMLSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b ==
 type aggRef struct {
 	uri         string
 	digest      string
+	hash        crypto.Hash
 	digestValue []byte
 	prefixList  []string
 }
@@ -388,7 +375,7 @@ func verifySignedInfo(sig *aggSignature, r aggregateRules) (*aggRef, error) {
 		return nil, err
 	}
 	ref.digest = attr(dm, "Algorithm")
-	if err := r.policy.digestMethod(ref.digest); err != nil {
+	if ref.hash, err = r.policy.digestMethod(ref.digest); err != nil {
 		return nil, fmt.Errorf("the aggregate's signature: %w", err)
 	}
 	dv, err := oneChild(refs[0], nsDSig, "DigestValue")

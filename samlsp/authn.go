@@ -68,9 +68,8 @@ func (sp *SP) StartsWithPost() bool {
 		// the routes ask StartsWithPostAt.
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sp.md.wait)
-	defer cancel()
-	return sp.StartsWithPostAt(ctx, &providers.Transaction{})
+	// The wait for metadata is bounded where it happens (metadataWait).
+	return sp.StartsWithPostAt(context.Background(), &providers.Transaction{})
 }
 
 // StartsWithPostAt is StartsWithPost for the sign-in tx, which names the

@@ -293,12 +293,26 @@ func matches(e *fedIdP, q string) bool {
 // fold lowercases s and strips its accents, for a search that finds
 // "Universität" by "universitat".
 func fold(s string) string {
+	// A search runs it on every name of the aggregate: most are ASCII,
+	// which has no accents to strip, and a transform chain is costly.
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
 	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 	out, _, err := transform.String(t, s)
 	if err != nil {
 		out = s
 	}
 	return strings.ToLower(out)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // logoURL reads an mdui:Logo's content (raw XML text) and returns it when

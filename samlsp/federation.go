@@ -71,6 +71,14 @@ type FederationConfig struct {
 // Enabled reports whether the configuration names a federation.
 func (f FederationConfig) Enabled() bool { return f.MetadataURL != "" || f.MDQURL != "" }
 
+// maxValidity is MaxValidity, or its default.
+func (f FederationConfig) maxValidity() time.Duration {
+	if f.MaxValidity <= 0 {
+		return DefaultMaxValidity
+	}
+	return f.MaxValidity
+}
+
 // Defaults of a federation.
 const (
 	// DefaultMaxValidity is the longest validity accepted by default: the
@@ -137,10 +145,7 @@ type aggCopy struct {
 // uses it yet.
 func (fs *Federations) acquire(sp *SP, cert *x509.Certificate, u *url.URL) *aggregateSource {
 	f := sp.cfg.Federation
-	maxValidity := f.MaxValidity
-	if maxValidity <= 0 {
-		maxValidity = DefaultMaxValidity
-	}
+	maxValidity := f.maxValidity()
 	maxBytes := sp.opts.MaxAggregateBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxAggregateBytes
@@ -198,11 +203,7 @@ func (s *aggregateSource) rules() aggregateRules {
 // aggRules are the rules every signed document of sp's federation is read
 // by: an aggregate, an MDQ answer.
 func (sp *SP) aggRules() aggregateRules {
-	maxValidity := sp.cfg.Federation.MaxValidity
-	if maxValidity <= 0 {
-		maxValidity = DefaultMaxValidity
-	}
-	return aggregateRules{cert: sp.fedCert, now: sp.env.Now(), policy: sp.policy, maxValidity: maxValidity}
+	return aggregateRules{cert: sp.fedCert, now: sp.env.Now(), policy: sp.policy, maxValidity: sp.cfg.Federation.maxValidity()}
 }
 
 func (s *aggregateSource) run(ctx context.Context) {
@@ -366,12 +367,32 @@ func writeFileAtomic(path string, data []byte) error {
 // host's restrictions, and the IdPs it has parsed.
 type federation struct {
 	// src is the aggregate; mdq, instead, the MDQ client.
-	src        *aggregateSource
-	mdq        *mdqClient
+	src *aggregateSource
+	mdq *mdqClient
+	idpFilter
+	cache *lru[string, *fedEntry]
+}
+
+// idpFilter is the host's restrictions on the IdPs users may choose; a nil
+// set does not restrict.
+type idpFilter struct {
 	entityIDs  map[string]bool
 	authority  map[string]bool
 	categories map[string]bool
-	cache      *lru[string, *fedEntry]
+}
+
+func newIDPFilter(f FederationConfig) idpFilter {
+	set := func(xs []string) map[string]bool {
+		if len(xs) == 0 {
+			return nil
+		}
+		m := make(map[string]bool, len(xs))
+		for _, x := range xs {
+			m[x] = true
+		}
+		return m
+	}
+	return idpFilter{entityIDs: set(f.EntityIDs), authority: set(f.RegistrationAuthorities), categories: set(f.EntityCategories)}
 }
 
 // fedEntry is an IdP's parsed metadata, for the aggregate it came from:
@@ -383,27 +404,15 @@ type fedEntry struct {
 }
 
 func newFederation(sp *SP, src *aggregateSource) *federation {
-	f := sp.cfg.Federation
-	set := func(xs []string) map[string]bool {
-		if len(xs) == 0 {
-			return nil
-		}
-		m := make(map[string]bool, len(xs))
-		for _, x := range xs {
-			m[x] = true
-		}
-		return m
-	}
 	size := sp.opts.IdPCacheSize
 	if size <= 0 {
 		size = DefaultIdPCacheSize
 	}
-	return &federation{src: src, entityIDs: set(f.EntityIDs), authority: set(f.RegistrationAuthorities),
-		categories: set(f.EntityCategories), cache: newLRU[string, *fedEntry](size)}
+	return &federation{src: src, idpFilter: newIDPFilter(sp.cfg.Federation), cache: newLRU[string, *fedEntry](size)}
 }
 
 // allows reports whether the host's restrictions let users choose e.
-func (f *federation) allows(e *fedIdP) bool {
+func (f *idpFilter) allows(e *fedIdP) bool {
 	if f.entityIDs != nil && !f.entityIDs[e.entityID] {
 		return false
 	}
@@ -571,9 +580,8 @@ func ParseFederationMetadata(body []byte, rules FederationRules) (*FederationMet
 	if err != nil {
 		return nil, err
 	}
-	sp := &SP{cfg: Config{Federation: FederationConfig{EntityIDs: rules.EntityIDs,
-		RegistrationAuthorities: rules.RegistrationAuthorities, EntityCategories: rules.EntityCategories}}}
-	f := newFederation(sp, nil)
+	f := newIDPFilter(FederationConfig{EntityIDs: rules.EntityIDs,
+		RegistrationAuthorities: rules.RegistrationAuthorities, EntityCategories: rules.EntityCategories})
 	out := &FederationMetadata{Entities: agg.entities, IdPs: len(agg.idps), ExpiredIdPs: agg.expired,
 		ValidUntil: agg.validUntil, CacheDuration: agg.cacheDuration, SignatureMethod: agg.sigMethod, DigestMethod: agg.digestMethod}
 	for _, e := range agg.idps {

@@ -3,6 +3,7 @@ package samlsp
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
@@ -262,7 +263,7 @@ func (m *IdPMetadata) SHA1Use() []string {
 	if a, ok := signatureAlgorithms[m.SignatureMethod]; ok && a.sha1 {
 		out = append(out, "the metadata is signed with "+m.SignatureMethod)
 	}
-	if digestAlgorithms[m.DigestMethod] {
+	if digestAlgorithms[m.DigestMethod] == crypto.SHA1 {
 		out = append(out, "the metadata signature uses the digest "+m.DigestMethod)
 	}
 	onlySHA1 := func(ms []string, isSHA1 func(string) bool) bool {
@@ -276,7 +277,7 @@ func (m *IdPMetadata) SHA1Use() []string {
 	if onlySHA1(m.SigningMethods, func(x string) bool { return signatureAlgorithms[x].sha1 }) {
 		out = append(out, "the IdP lists only SHA-1 signing methods (alg:SigningMethod): "+strings.Join(m.SigningMethods, ", "))
 	}
-	if onlySHA1(m.DigestMethods, func(x string) bool { return digestAlgorithms[x] }) {
+	if onlySHA1(m.DigestMethods, func(x string) bool { return digestAlgorithms[x] == crypto.SHA1 }) {
 		out = append(out, "the IdP lists only SHA-1 digest methods (alg:DigestMethod): "+strings.Join(m.DigestMethods, ", "))
 	}
 	return out

@@ -2,6 +2,10 @@ package samlsp
 
 import (
 	"bytes"
+	"crypto"
+	_ "crypto/sha1" // the hashes of digestAlgorithms
+	_ "crypto/sha256"
+	_ "crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
@@ -43,11 +47,13 @@ var signatureAlgorithms = map[string]struct {
 	dsig.ECDSASHA1SignatureMethod:   {x509.ECDSAWithSHA1, true},
 }
 
-var digestAlgorithms = map[string]bool{ // value: is SHA-1
-	digestSHA256: false,
-	digestSHA384: false,
-	digestSHA512: false,
-	digestSHA1:   true,
+// digestAlgorithms maps the XML-DSig digest methods we accept to their
+// hash.
+var digestAlgorithms = map[string]crypto.Hash{
+	digestSHA256: crypto.SHA256,
+	digestSHA384: crypto.SHA384,
+	digestSHA512: crypto.SHA512,
+	digestSHA1:   crypto.SHA1,
 }
 
 // errSHA1 explains a refusal that the host or the operator can lift: the
@@ -69,15 +75,16 @@ func (p algPolicy) signatureMethod(uri string) (x509.SignatureAlgorithm, error) 
 	return a.alg, nil
 }
 
-func (p algPolicy) digestMethod(uri string) error {
-	isSHA1, ok := digestAlgorithms[uri]
+// digestMethod returns the hash of an accepted digest method.
+func (p algPolicy) digestMethod(uri string) (crypto.Hash, error) {
+	h, ok := digestAlgorithms[uri]
 	switch {
 	case !ok:
-		return fmt.Errorf("digest method %.100q is not supported", uri)
-	case isSHA1 && !p.allowSHA1:
-		return fmt.Errorf("digest method %s: %w", uri, errSHA1)
+		return 0, fmt.Errorf("digest method %.100q is not supported", uri)
+	case h == crypto.SHA1 && !p.allowSHA1:
+		return 0, fmt.Errorf("digest method %s: %w", uri, errSHA1)
 	}
-	return nil
+	return h, nil
 }
 
 // Transforms a SAML signature may list (SAML Core 5.4.3-4): the enveloped
@@ -170,7 +177,7 @@ func (v *verifier) signatureOf(el *etree.Element) (*etree.Element, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := v.policy.digestMethod(attr(dm, "Algorithm")); err != nil {
+	if _, err := v.policy.digestMethod(attr(dm, "Algorithm")); err != nil {
 		return nil, err
 	}
 	return sig, nil

@@ -181,7 +181,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 // oidcAdditional reads oidc_additional_settings.
 func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 	var s OIDCAdditionalSettings
-	strs := s.oidcStrings()
+	strs, pems := s.oidcStrings(), s.oidcPEMs()
 	for _, e := range l.mapping(OIDC, keyOIDCAdditional, n) {
 		key := keyOIDCAdditional + "." + e.key
 		if dst, ok := strs[e.key]; ok {
@@ -191,7 +191,7 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			}
 			continue
 		}
-		if dst, ok := s.oidcPEMs()[e.key]; ok {
+		if dst, ok := pems[e.key]; ok {
 			v, _ := l.scalar(OIDC, key, e.val)
 			dst(v)
 			l.notePEM(key, e.val, v)

@@ -8,25 +8,15 @@ import (
 	"github.com/extauth/extauth/providers"
 )
 
-// words reads a setting that holds a list: a YAML sequence of values, or
-// one value whose words are separated by spaces or commas.
+// words reads a setting that holds a list: a YAML sequence of values, as
+// list reads it, or one value whose words are separated by spaces or
+// commas.
 func (l *loader) words(p Provider, key string, n *yaml.Node) []string {
-	n, err := deref(n)
-	if err != nil {
-		l.problem(p, key, "is an alias that does not resolve", ErrInvalidSetting)
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		v, _ := l.scalar(p, key, n)
+	if d, err := deref(n); err == nil && d.Kind != yaml.SequenceNode {
+		v, _ := l.scalar(p, key, d)
 		return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' })
 	}
-	var out []string
-	for _, item := range n.Content {
-		if v, ok := l.scalar(p, key, item); ok && v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
+	return l.list(p, key, n)
 }
 
 // assuranceLevels reads assurance_levels: a mapping of the host's level names to

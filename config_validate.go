@@ -316,10 +316,8 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 		bad("metadata_cache_duration", "must not exceed metadata_valid_for (an IdP would keep a copy past its validUntil)", ErrInvalidSetting)
 	}
 	if s.IdPMetadataCertificate != "" {
-		if _, reason := parseCertificatePEM(s.IdPMetadataCertificate); reason != "" {
+		if reason := checkLoneCertificate(s.IdPMetadataCertificate); reason != "" {
 			bad("idp_metadata_certificate", reason, ErrInvalidSetting)
-		} else if rest := pemRest(s.IdPMetadataCertificate); rest != "" {
-			bad("idp_metadata_certificate", rest, ErrInvalidSetting)
 		}
 	}
 	return ps
@@ -361,10 +359,8 @@ func (c SAMLConfig) federationProblems() []Problem {
 	case f.SigningCertificate == "":
 		bad(pre+"signing_certificate", "is missing: the aggregate is used only when its signature verifies with it", ErrMissingSetting)
 	default:
-		if _, reason := parseCertificatePEM(f.SigningCertificate); reason != "" {
+		if reason := checkLoneCertificate(f.SigningCertificate); reason != "" {
 			bad(pre+"signing_certificate", reason, ErrInvalidSetting)
-		} else if rest := pemRest(f.SigningCertificate); rest != "" {
-			bad(pre+"signing_certificate", rest, ErrInvalidSetting)
 		}
 	}
 	if u, err := url.Parse(f.DiscoveryURL); f.DiscoveryURL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "") {
@@ -423,6 +419,15 @@ func (m SAMLSPMetadata) problems() []Problem {
 		}
 	}
 	return ps
+}
+
+// checkLoneCertificate says what is wrong with a pinned certificate: one
+// PEM certificate that parses, and nothing after it.
+func checkLoneCertificate(v string) string {
+	if _, reason := parseCertificatePEM(v); reason != "" {
+		return reason
+	}
+	return pemRest(v)
 }
 
 // pemRest says what is wrong with anything after a PEM block that must be

@@ -419,12 +419,14 @@ func (p *Providers) SecretsYAML() []byte {
 }
 
 // oidcAdditional writes the oidc_additional_settings section of add: what
-// a high-assurance provider registers the application with (its key
-// instead of a secret, pushed and signed requests, encrypted ID tokens).
+// a high-assurance or FAPI 2.0 provider registers the application with
+// (its key instead of a secret, pushed and signed requests, encrypted ID
+// tokens, the profile and DPoP).
 func oidcAdditional(b *strings.Builder, add extauth.OIDCAdditionalSettings) {
 	var lines strings.Builder
 	for _, kv := range [][2]string{
 		{"client_auth_method", add.ClientAuthMethod},
+		{"profile", add.Profile},
 		{"id_token_encrypted_response_alg", add.IDTokenEncryptedResponseAlg},
 		{"id_token_encrypted_response_enc", add.IDTokenEncryptedResponseEnc},
 	} {
@@ -437,6 +439,9 @@ func oidcAdditional(b *strings.Builder, add extauth.OIDCAdditionalSettings) {
 	}
 	if add.RequestObject {
 		lines.WriteString("  request_object: true\n")
+	}
+	if add.DPoP {
+		lines.WriteString("  dpop: true\n")
 	}
 	if add.PrivateKey.Value() != "" {
 		fmt.Fprintf(&lines, "  private_key: |\n%s", indent(add.PrivateKey.Value()))

@@ -241,6 +241,7 @@ var providersModes = map[string]extauthtest.ProvidersOptions{
 	"OIDC high assurance":         {OIDCHighAssurance: true},
 	"high assurance, SAML keys":   {OIDCHighAssurance: true, SAMLKeyPair: true},
 	"only OIDC, high assurance":   {Only: []extauth.Provider{extauth.OIDC}, OIDCHighAssurance: true},
+	"only OIDC, FAPI 2.0":         {Only: []extauth.Provider{extauth.OIDC}, OIDCFAPI2: true},
 	"path prefix and slugs":       {PathPrefix: "/auth/", Slugs: map[extauth.Provider]string{extauth.Microblog: "twitter"}},
 	"interactive, high assurance": {Interactive: true, OIDCHighAssurance: true, SAMLKeyPair: true},
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,11 +53,7 @@ func (r *checkReport) signInOptions(cfg *extauth.Config) {
 		} else {
 			sec.add(s.Provider+" takes", "no option per request")
 		}
-		levels := make([]string, 0, len(s.Levels))
-		for l := range s.Levels {
-			levels = append(levels, l)
-		}
-		slices.Sort(levels)
+		levels := slices.Sorted(maps.Keys(s.Levels))
 		for _, l := range levels {
 			sec.add(s.Provider+" level "+l, strings.Join(s.Levels[l], " "))
 		}

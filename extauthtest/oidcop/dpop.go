@@ -106,11 +106,7 @@ func (op *OP) checkProof(r *http.Request, e Endpoint, htu, accessToken string) (
 	default:
 		return "", badProof("more than one DPoP header")
 	}
-	algs := make([]jose.SignatureAlgorithm, len(DPoPSigningAlgs))
-	for i, a := range DPoPSigningAlgs {
-		algs[i] = jose.SignatureAlgorithm(a)
-	}
-	jws, err := jose.ParseSignedCompact(values[0], algs)
+	jws, err := jose.ParseSignedCompact(values[0], signatureAlgs(DPoPSigningAlgs))
 	if err != nil {
 		return "", badProof("%v", err)
 	}

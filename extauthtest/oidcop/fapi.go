@@ -86,15 +86,22 @@ func (cfg *Config) checkProfile() error {
 	return nil
 }
 
-// clientAlgs are the algorithms the provider takes client JWTs
-// (assertions, request objects) signed with.
-func (op *OP) clientAlgs() []jose.SignatureAlgorithm {
-	algs := []string{"RS256", "PS256", "ES256"}
+// clientAlgNames are the algorithms the provider takes client JWTs
+// (assertions, request objects) signed with, as discovery lists them.
+func (op *OP) clientAlgNames() []string {
 	if op.cfg.Profile != "" {
-		algs = FAPIAlgs
+		return FAPIAlgs
 	}
-	out := make([]jose.SignatureAlgorithm, len(algs))
-	for i, a := range algs {
+	return []string{"RS256", "PS256", "ES256"}
+}
+
+// clientAlgs are clientAlgNames, for go-jose.
+func (op *OP) clientAlgs() []jose.SignatureAlgorithm { return signatureAlgs(op.clientAlgNames()) }
+
+// signatureAlgs converts algorithm names for go-jose's parsers.
+func signatureAlgs(names []string) []jose.SignatureAlgorithm {
+	out := make([]jose.SignatureAlgorithm, len(names))
+	for i, a := range names {
 		out[i] = jose.SignatureAlgorithm(a)
 	}
 	return out

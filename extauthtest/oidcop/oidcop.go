@@ -643,10 +643,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	if !op.cfg.NoEndSession {
 		doc["end_session_endpoint"] = base + "/end_session"
 	}
-	var algs []string
-	for _, a := range op.clientAlgs() {
-		algs = append(algs, string(a))
-	}
+	algs := op.clientAlgNames()
 	doc["pushed_authorization_request_endpoint"] = base + "/par"
 	doc["require_pushed_authorization_requests"] = op.cfg.RequirePAR
 	doc["request_parameter_supported"] = true

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -49,12 +50,12 @@ func deprecations(pkg string, files []string) ([]string, error) {
 						if !s.Name.IsExported() {
 							continue
 						}
-						add(or(s.Doc, doc), "type "+s.Name.Name)
+						add(cmp.Or(s.Doc, doc), "type "+s.Name.Name)
 						members(s, add)
 					case *ast.ValueSpec:
 						for _, n := range s.Names {
 							if n.IsExported() {
-								add(or(s.Doc, doc), d.Tok.String()+" "+n.Name)
+								add(cmp.Or(s.Doc, doc), d.Tok.String()+" "+n.Name)
 							}
 						}
 					}
@@ -102,13 +103,6 @@ func receiver(e ast.Expr) string {
 		return star + id.Name
 	}
 	return ""
-}
-
-func or(a, b *ast.CommentGroup) *ast.CommentGroup {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // deprecated reports whether a paragraph of doc starts "Deprecated: ".

@@ -135,7 +135,7 @@ func (r Run) Do(t *testing.T) {
 // exceeds MaxGrowth times the median of its first n slices.
 func Growth(t *testing.T, costs []time.Duration, n int, what string) {
 	t.Helper()
-	first, last := median(costs[:n]), median(costs[len(costs)-n:])
+	first, last := Median(costs[:n]), Median(costs[len(costs)-n:])
 	t.Logf("%s: median cost %v in the first %d slices, %v in the last %d", what, first, n, last, n)
 	if last > MaxGrowth*first {
 		t.Errorf("%s: the cost grew %.1f times from the first %d slices to the last (medians %v, %v)",
@@ -156,9 +156,7 @@ func ThreadCPUOf(f func()) time.Duration {
 }
 
 // Median is the median of ds.
-func Median(ds []time.Duration) time.Duration { return median(ds) }
-
-func median(ds []time.Duration) time.Duration {
+func Median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]

@@ -175,24 +175,20 @@ func FromContext(ctx context.Context) *Op {
 // allocation.
 func (p *Provider) Start(ctx context.Context, callback bool) (context.Context, *Op) {
 	t := p.t
-	tracing := t.tracing()
-	metered := t.completed.Enabled(ctx) || t.started.Enabled(ctx) ||
-		callback && (t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx))
-	if !tracing && !metered {
-		return ctx, nil
-	}
 	var span trace.Span
 	sctx := ctx
-	if tracing {
+	if t.tracing() {
 		name := "extauth.authorize"
 		if callback {
 			name = "extauth.callback"
 		}
 		sctx, span = t.tracer.Start(ctx, name, internalSpan...)
-		if !metered && !span.IsRecording() && !span.SpanContext().IsSampled() {
+		if !span.IsRecording() && !span.SpanContext().IsSampled() && !t.metered(ctx, callback) {
 			span.End()
 			return sctx, nil
 		}
+	} else if !t.metered(ctx, callback) {
+		return ctx, nil
 	}
 	o := &Op{Context: sctx, p: p, span: span, code: -1, callback: callback}
 	o.mctx = measureContext(o, o.span)
@@ -200,6 +196,14 @@ func (p *Provider) Start(ctx context.Context, callback bool) (context.Context, *
 		o.start = readClock()
 	}
 	return o, o
+}
+
+// metered reports whether an instrument of an authorize (callback false)
+// or callback operation records: asked only where the answer decides
+// whether to make the operation, not on a span that records anyway.
+func (t *T) metered(ctx context.Context, callback bool) bool {
+	return t.completed.Enabled(ctx) || t.started.Enabled(ctx) ||
+		callback && (t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx))
 }
 
 // Started records that the authorize request sent the browser to the

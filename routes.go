@@ -372,6 +372,13 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	}
 	idp := ""
 	if chooser != nil {
+		if len(r.Form["idp"]) > 1 {
+			// Taking the first of two would start at an IdP the other
+			// field did not name: which one the user chose is unknown.
+			a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+				Message: "the sign-in names more than one identity provider", Err: errors.New("authorize request with idp given more than once")})
+			return
+		}
 		// A page to choose the IdP starts nothing: it needs none of the
 		// start rules, which apply to the choice it posts.
 		if idp = r.Form.Get("idp"); idp == "" {

@@ -116,7 +116,7 @@ func ExampleCheckOIDCConfig() {
 	}
 	// Output:
 	// oidc_additional_settings.id_token_encrypted_response_alg does not suit the EC private_key: use ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW
-	// oidc_additional_settings.max_age must be a whole number of seconds
+	// oidc_additional_settings.max_age must be a number of seconds from 0 to 31622400 (a year), in digits alone
 }
 
 // TestOIDCKeyThatIsTheCurrentOneWarned: a private_key_new or
@@ -129,8 +129,8 @@ func TestOIDCKeyThatIsTheCurrentOneWarned(t *testing.T) {
 		cfg  providers.OIDCConfig
 		want string
 	}{
-		{providers.OIDCConfig{NextPrivateKey: key}, "oidc: oidc_additional_settings.private_key_new holds the key of private_key: there is nothing to rotate"},
-		{providers.OIDCConfig{OldPrivateKey: key}, "oidc: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires"},
+		{providers.OIDCConfig{NextPrivateKey: key}, "extauth: oidc_additional_settings.private_key_new holds the key of private_key: there is nothing to rotate"},
+		{providers.OIDCConfig{OldPrivateKey: key}, "extauth: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires"},
 	} {
 		var logs strings.Builder
 		c.cfg.ClientID, c.cfg.Issuer, c.cfg.PrivateKey = "app", "https://id.example.org", key
@@ -147,7 +147,7 @@ func TestOIDCKeyThatIsTheCurrentOneWarned(t *testing.T) {
 			t.Errorf("the JWKS has %d keys, want the key's two halves: %s", n, s.JWKS())
 		}
 		keys, warnings, err := providers.OIDCKeys(c.cfg)
-		if err != nil || len(keys) != 1 || len(warnings) != 1 || !strings.Contains("oidc: "+warnings[0], c.want) {
+		if err != nil || len(keys) != 1 || len(warnings) != 1 || !strings.Contains("extauth: "+warnings[0], c.want) {
 			t.Errorf("OIDCKeys: %+v %q %v", keys, warnings, err)
 		}
 	}

@@ -565,12 +565,13 @@ func (r *checkReport) metadataCertificate(cfg extauth.SAMLConfig) {
 	}
 }
 
-// clientKeys reports the OpenID Connect client's keys as the strategy
-// uses them: each with its key IDs, whether it signs, that it decrypts,
-// what the JWKS route publishes of it, and, during a key rotation, what to
-// do next. Problems with them are already among the configuration's.
+// clientKeys reports what the oidc strategy warns of at start-up, and the
+// OpenID Connect client's keys as it uses them: each with its key IDs,
+// whether it signs, that it decrypts, what the JWKS route publishes of
+// it, and, during a key rotation, what to do next. Problems with them are
+// already among the configuration's.
 func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
-	if cfg.Additional.PrivateKey.IsZero() {
+	if !cfg.Configured() {
 		return
 	}
 	keys, warnings, err := cfg.ClientKeys()
@@ -579,6 +580,9 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 	}
 	for _, w := range warnings {
 		r.warn("oidc: %s", w)
+	}
+	if cfg.Additional.PrivateKey.IsZero() {
+		return
 	}
 	s := r.section("OIDC")
 	const procedure = `docs/oidc.md, "Keys, the JWKS route and rotation"`

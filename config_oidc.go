@@ -347,6 +347,15 @@ func (c OIDCConfig) ClientKeys() ([]providers.OIDCKey, []string, error) {
 	return providers.OIDCKeys(c.strategyConfig(providers.OIDCOptions{}))
 }
 
+// Applied returns the options the oidc strategy runs with for this
+// registration under a host's default Options.OIDC: the entries of
+// oidc_additional_settings, and what their profile implies (see
+// providers.OIDCConfig.Applied). extauth check shows the profile's rules
+// from it.
+func (c OIDCConfig) Applied() providers.OIDCOptions {
+	return c.strategyConfig(providers.OIDCOptions{}).Applied()
+}
+
 // CheckDiscovery returns why this client registration cannot work with a
 // provider whose discovery document is doc: a client_auth_method,
 // algorithm or encryption of oidc_additional_settings the provider does

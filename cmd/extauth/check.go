@@ -253,6 +253,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	if len(r.broken[extauth.OIDC]) == 0 {
 		r.clientKeys(t.cfg.OIDC)
 		r.tlsClientCertificates(t.cfg.OIDC)
+		r.oidcProfile(t.cfg.OIDC)
 	}
 	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
@@ -621,6 +622,45 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 	if old {
 		s.add("Next step", "once the provider has read the JWKS again (private_key_old is no longer published for encryption) "+
 			"and encrypts to private_key, remove private_key_old")
+	}
+}
+
+// oidcProfile reports the rules of the client's security profile as the
+// strategy applies them, what it implies and what it was given, and DPoP
+// with or without a profile: offline, since they are the configuration's.
+func (r *checkReport) oidcProfile(cfg extauth.OIDCConfig) {
+	if !cfg.Configured() {
+		return
+	}
+	o := cfg.Applied()
+	s := r.section("OIDC")
+	dpop := "proofs signed " + o.DPoPSigningAlg + " with a key made per sign-in, which the tokens are bound to"
+	bound := ""
+	switch {
+	case o.DPoP:
+		bound = "DPoP: " + dpop
+	case cfg.Additional.TLSClientCertificate != "":
+		bound = "mutual TLS: the tokens are bound to tls_client_certificate"
+	}
+	switch o.Profile {
+	case "":
+		if o.DPoP {
+			s.add("DPoP", dpop+` (docs/oidc.md, "DPoP")`)
+		}
+		return
+	case providers.OIDCProfileFAPI2:
+		s.add("Profile", o.Profile+": the FAPI 2.0 Security Profile's client rules, as applied (docs/oidc.md, \"The profile's rules\")")
+	default:
+		s.add("Profile", o.Profile+": FAPI 2.0 Security Profile and Message Signing client rules, as applied (docs/oidc.md, \"The profile's rules\")")
+	}
+	s.add("", "client authentication: "+o.AuthMethod)
+	s.add("", "pushed authorization requests, PKCE with S256")
+	s.add("", "client assertions' audience: the issuer, as one string")
+	s.add("", "sender-constrained tokens: "+bound)
+	s.add("", "algorithms: "+strings.Join(o.SigningAlgs, ", ")+" only, for what the client signs and the ID tokens it accepts")
+	s.add("", "the iss parameter required in every authorization response")
+	if o.Profile == providers.OIDCProfileFAPI2MessageSigning {
+		s.add("", "signed request objects; authorization responses as signed JWTs (JARM, response_mode "+o.ResponseMode+")")
 	}
 }
 

@@ -280,6 +280,14 @@ func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
 	if doc.RequirePAR {
 		s.add("pushed authorization requests", "required by the provider (sent)")
 	}
+	if o := c.Applied(); o.DPoP {
+		algs := "(not advertised; " + o.DPoPSigningAlg + " is sent)"
+		if len(doc.DPoPSigningAlgs) > 0 {
+			algs = clean(strings.Join(doc.DPoPSigningAlgs, ", "))
+		}
+		// CheckDiscovery refuses a dpop_signing_alg the list lacks.
+		s.add("dpop_signing_alg_values_supported", algs)
+	}
 	if err := c.CheckDiscovery(&doc.OIDCDiscovery); err != nil && authOK {
 		var e *providers.Error
 		if errors.As(err, &e) && e.Err != nil {

@@ -526,11 +526,26 @@ func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 	if old != nil {
 		certRows(s, "SP certificate_old", old, r.now, "decrypts assertions, never signs again; published for signing only")
 	}
-	if next != nil {
-		s.add("Next step", "give the IdP the SP metadata and wait until it has read it (an IdP that verifies our signatures must know certificate_new before it signs); "+
-			"then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key")
+	// In a federation the IdPs read the SP metadata from the federation's
+	// aggregate (or its MDQ answers), which its registry publishes; an IdP
+	// may use an aggregate until its validUntil.
+	federated := a.Federation.MetadataURL != "" || a.Federation.MDQURL != ""
+	const promote = "then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key"
+	switch {
+	case next != nil && federated:
+		s.add("Next step", "give the federation's registry the SP metadata (extauth metadata prints it), which it publishes in the aggregate (or its MDQ answers) "+
+			"for every IdP; wait until it has, and until the last aggregate without certificate_new has expired (its validUntil): an IdP may use an aggregate "+
+			"until then, and one that verifies our signatures must know certificate_new before it signs; "+promote+` (docs/saml.md, "Rotating in a federation")`)
+	case next != nil:
+		s.add("Next step", "give the IdP the SP metadata and wait until it has read it (an IdP that verifies our signatures must know certificate_new before it signs); "+promote)
 	}
-	if old != nil {
+	switch {
+	case old != nil && federated:
+		s.add("Next step", "give the federation's registry the SP metadata (certificate_old is no longer published for encryption); keep certificate_old and "+
+			"private_key_old until the registry has published it and the last aggregate that published certificate_old for encryption has expired (its validUntil, "+
+			"up to max_validity after it was signed), and the application has logged for a day no assertion encrypted to certificate_old; then remove them "+
+			`(docs/saml.md, "Rotating in a federation")`)
+	case old != nil:
 		s.add("Next step", "give the IdP the SP metadata (certificate_old is no longer published for encryption); once it encrypts to certificate "+
 			"(the application logs hourly while it still encrypts to certificate_old), remove certificate_old and private_key_old")
 	}

@@ -448,8 +448,13 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The logger names the provider (and the tenant) already.
-	for _, w := range append(startupWarnings(c, o), keyWarnings...) {
+	// The logger names the provider (and the tenant) already. The
+	// warnings name entries of oidc_additional_settings: search_oauth2
+	// has none (its parameters come from the host's code).
+	if name == "oidc" {
+		keyWarnings = append(startupWarnings(c, o), keyWarnings...)
+	}
+	for _, w := range keyWarnings {
 		s.log.Warn("extauth: " + w)
 	}
 	for _, k := range ckeys {

@@ -119,6 +119,31 @@ func ExampleCheckOIDCConfig() {
 	// oidc_additional_settings.max_age must be a number of seconds from 0 to 31622400 (a year), in digits alone
 }
 
+// An authorization parameter that is no setting nor one of OpenID
+// Connect's is warned about by the oidc strategy, naming its entry of
+// oidc_additional_settings; search_oauth2 has no such mapping (Google's
+// parameters come from the host's code) and says nothing.
+func TestOIDCUnknownParameterWarned(t *testing.T) {
+	for _, name := range []string{"oidc", "search_oauth2"} {
+		var logs strings.Builder
+		env := providers.Env{CallbackURL: "https://app.example/cb", HTTPClient: http.DefaultClient, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		o := providers.OIDCOptions{AuthParams: map[string]string{"include_granted_scopes": "true", "ui_locales": "fr"}}
+		var err error
+		if name == "oidc" {
+			_, err = providers.NewOIDC(providers.OIDCConfig{ClientID: "c", ClientSecret: "s", Issuer: "https://id.example", Options: o}, env)
+		} else {
+			_, err = providers.NewSearchOAuth2(providers.SearchOAuth2Config{ClientID: "c", ClientSecret: "s", Options: providers.SearchOAuth2Options{OIDCOptions: o}}, env)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = "extauth: oidc_additional_settings.include_granted_scopes is not a setting: it is sent to the provider as the authorization request parameter include_granted_scopes"
+		if warned := strings.Contains(logs.String(), want); warned != (name == "oidc") || strings.Contains(logs.String(), "ui_locales") {
+			t.Errorf("%s: %s", name, logs.String())
+		}
+	}
+}
+
 // TestOIDCKeyThatIsTheCurrentOneWarned: a private_key_new or
 // private_key_old that holds private_key's key is left out, with a
 // warning at start-up, so the JWKS publishes the key once.

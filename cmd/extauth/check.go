@@ -648,6 +648,11 @@ func (r *checkReport) oidcProfile(cfg extauth.OIDCConfig) {
 		return
 	}
 	o := cfg.Applied()
+	if o.Profile == "" && !o.DPoP {
+		return
+	}
+	// A section is listed where it is first asked for: only when it has
+	// rows to show.
 	s := r.section("OIDC")
 	dpop := "proofs signed " + o.DPoPSigningAlg + " with a key made per sign-in, which the tokens are bound to"
 	bound := ""

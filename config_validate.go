@@ -214,6 +214,14 @@ func (c *Config) problems(base *Config) []Problem {
 			switch {
 			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
 				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
+				if f.sec == &c.OIDC.ClientSecret {
+					if typo := c.OIDC.Additional.misspeltSecretless(); typo != nil {
+						// The entry that would have made the secret
+						// unneeded is the problem to fix, not the secret.
+						ps = append(ps, *typo)
+						continue
+					}
+				}
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {

@@ -288,6 +288,33 @@ func TestSAMLFederationAllowList(t *testing.T) {
 	}
 }
 
+// A start that names two IdPs (twice in the form, or once in the query
+// and once in the body) is refused, whichever comes first: taking the first
+// would start at an IdP the other field did not name.
+func TestSAMLFederationIdPGivenTwice(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(nil)
+	b := harness.NewBrowser(t)
+	for name, do := range map[string]func() *harness.Response{
+		"twice in the form": func() *harness.Response {
+			return b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {f.A.EntityID(), f.B.EntityID()}})
+		},
+		"the query and the form": func() *harness.Response {
+			return b.PostForm(a.URL+"/users/auth/saml.json?idp="+url.QueryEscape(f.B.EntityID()), url.Values{"idp": {f.A.EntityID()}})
+		},
+	} {
+		resp := do()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, "invalid_response") ||
+			!strings.Contains(resp.Body, "the identity provider is named more than once") || strings.Contains(resp.Body, "redirect_to") {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, resp.Body)
+		}
+	}
+	// One IdP still starts.
+	if to := a.startAt(b, f.B.EntityID()); !strings.HasPrefix(to, f.B.SSOURL()) {
+		t.Errorf("a start at B redirects to %s", to)
+	}
+}
+
 // The aggregate is fetched again conditionally; a restart while the
 // federation's server is down signs in from the backing file; an aggregate
 // whose signature does not verify is never used.

@@ -123,7 +123,7 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 			return LogoutEvent{}, logoutTokenError("%w", err)
 		}
 	}
-	t, err := s.verifyJWT(ctx, d, signed, true)
+	t, err := s.verifyJWT(ctx, d, signed, jwtRules{algs: d.keys.algs, expOptional: true})
 	if err != nil {
 		return LogoutEvent{}, logoutTokenError("%w", err)
 	}

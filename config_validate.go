@@ -389,6 +389,10 @@ func (c SAMLConfig) federationProblems() []Problem {
 	if c.Additional.IdPMetadataCertificate != "" {
 		bad(keyAdditional+".idp_metadata_certificate", "does not apply to a federation, whose aggregate is verified with federation.signing_certificate; leave it empty", ErrInvalidSetting)
 	}
+	if c.Additional.Security.AllowSHA1 {
+		bad(keyAdditional+".security.allow_sha1", "does not apply to a federation: it accepts SHA-1 from one IdP, and here it would from every IdP "+
+			"of the aggregate and on the aggregate's own signature, which vouches for all their keys; leave it off", ErrInvalidSetting)
+	}
 	return ps
 }
 

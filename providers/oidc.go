@@ -1329,7 +1329,7 @@ func (s *OIDC) verifyID(ctx context.Context, d *discovered, rawID, accessToken s
 	if err != nil {
 		return nil, idError("%w", err)
 	}
-	t, err := s.verifyJWT(ctx, d, signed, false)
+	t, err := s.verifyJWT(ctx, d, signed, idTokenRules(d))
 	if err != nil {
 		return nil, idError("%w", err)
 	}

@@ -311,6 +311,11 @@ func refusals(t *testing.T) []refusal {
 		{msg: "%ssigning_certificate is required: nothing of the aggregate is used unless its signature verifies with it", key: "signing_certificate",
 			file: fedOnly("saml_additional_settings:\n  federation:\n    metadata_url: https://fed.example.invalid/aggregate.xml\n")},
 		{msg: "%ssigning_certificate: %w", key: "signing_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", notACertificate, ""))},
+		{msg: "saml_additional_settings.security.allow_sha1: does not apply to a federation, " +
+			"where it would accept SHA-1 from every IdP of the aggregate and on the aggregate's own signature; leave it off",
+			key: "allow_sha1", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "  security:\n    allow_sha1: true\n"))},
+		{msg: "Options.SAML.AllowSHA1 does not apply to a federation, where it would accept SHA-1 from every IdP of the aggregate and on the aggregate's own signature",
+			none: byOptions},
 		{msg: "%smax_validity: must be positive", key: "max_validity",
 			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    max_validity: -24h\n"))},
 		{msg: "%sbacking_file: must be an absolute path", key: "backing_file",

@@ -539,6 +539,15 @@ type FederationMetadata struct {
 	// lists the rules' entity IDs the aggregate does not list as IdPs.
 	Allowed int
 	Missing []string
+	// Unusable counts the allowed IdPs no sign-in can start at (no SAML
+	// 2.0 single sign-on endpoint with the HTTP-Redirect or HTTP-POST
+	// binding, no signing key, metadata that does not parse): the
+	// discovery page leaves them out. Included in Allowed.
+	Unusable int
+	// OutOfDate counts the allowed, usable IdPs none of whose signing
+	// certificates is within its validity dates now: their keys verify
+	// all the same unless Config.EnforceIdPCertificateDates.
+	OutOfDate int
 	// ValidUntil and CacheDuration are the aggregate's own.
 	ValidUntil    time.Time
 	CacheDuration time.Duration
@@ -580,8 +589,24 @@ func ParseFederationMetadata(body []byte, rules FederationRules) (*FederationMet
 	out := &FederationMetadata{Entities: agg.entities, IdPs: len(agg.idps), ExpiredIdPs: agg.expired,
 		ValidUntil: agg.validUntil, CacheDuration: agg.cacheDuration, SignatureMethod: agg.sigMethod, DigestMethod: agg.digestMethod}
 	for _, e := range agg.idps {
-		if f.allows(e) {
-			out.Allowed++
+		if !f.allows(e) {
+			continue
+		}
+		out.Allowed++
+		if e.unusable() != "" {
+			out.Unusable++
+			continue
+		}
+		pm, err := ParseIdPMetadata(standalone(agg.buf[e.start:e.end], e.qname, e.ns),
+			MetadataRules{EntityID: e.entityID, Now: rules.Now, AllowSHA1: rules.AllowSHA1})
+		if err != nil {
+			out.Unusable++
+			continue
+		}
+		if !slices.ContainsFunc(pm.SigningCerts, func(c *x509.Certificate) bool {
+			return !rules.Now.Before(c.NotBefore) && !rules.Now.After(c.NotAfter)
+		}) {
+			out.OutOfDate++
 		}
 	}
 	for _, id := range rules.EntityIDs {

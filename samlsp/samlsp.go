@@ -156,6 +156,17 @@ type Config struct {
 	// IdP's encryption certificate; without it, only the NameIDs the IdP
 	// itself sent encrypted go back encrypted (LogoutSession.NameIDEncrypted).
 	NameIDEncrypted bool
+	// EnforceIdPCertificateDates (saml_additional_settings.security.
+	// enforce_idp_certificate_dates) refuses signatures made with an IdP
+	// signing certificate outside its validity dates. By default, as the
+	// SAML V2.0 Metadata Interoperability Profile says and Shibboleth,
+	// SimpleSAMLphp and pysaml2 do, a certificate in the IdP's metadata is
+	// only the carrier of a key: the metadata that was verified (its
+	// signature, its validUntil, the HTTPS fetch) vouches for the key,
+	// whatever the certificate's dates say. It applies to the one IdP's
+	// metadata and to every IdP of a federation alike; never to the
+	// federation's own signing certificate, which is pinned here.
+	EnforceIdPCertificateDates bool
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param

@@ -68,4 +68,3 @@ func TestAggregateOfFederationSize(t *testing.T) {
 		}
 	}
 }
-

@@ -3,7 +3,6 @@ package samlsp
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -68,25 +67,20 @@ func realisticSP(t *testing.T, cfg FederationConfig) *SP {
 	return sp
 }
 
-// discover is the discovery page's list as JSON, for a browser preferring
-// the languages of lang.
+// discover is the discovery page's list, by entity ID and name, for a
+// browser preferring the languages of lang, searching for q.
 func discover(t *testing.T, sp *SP, lang, q string) map[string]string {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodGet, "/users/auth/saml.json?q="+url.QueryEscape(q), nil)
+	r := httptest.NewRequest(http.MethodGet, "/users/auth/saml?q="+url.QueryEscape(q), nil)
 	r.Header.Set("Accept-Language", lang)
 	r.ParseForm()
-	w := httptest.NewRecorder()
-	if err := sp.Discover(w, r, providers.Discovery{Action: "/users/auth/saml", JSON: true}); err != nil {
-		t.Fatal(err)
-	}
-	var out struct {
-		IdPs []discoveryIdP `json:"idps"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+	var got providers.DiscoveryList
+	d := providers.Discovery{Action: "/users/auth/saml", Render: func(l providers.DiscoveryList) error { got = l; return nil }}
+	if err := sp.Discover(httptest.NewRecorder(), r, d); err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]string{}
-	for _, e := range out.IdPs {
+	for _, e := range got.Choices {
 		names[e.EntityID] = e.Name
 	}
 	return names

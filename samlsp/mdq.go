@@ -255,7 +255,7 @@ func (c *mdqClient) fetch(ctx context.Context, entityID string, old *mdqEntry) (
 	now := sp.env.Now()
 	switch {
 	case errors.Is(err, docfetch.ErrNotFound):
-		return unknown(now, "HTTP status 404")
+		return unknown(now, "not found")
 	case err != nil:
 		return fail(err)
 	case doc.NotModified:

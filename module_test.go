@@ -33,8 +33,42 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	pkgs := libraryPackages(t, root)
+	// The library alone: the stores' drivers are not in its graph, since
+	// the stores are modules of their own (go-redis and pgx are what they
+	// require).
+	t.Run("library", func(t *testing.T) {
+		graph := checkImporter(t, root, pkgs, nil)
+		for _, mv := range graph {
+			for _, driver := range []string{"github.com/redis/", "github.com/jackc/"} {
+				if strings.HasPrefix(mv, driver) {
+					t.Errorf("an importer of the library alone has %s in its module graph", mv)
+				}
+			}
+		}
+	})
+	// The library and both store modules, as a host that shares its state
+	// imports them.
+	t.Run("stores", func(t *testing.T) {
+		all := slices.Clone(pkgs)
+		for _, m := range storeModules {
+			all = append(all, "github.com/extauth/extauth/"+m)
+		}
+		checkImporter(t, root, all, storeModules)
+	})
+}
+
+// storeModules are the library's nested modules, each one package: the
+// shared stores, whose drivers only their importers need.
+var storeModules = []string{"redisstore", "pgstore"}
+
+// checkImporter makes an importer of pkgs, requiring the library and the
+// nested modules stores, each replaced by its directory in root, and fails
+// on any module of its graph that only the library's or a store's go.mod
+// brings. It returns the graph.
+func checkImporter(t *testing.T, root string, pkgs, stores []string) []string {
+	t.Helper()
+	dir := t.TempDir()
 	var src strings.Builder
 	src.WriteString("package main\n\nimport (\n")
 	for _, p := range pkgs {
@@ -42,14 +76,26 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 	}
 	src.WriteString(")\n\nfunc main() {}\n")
 	write(t, filepath.Join(dir, "main.go"), src.String())
-	write(t, filepath.Join(dir, "go.mod"), "module example.com/importer\n\ngo 1.26.0\n\n"+
-		"require github.com/extauth/extauth v0.0.0-00010101000000-000000000000\n\n"+
-		"replace github.com/extauth/extauth => "+root+"\n")
-	// extauth's go.sum holds the checksums its graph needs, a superset of
-	// the importer's.
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
+	const zero = " v0.0.0-00010101000000-000000000000\n"
+	var mod strings.Builder
+	mod.WriteString("module example.com/importer\n\ngo 1.26.0\n\nrequire github.com/extauth/extauth" + zero)
+	for _, m := range stores {
+		mod.WriteString("require github.com/extauth/extauth/" + m + zero)
+	}
+	mod.WriteString("\nreplace github.com/extauth/extauth => " + root + "\n")
+	for _, m := range stores {
+		mod.WriteString("replace github.com/extauth/extauth/" + m + " => " + filepath.Join(root, m) + "\n")
+	}
+	write(t, filepath.Join(dir, "go.mod"), mod.String())
+	// The go.sum files of the library and of the stores hold the checksums
+	// their graphs need, a superset of the importer's.
+	var sums []byte
+	for _, m := range append([]string{"."}, stores...) {
+		b, err := os.ReadFile(filepath.Join(root, m, "go.sum"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, b...)
 	}
 	write(t, filepath.Join(dir, "go.sum"), string(sums))
 	// What the other modules of the workspace require for the tests, the
@@ -76,8 +122,15 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 	for _, mv := range lines(goCmd(t, dir, env, "list", "-deps", "-f", "{{with .Module}}{{.Path}}@{{.Version}}{{end}}", ".")) {
 		used[mv] = true
 	}
-	self := "github.com/extauth/extauth@v0.0.0-00010101000000-000000000000"
-	if !used[self] {
+	// The library, at the version the stores require (the requirement
+	// above is older), from root.
+	self := ""
+	for mv := range used {
+		if modulePath(mv) == "github.com/extauth/extauth" {
+			self = mv
+		}
+	}
+	if self == "" {
 		t.Fatalf("the importer does not build extauth: %v", used)
 	}
 
@@ -158,6 +211,7 @@ func TestImportersGetOnlyTheLibrarysModules(t *testing.T) {
 		t.Fatalf("implausibly small graph (%d) or build (%d): %v", len(graph), len(used), graph)
 	}
 	t.Logf("the importer of %d packages builds from %d modules; its module graph holds %d", len(pkgs), len(used), len(graph))
+	return graph
 }
 
 // The library's own tests run with the versions its go.mod names, which
@@ -292,7 +346,7 @@ func libraryPackages(t *testing.T, root string) []string {
 		pkgs = append(pkgs, path)
 	}
 	sort.Strings(pkgs)
-	for _, want := range []string{"github.com/extauth/extauth", "github.com/extauth/extauth/extauthtest", "github.com/extauth/extauth/redisstore", "github.com/extauth/extauth/pgstore"} {
+	for _, want := range []string{"github.com/extauth/extauth", "github.com/extauth/extauth/extauthtest", "github.com/extauth/extauth/providers", "github.com/extauth/extauth/samlsp"} {
 		if !slices.Contains(pkgs, want) {
 			t.Fatalf("library packages %v lack %s", pkgs, want)
 		}

@@ -73,6 +73,17 @@ func twoClusterStores(t testing.TB) (*redistest.Cluster, extauth.Store, extauth.
 	return cl, open(), open()
 }
 
+// pgPool opens a pgx pool on srv, closed when the test ends.
+func pgPool(t testing.TB, srv *pgtest.Server) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // twoPGStores are two instances' stores, each on its own pool, on one
 // PostgreSQL started with settings; the first migrates.
 func twoPGStores(t testing.TB, settings ...string) (*pgxpool.Pool, extauth.Store, extauth.Store) {
@@ -80,7 +91,7 @@ func twoPGStores(t testing.TB, settings ...string) (*pgxpool.Pool, extauth.Store
 	srv := pgtest.Start(t, sharedPGPassword, settings...)
 	var first *pgxpool.Pool
 	open := func() extauth.Store {
-		pool := srv.Pool(t)
+		pool := pgPool(t, srv)
 		if first == nil {
 			first = pool
 		}
@@ -722,7 +733,7 @@ func TestHungStoreFailsPromptly(t *testing.T) {
 		}},
 		{"PostgreSQL", func(t *testing.T) (extauth.Store, func()) {
 			srv := pgtest.Start(t, sharedPGPassword)
-			s, err := pgstore.New(srv.Pool(t), pgstore.Options{})
+			s, err := pgstore.New(pgPool(t, srv), pgstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

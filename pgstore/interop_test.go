@@ -67,7 +67,7 @@ func TestPostgres(t *testing.T) {
 }
 
 func testConsume(t *testing.T, srv *pgtest.Server) {
-	pool := srv.Pool(t)
+	pool := pgPool(t, srv)
 	s := open(t, pool, Options{Table: "consume"})
 	// A minute: no loaded machine takes that long between two statements,
 	// so the row is live throughout.
@@ -112,7 +112,7 @@ func testConsume(t *testing.T, srv *pgtest.Server) {
 // A hundred callers on two pools (two instances) race for each key, new or
 // held by an expired row: exactly one wins.
 func testConcurrent(t *testing.T, srv *pgtest.Server) {
-	pools := []*pgxpool.Pool{srv.Pool(t), srv.Pool(t)}
+	pools := []*pgxpool.Pool{pgPool(t, srv), pgPool(t, srv)}
 	stores := []*Store{open(t, pools[0], Options{Table: "race"}), open(t, pools[1], Options{Table: "race"})}
 	until := time.Now().Add(time.Minute)
 	for round := range 20 {
@@ -156,7 +156,7 @@ func (c *countingDB) exec(ctx context.Context, sql string, args ...any) (int64, 
 }
 
 func testSweeper(t *testing.T, srv *pgtest.Server) {
-	pool := srv.Pool(t)
+	pool := pgPool(t, srv)
 	s := open(t, pool, Options{Table: "sweep", SweepInterval: time.Hour, SweepBatch: 7})
 	insert := func(n int, expires string) {
 		t.Helper()
@@ -226,7 +226,7 @@ type lockedBuffer = harness.SyncBuffer
 // Migrate is idempotent, safe when instances start together, and takes
 // any schema and table name literally.
 func testMigrate(t *testing.T, srv *pgtest.Server) {
-	pool := srv.Pool(t)
+	pool := pgPool(t, srv)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA "Auth Schema"`); err != nil {
 		t.Fatal(err)
@@ -276,7 +276,7 @@ func testMigrate(t *testing.T, srv *pgtest.Server) {
 }
 
 func testDatabaseSQL(t *testing.T, srv *pgtest.Server) {
-	db := stdlib.OpenDBFromPool(srv.Pool(t))
+	db := stdlib.OpenDBFromPool(pgPool(t, srv))
 	t.Cleanup(func() { db.Close() })
 	s, err := NewDB(db, Options{Table: "via_sql", SweepInterval: 50 * time.Millisecond})
 	if err != nil {
@@ -351,7 +351,7 @@ func testWrongPassword(t *testing.T, srv *pgtest.Server) {
 // PostgreSQL stops: every use is refused. It comes back: the pool
 // reconnects, and what was consumed before is still consumed.
 func testRestart(t *testing.T, srv *pgtest.Server) {
-	pool := srv.Pool(t)
+	pool := pgPool(t, srv)
 	s := open(t, pool, Options{Table: "restart"})
 	until := time.Now().Add(time.Minute)
 	mustConsume(t, s, "before", until)
@@ -378,7 +378,7 @@ func testRestart(t *testing.T, srv *pgtest.Server) {
 // The privileges docs/several-instances.md lists are enough: a role with
 // SELECT, INSERT, UPDATE and DELETE on the table alone consumes and sweeps.
 func testLeastPrivilege(t *testing.T, srv *pgtest.Server) {
-	admin := srv.Pool(t)
+	admin := pgPool(t, srv)
 	open(t, admin, Options{Table: "least"}) // migrated by the owner
 	ctx := context.Background()
 	for _, stmt := range []string{
@@ -422,4 +422,15 @@ func testLeastPrivilege(t *testing.T, srv *pgtest.Server) {
 	if err := s.Migrate(ctx); err == nil {
 		t.Error("Migrate succeeded without CREATE on the schema: the test role has too much")
 	}
+}
+
+// pgPool opens a pgx pool on srv, closed when the test ends.
+func pgPool(t testing.TB, srv *pgtest.Server) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -41,9 +41,7 @@ import (
 	_ "github.com/extauth/extauth/internal/store"
 	_ "github.com/extauth/extauth/internal/telemetry"
 	_ "github.com/extauth/extauth/interop"
-	_ "github.com/extauth/extauth/pgstore"
 	_ "github.com/extauth/extauth/providers"
-	_ "github.com/extauth/extauth/redisstore"
 	_ "github.com/extauth/extauth/samlsp"
 )
 

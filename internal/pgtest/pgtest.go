@@ -11,7 +11,6 @@ package pgtest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -27,8 +26,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Server is one running PostgreSQL.
@@ -40,6 +37,7 @@ type Server struct {
 
 	t        testing.TB
 	bin      string // the directory of initdb and postgres
+	isready  string // pg_isready
 	data     string
 	settings []string
 	cred     *syscall.Credential
@@ -69,6 +67,9 @@ func Start(t testing.TB, password string, settings ...string) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{User: "extauth", Password: password, t: t, bin: bin, data: filepath.Join(base, "data"), settings: settings}
+	if s.isready, err = isReady(bin); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -138,6 +139,24 @@ func binDir() (string, error) {
 	return "", fmt.Errorf("PostgreSQL is not installed: apt-get install postgresql")
 }
 
+// isReady finds pg_isready: beside initdb (where binDir found it, or where
+// its symbolic link points), or on PATH.
+func isReady(binDir string) (string, error) {
+	dirs := []string{binDir}
+	if real, err := filepath.EvalSymlinks(filepath.Join(binDir, "initdb")); err == nil {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, "pg_isready"); fileExists(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("pg_isready"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("pg_isready is not installed beside initdb (%s) nor on PATH: apt-get install postgresql", binDir)
+}
+
 func version(binDir string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
 	return v
@@ -187,15 +206,15 @@ func (s *Server) run() error {
 	s.mu.Lock()
 	s.proc, s.done = cmd, done
 	s.mu.Unlock()
+	// pg_isready (beside initdb) asks the server whether it accepts
+	// connections, so that this package needs no PostgreSQL driver: the
+	// root module's tests build without pgx, which only the pgstore
+	// module requires.
+	host, _, _ := net.SplitHostPort(s.Addr)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		pool, err := pgxpool.New(ctx, s.URL())
-		if err == nil {
-			err = pool.Ping(ctx)
-			pool.Close()
-		}
-		cancel()
+		ready := exec.Command(s.isready, "-q", "-h", host, "-p", port, "-t", "1")
+		err := ready.Run()
 		if err == nil {
 			return nil
 		}
@@ -207,7 +226,7 @@ func (s *Server) run() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("postgres did not accept connections within 30s (%v):\n%s", err, s.Log())
+			return fmt.Errorf("postgres did not accept connections within 30s (pg_isready: %v):\n%s", err, s.Log())
 		}
 	}
 }
@@ -216,17 +235,6 @@ func (s *Server) run() error {
 func (s *Server) URL() string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(s.User, s.Password), Host: s.Addr, Path: "/postgres", RawQuery: "sslmode=disable"}
 	return u.String()
-}
-
-// Pool opens a pgx pool on the server, closed when the test ends.
-func (s *Server) Pool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // Stop shuts the server down (fast shutdown: open sessions are ended) and

@@ -216,6 +216,10 @@ func TestPostAuthnRequestSigned(t *testing.T) {
 	if err := doc.ReadFromBytes(x); err != nil {
 		t.Fatal(err)
 	}
+	// The schema puts the signature right after the Issuer.
+	if kids := doc.Root().ChildElements(); len(kids) < 2 || kids[0].Tag != "Issuer" || kids[1].Tag != "Signature" {
+		t.Fatalf("children: %s", x)
+	}
 	_, cert := testKey(t, 1)
 	v := &verifier{certs: []*x509.Certificate{cert}, now: time.Now}
 	signed, err := v.verify(doc.Root())
@@ -224,10 +228,6 @@ func TestPostAuthnRequestSigned(t *testing.T) {
 	}
 	if signed.SelectAttrValue("ID", "") != tx.RequestID {
 		t.Fatalf("signed ID %q, tx %q", signed.SelectAttrValue("ID", ""), tx.RequestID)
-	}
-	// The schema puts the signature right after the Issuer.
-	if kids := doc.Root().ChildElements(); len(kids) < 2 || kids[0].Tag != "Issuer" || kids[1].Tag != "Signature" {
-		t.Fatalf("children: %s", x)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -63,3 +65,48 @@ const (
 	tracedStoreAllocs = 19
 	sampledOutAllocs  = 3
 )
+
+// What a callback's instrumentation allocates with the metrics SDK: its
+// six measurements (the completed counter, the callback and sign-in
+// durations, the outbound request's duration, the store call's) are made
+// with attribute sets made once per provider, tenant and outcome, so that
+// a measurement allocates nothing; what is left is the operation and the
+// test's endpoint context.
+func TestMetricsAllocs(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := New(Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tel.Site("").Provider("oidc")
+	s := &memStore{seen: map[string]bool{}}
+	signIn(p, "k", s) // the attribute sets, made on first use
+	n := testing.AllocsPerRun(200, func() { signIn(p, "k", s) })
+	t.Logf("%.0f allocations", n)
+	if n > meteredAllocs {
+		t.Errorf("a metered callback's instrumentation allocates %.0f times, more than %d", n, meteredAllocs)
+	}
+	// And it measured: the six instruments each hold a point.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	points := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				points += len(d.DataPoints)
+			case metricdata.Histogram[float64]:
+				points += len(d.DataPoints)
+			}
+		}
+	}
+	if points < 5 {
+		t.Errorf("the metered callback left %d points", points)
+	}
+}
+
+// meteredAllocs is TestMetricsAllocs's limit, with no margin: the
+// operation and the test's endpoint context.
+const meteredAllocs = 2

@@ -46,7 +46,7 @@ type federation struct {
 
 func newFederation(t *testing.T) *federation {
 	t.Helper()
-	k, c, err := samlidp.NewKeyPair("Test Federation", time.Now().Add(-time.Hour))
+	k, c, err := lentKeyPair(t, "Test Federation", time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestSAMLFederationExpiredAggregate(t *testing.T) {
 // configuration.
 func federationCertPEM(t *testing.T) string {
 	t.Helper()
-	_, c, err := samlidp.NewKeyPair("Test Federation", time.Now())
+	_, c, err := lentKeyPair(t, "Test Federation", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -14,6 +16,7 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -29,6 +32,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
@@ -63,42 +67,67 @@ func newSAMLIdP(t *testing.T) *samlidp.IdP {
 	return idp
 }
 
-// idpKeys lends the fake IdPs of this package's tests their key pairs,
-// since a 2048-bit RSA key costs 0.1 to 0.5 CPU-seconds to generate and
-// the package makes some sixty IdPs (a quarter of its CPU time went to
-// generating keys). Each IdP of one top-level test gets a pair of its
-// own; the n-th IdP of each test gets the same pair as the n-th of every
-// other, which no test can see, since each has IdPs and apps of its own.
-var idpKeys struct {
+// testKeys lends this package's tests their RSA keys (the fake IdPs', the
+// SP's, those of dated certificates), since a 2048-bit key costs 0.1 to
+// 0.5 CPU-seconds to generate and the package used some seventy (a
+// quarter of its CPU time went to generating keys): each key a top-level
+// test asks for is one of internal/testkeys' that no other key of that
+// test is, and a new one past those. Tests share keys, which none can
+// see, since each has IdPs and apps of its own.
+var testKeys struct {
 	sync.Mutex
-	pairs []idpKey
-	made  map[string]int // IdPs made so far, by top-level test
+	lent map[string]int // keys lent so far, by top-level test
 }
 
-type idpKey struct {
-	key  *rsa.PrivateKey
-	cert *x509.Certificate
-}
-
-// idpKeyPair is the key pair for the next IdP that t makes.
-func idpKeyPair(t *testing.T) (*rsa.PrivateKey, *x509.Certificate) {
+// testRSAKey is the next key of t's top-level test.
+func testRSAKey(t *testing.T) *rsa.PrivateKey {
 	t.Helper()
 	test, _, _ := strings.Cut(t.Name(), "/")
-	idpKeys.Lock()
-	defer idpKeys.Unlock()
-	if idpKeys.made == nil {
-		idpKeys.made = map[string]int{}
+	testKeys.Lock()
+	if testKeys.lent == nil {
+		testKeys.lent = map[string]int{}
 	}
-	n := idpKeys.made[test]
-	idpKeys.made[test]++
-	for len(idpKeys.pairs) <= n {
-		key, cert, err := samlidp.NewKeyPair("Fake SAML IdP", time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		idpKeys.pairs = append(idpKeys.pairs, idpKey{key, cert})
+	n := testKeys.lent[test]
+	testKeys.lent[test]++
+	testKeys.Unlock()
+	if n < testkeys.N {
+		return testkeys.RSA(n)
 	}
-	return idpKeys.pairs[n].key, idpKeys.pairs[n].cert
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// testKeyPair is the next key of t's top-level test with a self-signed
+// certificate named cn, valid from notBefore to notAfter.
+func testKeyPair(t *testing.T, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	key := testRSAKey(t)
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert
+}
+
+// idpKeyPair is the key pair for the next IdP that t makes, as
+// samlidp.NewKeyPair makes them.
+func idpKeyPair(t *testing.T) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	now := time.Now()
+	return testKeyPair(t, "Fake SAML IdP", now.Add(-time.Hour), now.AddDate(10, 0, 0))
 }
 
 // newSAMLApp mounts extauth with SAML configured for idp, registers the
@@ -265,7 +294,7 @@ func TestSAMLSignInThroughRoutes(t *testing.T) {
 func TestSAMLTamperThroughCallbackRoute(t *testing.T) {
 	idp := newSAMLIdP(t)
 	a := newSAMLApp(t, idp, nil)
-	attackerKey, attackerCert, err := samlidp.NewKeyPair("attacker", time.Now())
+	attackerKey, attackerCert, err := lentKeyPair(t, "attacker", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,10 +550,8 @@ func TestSAMLSingleLogoutRoute(t *testing.T) {
 
 func spKeyPair(t *testing.T) (certPEM, keyPEM string) {
 	t.Helper()
-	key, cert, err := samlidp.NewKeyPair("extauth test SP", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	now := time.Now()
+	key, cert := testKeyPair(t, "extauth test SP", now.Add(-time.Hour), now.AddDate(10, 0, 0))
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -988,7 +1015,7 @@ func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
 // idp_metadata_certificate the app signs in against signed metadata only.
 func TestSAMLSignedIdPMetadata(t *testing.T) {
 	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
-	mdKey, mdCert, err := samlidp.NewKeyPair("federation metadata signer", time.Now())
+	mdKey, mdCert, err := lentKeyPair(t, "federation metadata signer", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1054,4 +1081,11 @@ func TestSAMLMetadataFollowsRedirect(t *testing.T) {
 	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign-in with moved metadata: %d %s", resp.StatusCode, resp.Body)
 	}
+}
+
+// lentKeyPair is samlidp.NewKeyPair with a key of testRSAKey's.
+func lentKeyPair(t *testing.T, cn string, now time.Time) (*rsa.PrivateKey, *x509.Certificate, error) {
+	t.Helper()
+	key, cert := testKeyPair(t, cn, now.Add(-time.Hour), now.AddDate(10, 0, 0))
+	return key, cert, nil
 }

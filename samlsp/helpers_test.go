@@ -25,6 +25,7 @@ import (
 	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/store"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -33,7 +34,8 @@ const (
 	testACS      = "https://app.example.test/users/auth/saml/callback"
 )
 
-// Keys are slow to generate; tests share a few, made once per test binary.
+// Keys are slow to generate; tests share a few of internal/testkeys', with
+// certificates made once per test binary.
 var (
 	keysOnce sync.Once
 	keyPairs [3]struct {
@@ -46,7 +48,7 @@ func testKey(t testing.TB, i int) (*rsa.PrivateKey, *x509.Certificate) {
 	t.Helper()
 	keysOnce.Do(func() {
 		for j := range keyPairs {
-			k, c, err := samlidp.NewKeyPair("extauth test", time.Now())
+			k, c, err := testkeys.Pair(j, "extauth test", time.Now())
 			if err != nil {
 				panic(err)
 			}

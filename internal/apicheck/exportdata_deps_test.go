@@ -40,6 +40,7 @@ import (
 	_ "github.com/extauth/extauth/internal/spelling"
 	_ "github.com/extauth/extauth/internal/store"
 	_ "github.com/extauth/extauth/internal/telemetry"
+	_ "github.com/extauth/extauth/internal/testkeys"
 	_ "github.com/extauth/extauth/interop"
 	_ "github.com/extauth/extauth/providers"
 	_ "github.com/extauth/extauth/samlsp"

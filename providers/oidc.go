@@ -183,6 +183,41 @@ type OIDCOptions struct {
 	// token may be, beyond ClockSkew; default 5 min. Its jti is remembered
 	// for that long, so a replay inside the window is refused too.
 	LogoutTokenMaxAge time.Duration
+
+	// Preset shapes the client for one provider as organisations deploy
+	// it (preset): OIDCPresetEntra, OIDCPresetOkta, OIDCPresetAuth0 or
+	// OIDCPresetGoogleWorkspace, whose doc comments say what each
+	// implies; OIDCConfig.PresetRules lists it.
+	Preset string
+	// Tenants are the Entra ID tenants whose users may sign in through a
+	// multi-tenant authority, common or organizations (tenants): their
+	// tenant IDs, "consumers" for personal Microsoft accounts (common
+	// only), or OIDCAnyTenant alone for every tenant. Required for those
+	// authorities; a one-tenant authority admits its own tenant only.
+	Tenants []string
+	// HostedDomain is the Google Workspace domain whose users may sign in
+	// (hosted_domain), or "*" for any Workspace domain: sent as hd and
+	// checked in the ID token's hd claim. Required by
+	// OIDCPresetGoogleWorkspace.
+	HostedDomain string
+	// GroupsClaim and RolesClaim name the ID token claims read into
+	// Identity.Directory's Groups and Roles (groups_claim, roles_claim):
+	// groups and roles with OIDCPresetEntra, groups with OIDCPresetOkta,
+	// a namespaced claim of your Auth0 Action with OIDCPresetAuth0.
+	GroupsClaim string
+	RolesClaim  string
+	// GroupsOverage says what an Entra ID groups overage becomes
+	// (groups_overage): GroupsOverageGraph (the default),
+	// GroupsOverageGraphTransitive or GroupsOverageReport.
+	GroupsOverage string
+	// GraphURL is Microsoft Graph's base URL (graph_url); the discovery
+	// document's msgraph_host (https://graph.microsoft.com in the public
+	// cloud) when empty. Only the access token's own resource should be
+	// named: the token is sent there.
+	GraphURL string
+	// GraphTimeout bounds the resolution of a groups overage, all its
+	// pages together; default DefaultGraphTimeout.
+	GraphTimeout time.Duration
 }
 
 // OIDCConfig registers extauth as a client of an OpenID Connect provider
@@ -262,6 +297,9 @@ type OIDC struct {
 	authParams []oauth2.AuthCodeOption
 	// check runs after the standard ID token checks (search_oauth2's hd).
 	check func(claims *idClaims) error
+	// entra is an Entra ID client's authority and the tenants it admits,
+	// nil without preset entra.
+	entra *entraPolicy
 	// keys are the client's private keys, each of which decrypts: the one
 	// that signs (private_key) first, then the next and the retiring ones
 	// of a rotation.
@@ -303,7 +341,15 @@ type OIDC struct {
 
 // discovered is what discovery yields, immutable once built.
 type discovered struct {
-	issuer      string
+	// issuer is the discovery document's: the configured one, but for
+	// an Entra ID authority (entra).
+	issuer string
+	// entra is an Entra ID discovery document's issuer, whose tenant
+	// each token's tid names; nil for other providers.
+	entra *entraIssuer
+	// graphHost is the discovery document's msgraph_host (Entra ID), ""
+	// when it names none.
+	graphHost   string
 	oauth       oauth2.Config
 	keys        *keySet
 	userInfoURL string
@@ -355,6 +401,10 @@ func settingsOf(name string) settingNames {
 
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
+	if name != "oidc" && c.Options.Preset != "" {
+		return nil, fmt.Errorf("%s: presets are for the oidc provider only", name)
+	}
+	c.Issuer = presetIssuer(c)
 	o := c.profileOptions()
 	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "" || c.OldPrivateKey != "" || c.TLSCertificate != "" || c.TLSKey != "") {
 		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
@@ -481,6 +531,9 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		}
 		s.authParams = append(s.authParams, oauth2.SetAuthURLParam(k, o.AuthParams[k]))
 	}
+	if err := s.applyPreset(); err != nil {
+		return nil, err
+	}
 	s.acrValues = strings.Fields(o.AuthParams["acr_values"])
 	if ma, ok := o.AuthParams["max_age"]; ok {
 		s.maxAge, _ = maxAge(ma) // CheckOIDCConfig has held it to the rule
@@ -535,8 +588,11 @@ func (s *OIDC) Issuer() string { return s.issuer }
 // DisplayName is what people call the provider: Google for Google's
 // issuer, else the host name of the issuer.
 func (s *OIDC) DisplayName() string {
-	if s.issuer == GoogleIssuer {
+	switch {
+	case s.issuer == GoogleIssuer || s.opts.Preset == OIDCPresetGoogleWorkspace:
 		return "Google"
+	case s.opts.Preset == OIDCPresetEntra:
+		return "Microsoft"
 	}
 	return hostName(s.issuer)
 }
@@ -734,6 +790,10 @@ type OIDCDiscovery struct {
 	// authorization responses with (JARM 3).
 	ResponseModes            []string `json:"response_modes_supported"`
 	AuthorizationSigningAlgs []string `json:"authorization_signing_alg_values_supported"`
+	// MSGraphHost is Entra ID's Microsoft Graph host for the cloud the
+	// authority is in (graph.microsoft.com in the public cloud), where a
+	// groups overage is resolved.
+	MSGraphHost string `json:"msgraph_host"`
 }
 
 // fetchDiscovery reads the discovery document and builds a copy from it.
@@ -750,7 +810,20 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, NewError(CodeProviderUnavailable, "the provider's discovery document is malformed", fmt.Errorf("discovery: %w", err))
 	}
-	if doc.Issuer != s.issuer {
+	var entra *entraIssuer
+	if s.entra != nil && doc.Issuer != s.issuer {
+		authority, _ := url.Parse(s.issuer)
+		if entra, err = s.entra.acceptIssuer(doc.Issuer, authority); err != nil {
+			return nil, NewError(CodeMisconfigured, "the provider's issuer is not the configured authority's",
+				fmt.Errorf("discovery at %s names issuer %.200q, which %w", wellKnown, doc.Issuer, err))
+		}
+	} else if s.entra != nil {
+		if entra = s.entra.sameIssuer(doc.Issuer); entra == nil {
+			return nil, NewError(CodeMisconfigured, "the provider's issuer is not the configured authority's",
+				fmt.Errorf("discovery at %s names issuer %.200q, the authority itself, which no Entra ID authority's issuer is", wellKnown, doc.Issuer))
+		}
+	}
+	if doc.Issuer != s.issuer && entra == nil {
 		hint := ""
 		if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(s.issuer, "/") {
 			hint = " (they differ only by a trailing slash)"
@@ -786,7 +859,9 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		keys = old.keys
 	}
 	d := &discovered{
-		issuer: s.issuer,
+		issuer:    doc.Issuer,
+		entra:     entra,
+		graphHost: graphHost(doc.MSGraphHost),
 		oauth: oauth2.Config{
 			ClientID:     s.clientID,
 			ClientSecret: s.clientSecret,
@@ -1191,11 +1266,13 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	// RFC 9207 2.4: the iss parameter is checked before anything else of
 	// the response, error responses included, so a mix-up never reaches
 	// our token endpoint call.
+	issParam := ""
 	if iss, ok := resp["iss"]; ok {
-		if len(iss) != 1 || iss[0] != d.issuer {
+		if len(iss) != 1 || !d.issuerMatches(iss[0]) {
 			return nil, NewError(CodeInvalidResponse, "the authorization response comes from a different issuer",
 				fmt.Errorf("iss parameter %.200q, expected %q", iss, d.issuer))
 		}
+		issParam = iss[0]
 	} else if d.issRequired {
 		return nil, NewError(CodeInvalidResponse, "the authorization response does not name its issuer",
 			errors.New("iss parameter missing although the provider advertises authorization_response_iss_parameter_supported"))
@@ -1227,6 +1304,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err != nil {
 		return nil, err
 	}
+	if issParam != "" && claims.Issuer != issParam {
+		// A multi-tenant issuer: the response named one tenant, the
+		// token another.
+		return nil, idError("issuer %.200q is not the authorization response's (iss %.200q)", claims.Issuer, issParam)
+	}
 	want, err := s.asked(tx)
 	if err != nil {
 		return nil, err
@@ -1241,6 +1323,7 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 		}
 	}
 	id := s.identity(claims, info, tok)
+	id.Directory = s.directory(ctx, d, claims.raw, tok)
 	if key != nil {
 		id.Tokens.DPoPKey = tx.Extra[dpopExtra]
 	}
@@ -1257,6 +1340,9 @@ func (s *OIDC) needUserInfo(c *idClaims) bool {
 // idClaims are the claims of a verified ID token that the identity maps,
 // read from the one decoding of its payload.
 type idClaims struct {
+	// Issuer is the token's iss: the provider's issuer, or with Entra
+	// ID's multi-tenant authorities the issuer of the user's tenant.
+	Issuer            string
 	Subject           string
 	SessionID         string
 	Email             string
@@ -1278,6 +1364,7 @@ type idClaims struct {
 func newIDClaims(t *tokenClaims) *idClaims {
 	m := t.raw
 	return &idClaims{
+		Issuer:    t.issuer,
 		Subject:   t.subject,
 		SessionID: t.sid,
 		Email:     str(m, "email"),
@@ -1451,12 +1538,22 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Id
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
 			IDToken:      c.signed,
-			Issuer:       s.issuer,
+			// The token's own issuer, which renewal, step-up and
+			// logout bind to: with Entra ID's multi-tenant authorities,
+			// the user's tenant's.
+			Issuer: c.Issuer,
 		},
 	}
 	if id.Email == "" {
 		id.Email = str(info, "email")
 		id.EmailVerified = id.Email != "" && isTrue(info["email_verified"])
+	}
+	if s.opts.Preset == OIDCPresetEntra {
+		// Entra ID sends no email_verified; its email claim is editable.
+		id.EmailVerified = id.Email != "" && c.Email != "" && entraEmailVerified(c.raw)
+		if id.NickName == "" {
+			id.NickName = entraNickName(c.raw)
+		}
 	}
 	fill := func(dst *string, keys ...string) {
 		for _, k := range keys {

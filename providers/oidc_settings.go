@@ -272,6 +272,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "%s", why)
 		}
 	}
+	ps = append(ps, checkPreset(c, o)...)
 	return append(ps, checkOptionConfig(&o)...)
 }
 

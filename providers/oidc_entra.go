@@ -151,8 +151,13 @@ type entraIssuer struct {
 // that tenant; for a domain the ID of the tenant it belongs to.
 func (p *entraPolicy) acceptIssuer(doc string, authority *url.URL) (*entraIssuer, error) {
 	u, err := url.Parse(doc)
-	if err != nil || u.Scheme != authority.Scheme || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, errors.New("is not an absolute URL of the authority's scheme")
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, errors.New("is not an absolute URL")
+	}
+	// The v1 issuer names a host that serves nothing; the v2.0 one is the
+	// authority's own.
+	if scheme := map[bool]string{true: authority.Scheme, false: "https"}[p.authority.v2]; u.Scheme != scheme {
+		return nil, fmt.Errorf("is not an %s URL", scheme)
 	}
 	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
 	if p.authority.v2 {

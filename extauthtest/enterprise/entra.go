@@ -108,7 +108,7 @@ type EntraConfig struct {
 // the memberships an overage needs and UserInfo. Login and Graph are
 // http.Handlers to serve at LoginURL and GraphURL.
 type Entra struct {
-	cfg   EntraConfig
+	cfg EntraConfig
 	// users are the accounts by their oidcop.User.ID: "<tenant ID>/<sub>",
 	// since two tenants may issue one sub.
 	users map[string]entraAccount

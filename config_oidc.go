@@ -404,6 +404,15 @@ func (c OIDCConfig) PresetRules() []string {
 	return c.strategyConfig(providers.OIDCOptions{}).PresetRules()
 }
 
+// CheckIssuer returns why the issuer a discovery document names is not one
+// the oidc strategy accepts for this registration (see
+// providers.CheckOIDCIssuer): oidc_issuer exactly, but for the presets
+// whose providers name another (Entra ID's tenant issuers, Auth0's
+// trailing slash). extauth check runs it on the document it fetched.
+func (c OIDCConfig) CheckIssuer(issuer string) error {
+	return providers.CheckOIDCIssuer(c.strategyConfig(providers.OIDCOptions{}), issuer)
+}
+
 // CheckDiscovery returns why this client registration cannot work with a
 // provider whose discovery document is doc: a client_auth_method,
 // algorithm or encryption of oidc_additional_settings the provider does

@@ -810,26 +810,10 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, NewError(CodeProviderUnavailable, "the provider's discovery document is malformed", fmt.Errorf("discovery: %w", err))
 	}
-	var entra *entraIssuer
-	if s.entra != nil && doc.Issuer != s.issuer {
-		authority, _ := url.Parse(s.issuer)
-		if entra, err = s.entra.acceptIssuer(doc.Issuer, authority); err != nil {
-			return nil, NewError(CodeMisconfigured, "the provider's issuer is not the configured authority's",
-				fmt.Errorf("discovery at %s names issuer %.200q, which %w", wellKnown, doc.Issuer, err))
-		}
-	} else if s.entra != nil {
-		if entra = s.entra.sameIssuer(doc.Issuer); entra == nil {
-			return nil, NewError(CodeMisconfigured, "the provider's issuer is not the configured authority's",
-				fmt.Errorf("discovery at %s names issuer %.200q, the authority itself, which no Entra ID authority's issuer is", wellKnown, doc.Issuer))
-		}
-	}
-	if doc.Issuer != s.issuer && entra == nil {
-		hint := ""
-		if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(s.issuer, "/") {
-			hint = " (they differ only by a trailing slash)"
-		}
+	entra, err := discoveryIssuer(s.issuer, s.entra, doc.Issuer)
+	if err != nil {
 		return nil, NewError(CodeMisconfigured, "the provider's issuer differs from the configured one",
-			fmt.Errorf("discovery at %s names issuer %.200q, configured issuer is %q%s: they must match exactly", wellKnown, doc.Issuer, s.issuer, hint))
+			fmt.Errorf("discovery at %s names issuer %.200q, %w", wellKnown, doc.Issuer, err))
 	}
 	for _, ep := range []struct{ name, url string }{
 		{"authorization_endpoint", doc.AuthorizationEndpoint},

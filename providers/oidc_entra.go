@@ -205,6 +205,57 @@ func (p *entraPolicy) sameIssuer(issuer string) *entraIssuer {
 
 func (e *entraIssuer) template() bool { return e.tenant == tenantPlaceholder }
 
+// discoveryIssuer checks the issuer of the configured issuer's discovery
+// document, doc: the configured issuer itself, or for an Entra ID client
+// (entra) the one its authority's document names, which it returns.
+func discoveryIssuer(configured string, entra *entraPolicy, doc string) (*entraIssuer, error) {
+	if entra == nil {
+		if doc == configured {
+			return nil, nil
+		}
+		hint := ""
+		if strings.TrimSuffix(doc, "/") == strings.TrimSuffix(configured, "/") {
+			hint = " (they differ only by a trailing slash)"
+		}
+		return nil, fmt.Errorf("configured issuer is %q%s: they must match exactly", configured, hint)
+	}
+	if doc == configured {
+		if e := entra.sameIssuer(doc); e != nil {
+			return e, nil
+		}
+		return nil, errors.New("the authority itself, which no Entra ID authority's issuer is")
+	}
+	authority, err := url.Parse(configured)
+	if err != nil {
+		return nil, err
+	}
+	e, err := entra.acceptIssuer(doc, authority)
+	if err != nil {
+		return nil, fmt.Errorf("which %w, for the authority %s", err, configured)
+	}
+	return e, nil
+}
+
+// CheckOIDCIssuer returns why the issuer a discovery document names, doc,
+// is not one the oidc strategy accepts for c: c's issuer exactly (with
+// the trailing slash Auth0's tokens carry, under OIDCPresetAuth0), or
+// under OIDCPresetEntra the issuer of the authority's tenant, or the
+// {tenantid} template of a multi-tenant authority. extauth check runs it
+// on the document it fetched, as the strategy does on its first sign-in.
+func CheckOIDCIssuer(c OIDCConfig, doc string) error {
+	issuer := presetIssuer(c)
+	var entra *entraPolicy
+	if c.Options.Preset == OIDCPresetEntra {
+		p, err := newEntraPolicy(issuer, presetOptions(c.Options))
+		if err != nil {
+			return fmt.Errorf("%s %w", settingIssuer, err)
+		}
+		entra = p
+	}
+	_, err := discoveryIssuer(issuer, entra, doc)
+	return err
+}
+
 // forTenant is the issuer of tenant tid's tokens.
 func (e *entraIssuer) forTenant(tid string) string {
 	if !e.template() {
@@ -294,9 +345,9 @@ func (p *entraPolicy) allows(tid string) error {
 		fmt.Errorf("id token: tenant %s is not one of oidc_additional_settings.tenants", tid))
 }
 
-// checkIssuer checks a token's iss: the provider's issuer, or for Entra
+// verifyIssuer checks a token's iss: the provider's issuer, or for Entra
 // ID the issuer of the token's own tenant (entraIssuer.check).
-func (d *discovered) checkIssuer(c *tokenClaims) error {
+func (d *discovered) verifyIssuer(c *tokenClaims) error {
 	switch {
 	case c.issuer == "":
 		return errors.New("no issuer (iss)")

@@ -209,7 +209,9 @@ func checkPreset(c OIDCConfig, o OIDCOptions) []*OIDCSettingError {
 	case OIDCPresetEntra:
 		ps = append(ps, checkEntra(u, o)...)
 	case OIDCPresetOkta:
-		if p := u.Path; p != "" && !oktaCustomPath.MatchString(p) {
+		if u.Path == "/oauth2/v1" {
+			bad(settingIssuer, "is the path of the org authorization server's endpoints, not an issuer: the org authorization server's issuer is https://<your Okta domain> alone")
+		} else if p := u.Path; p != "" && !oktaCustomPath.MatchString(p) {
 			bad(settingIssuer, "is not an Okta issuer: it is https://<your Okta domain> for the org authorization server, "+
 				"or https://<your Okta domain>/oauth2/<authorization server ID> (such as /oauth2/default) for a custom one, "+
 				"with nothing after it (discovery adds /.well-known/openid-configuration itself)")
@@ -298,13 +300,12 @@ func (c OIDCConfig) PresetRules() []string {
 		}
 		add("Tokens.Issuer is the tenant's own issuer: renewal, step-up and logout are bound to the tenant of the sign-in")
 		add("email: Entra ID lets users and administrators edit it, so EmailVerified is true only with the xms_edov optional claim")
-		claims()
-		add("Identity.Directory: the tid claim as TenantID, the wids claim as WIDs")
+		add("Identity.Directory: the tid claim as TenantID, the %s claim as its groups, the %s claim as its roles, the wids claim as WIDs", o.GroupsClaim, o.RolesClaim)
 		switch o.GroupsOverage {
 		case GroupsOverageReport:
 			add("groups overage: reported (Directory.GroupsSource %q), never resolved", GroupsUnresolved)
 		default:
-			where := "Microsoft Graph (the discovery document's msgraph_host)"
+			where := "the discovery document's msgraph_host"
 			if o.GraphURL != "" {
 				where = o.GraphURL
 			}
@@ -312,8 +313,9 @@ func (c OIDCConfig) PresetRules() []string {
 			if o.GroupsOverage == GroupsOverageGraphTransitive {
 				path = "/me/transitiveMemberOf"
 			}
-			add("groups overage: read at %s%s (bounded: %s, %d pages) when the access token's scopes allow it (GroupMember.Read.All, Group.Read.All or Directory.Read.All), otherwise reported (Directory.GroupsSource %q)",
-				where, path, o.GraphTimeout, maxGraphPages, GroupsUnresolved)
+			add("groups overage: Microsoft Graph's %s read at %s, within %s and %d pages, when the access token's scopes allow it "+
+				"(GroupMember.Read.All, Group.Read.All or Directory.Read.All), otherwise reported (Directory.GroupsSource %q)",
+				path, where, o.GraphTimeout, maxGraphPages, GroupsUnresolved)
 		}
 		if o.AuthMethod == AuthMethodPrivateKeyJWT {
 			add("client assertions addressed to the token endpoint (client_assertion_audience: %s), as Entra ID requires", o.AssertionAudience)

@@ -145,7 +145,7 @@ func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, r jwtRu
 		return nil, err
 	}
 
-	if err := d.checkIssuer(c); err != nil {
+	if err := d.verifyIssuer(c); err != nil {
 		return nil, err
 	}
 	if len(c.audience) == 0 {

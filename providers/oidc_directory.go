@@ -2,7 +2,6 @@ package providers
 
 import (
 	"context"
-	"encoding/json"
 
 	"golang.org/x/oauth2"
 )
@@ -119,7 +118,6 @@ func stringList(v any) ([]string, bool) {
 			}
 		}
 		return out, true
-	case json.Number, bool, nil, map[string]any:
 	}
 	return nil, false
 }

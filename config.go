@@ -314,8 +314,13 @@ type OIDCConfig struct {
 }
 
 // Configured reports whether OIDC has its required settings: the client
-// ID, the issuer, and the secret, or private_key_jwt and its key.
+// ID, the issuer, and the secret, or private_key_jwt and its key; in a
+// federation, the provider's entity identifier and the key.
 func (c OIDCConfig) Configured() bool {
+	if c.Additional.Federation != nil {
+		// The client ID is our entity identifier, the key authenticates.
+		return c.Issuer != "" && !c.Additional.PrivateKey.IsZero()
+	}
 	return c.ClientID != "" && c.Issuer != "" && (!c.ClientSecret.IsZero() || c.keyOnly())
 }
 

@@ -113,6 +113,9 @@ type OIDCAdditionalSettings struct {
 	// to the acr values that meet each; it replaces
 	// Options.OIDC.AssuranceLevels.
 	AssuranceLevels map[string][]string
+	// Federation (federation) makes the client a relying party of an
+	// OpenID Federation; nil without one.
+	Federation *OIDCFederationSettings
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -157,7 +160,7 @@ func (s *OIDCAdditionalSettings) oidcPEMs() map[string]func(string) {
 // oidcEntries are the entries of oidc_additional_settings that are not
 // custom, for suggestions.
 var oidcEntries = func() []string {
-	out := []string{"pushed_authorization_requests", "request_object", "dpop", "request_options", "assurance_levels"}
+	out := []string{"pushed_authorization_requests", "request_object", "dpop", "request_options", "assurance_levels", "federation"}
 	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
 		out = append(out, k)
 	}
@@ -175,7 +178,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 	}
 	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
 		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero() &&
-		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 && s.Federation == nil
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -208,6 +211,8 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
 		case "dpop":
 			s.DPoP = l.boolean(OIDC, key, e.val)
+		case "federation":
+			s.Federation = l.oidcFederation(e.val)
 		default:
 			if near := suggest(e.key, oidcEntries, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the provider as an authorization request parameter; did you mean %s.%s?", key, keyOIDCAdditional, near))
@@ -235,7 +240,7 @@ func (l *loader) unusedSecret(c *Config) {
 // than a missing secret.
 func (a OIDCAdditionalSettings) secretNotNeeded() bool {
 	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
-	return a.secretless() ||
+	return a.secretless() || a.Federation != nil ||
 		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
@@ -302,6 +307,7 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		TLSKey:             a.TLSClientKey.Value(),
 		NextTLSCertificate: a.TLSClientCertificateNew,
 		NextTLSKey:         a.TLSClientKeyNew.Value(),
+		Federation:         a.Federation.strategy(),
 		Options:            o,
 	}
 }

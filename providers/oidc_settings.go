@@ -259,6 +259,9 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingMaxAge, "must be a whole number of seconds")
 		}
 	}
+	if c.Federation != nil {
+		needKey("federation")
+	}
 	if c.PrivateKey == "" && len(needers) > 0 {
 		bad(settingPrivateKey, "is missing (%s)", needs(needers))
 	}
@@ -274,6 +277,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "cannot combine none with other values")
 		}
 	}
+	ps = append(ps, checkFederation(c)...)
 	return append(ps, checkOptionConfig(&o)...)
 }
 

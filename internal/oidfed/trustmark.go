@@ -273,3 +273,20 @@ func (r *Resolver) checkStatus(ctx context.Context, raw string, issuer *Statemen
 	}
 	return nil
 }
+
+// VerifySigned verifies a JWS of type typ (a signed key set,
+// jwk-set+jwt) with keys, an exp it has not passed, and returns its
+// payload.
+func VerifySigned(raw, typ string, keys *jose.JSONWebKeySet) ([]byte, error) {
+	s, err := parseSigned(raw, typ, "a "+typ)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.verify(keys, "a "+typ); err != nil {
+		return nil, err
+	}
+	if s.claims.Expires != 0 && !time.Unix(s.claims.Expires, 0).After(time.Now().Add(-DefaultSkew)) {
+		return nil, &Error{Statement: "a " + typ, Rule: "has expired (exp)", Err: ErrExpired}
+	}
+	return s.jws.UnsafePayloadWithoutVerification(), nil
+}

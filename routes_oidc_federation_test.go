@@ -1,0 +1,217 @@
+package extauth_test
+
+import (
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/extauth/extauth"
+	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/internal/oidfed"
+)
+
+// oidfedFed is a trust anchor served on a test server of its own, the
+// OP and our RP its subordinates.
+type oidfedFed struct {
+	ta     *oidfed.Authority
+	taJWKS string
+	// fedKey is our federation key and its PEM.
+	fedKey    oidfed.Key
+	fedKeyPEM string
+	srv       *httptest.Server
+}
+
+const spidRPMark = "https://registry.example.it/openid_relying_party/public"
+
+func newOIDCFederation(t *testing.T) *oidfedFed {
+	t.Helper()
+	f := &oidfedFed{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.StripPrefix("/ta", f.ta).ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	taKey, err := oidfed.NewKey(clientKeys()["EC"][1].priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ta = oidfed.NewAuthority(&oidfed.Entity{ID: f.srv.URL + "/ta", Keys: []oidfed.Key{taKey}})
+	f.ta.TrustMarkIssuers = map[string][]string{spidRPMark: {f.ta.ID}}
+	b, err := json.Marshal(oidfed.JWKS(taKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.taJWKS = string(b)
+	priv := clientKeys()["RSA"][1]
+	if f.fedKey, err = oidfed.NewKey(priv.priv); err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fedKeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	return f
+}
+
+// setup is an OP of the federation that registers clients automatically,
+// and an application whose secrets file names our federation key, the
+// anchor and its JWKS, the trust mark the anchor issued us, and the OP's
+// entity identifier as oidc_issuer: no client ID, no secret.
+func (f *oidfedFed) setup(t *testing.T, entries string) oidcSetup {
+	key := clientKeys()["EC"][0]
+	return oidcSetup{
+		op: func(c *oidcop.Config) {
+			rp := strings.TrimSuffix(c.RedirectURIs[0], "/callback")
+			c.ClientID, c.ClientSecret, c.RedirectURIs = rp, "", nil
+			c.Federation = &oidcop.Federation{AuthorityHints: []string{f.ta.ID},
+				TrustAnchors: []oidcop.TrustAnchor{{EntityID: f.ta.ID, JWKS: *oidfed.JWKS(f.ta.Keys[0])}}}
+			f.ta.Add(rp, oidfed.Subordinate{JWKS: oidfed.JWKS(f.fedKey), EntityTypes: []string{oidfed.TypeRelyingParty}})
+		},
+		config: func(cfg *extauth.Config) {
+			src := fmt.Sprintf(`
+oidc_issuer: %s
+oidc_additional_settings:
+  private_key: |
+%s  federation:
+    federation_key: |
+%s    authority_hints: [%s]
+    trust_anchors:
+      %s: '%s'
+    organization_name: Comune di Esempio
+    contacts: [ops@example.it]
+%s`, cfg.OIDC.Issuer, indent(indent(key.pem)), indent(indent(indent(f.fedKeyPEM))), f.ta.ID, f.ta.ID, f.taJWKS, entries)
+			parsed, err := extauth.ParseConfig([]byte(src))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, src)
+			}
+			*cfg = *parsed
+		},
+	}
+}
+
+// register makes the OP a subordinate of the anchor, once it is built.
+func (f *oidfedFed) register(a *oidcApp) {
+	f.ta.Add(a.OP.Issuer(), oidfed.Subordinate{JWKS: ptr(a.OP.FederationJWKS()), EntityTypes: []string{oidfed.TypeOpenIDProvider}})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestOIDCFederationAutomaticRegistration is issue 43's sign-in: a
+// secrets file naming our federation key, a trust anchor and the OP's
+// entity identifier signs in at an OP that knows nothing of us but our
+// entity identifier: it resolves our trust chain from our entity
+// configuration, verifies our signed request object and private_key_jwt
+// assertion with the keys of our resolved metadata.
+func TestOIDCFederationAutomaticRegistration(t *testing.T) {
+	f := newOIDCFederation(t)
+	a := newOIDCApp(t, f.setup(t, ""))
+	f.register(a)
+	resp := a.signIn(t)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
+	}
+	rp := a.URL + "/users/auth/oidc"
+	front := a.OP.LastAuthorizeQuery()
+	if front.Get("client_id") != rp || front.Get("request") == "" {
+		t.Fatalf("authorization request %v: want client_id our entity identifier and a request object", front)
+	}
+	ro := jwtClaims(t, front.Get("request"))
+	if ro["iss"] != rp || ro["aud"] != a.OP.Issuer() || ro["sub"] != nil || ro["jti"] == nil {
+		t.Fatalf("request object claims %v", ro)
+	}
+	for _, as := range a.OP.Assertions() {
+		if as.Claims["iss"] != rp || as.Claims["sub"] != rp {
+			t.Fatalf("assertion %v", as.Claims)
+		}
+	}
+	if id := a.identities()[0]; id.Provider != "oidc" || id.UID == "" {
+		t.Fatalf("identity %+v", id)
+	}
+}
+
+// Our entity configuration: served under the oidc routes with its media
+// type, self-signed with the federation key (never the client's), with
+// the openid_relying_party metadata an OP registers us by.
+func TestOIDCFederationEntityConfiguration(t *testing.T) {
+	f := newOIDCFederation(t)
+	a := newOIDCApp(t, f.setup(t, ""))
+	rp := a.URL + "/users/auth/oidc"
+	resp, err := http.Get(rp + "/.well-known/openid-federation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/entity-statement+jwt" ||
+		!strings.HasPrefix(resp.Header.Get("Cache-Control"), "public, max-age=") {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	st, err := oidfed.Parse(string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Check(time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Verify(oidfed.JWKS(f.fedKey)); err != nil {
+		t.Fatalf("not signed by the federation key: %v", err)
+	}
+	if st.Issuer != rp || st.Subject != rp || len(st.AuthorityHints) != 1 || st.AuthorityHints[0] != f.ta.ID {
+		t.Fatalf("statement %+v", st)
+	}
+	md := st.Metadata[oidfed.TypeRelyingParty]
+	if md["token_endpoint_auth_method"] != "private_key_jwt" || fmt.Sprint(md["redirect_uris"]) != "["+rp+"/callback]" ||
+		fmt.Sprint(md["client_registration_types"]) != "[automatic]" || md["client_name"] != "Comune di Esempio" {
+		t.Fatalf("openid_relying_party metadata %v", md)
+	}
+	keys := md["jwks"].(map[string]any)["keys"].([]any)
+	uses := map[any]bool{}
+	for _, k := range keys {
+		km := k.(map[string]any)
+		uses[km["use"]] = true
+		if km["kid"] == f.fedKey.KeyID || km["d"] != nil {
+			t.Fatalf("the client's key set holds %v", km)
+		}
+	}
+	if !uses["sig"] || !uses["enc"] {
+		t.Fatalf("the client's keys lack a sig or an enc key: %v", keys)
+	}
+	if post, _ := http.Post(rp+"/.well-known/openid-federation", "text/plain", nil); post.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("POST answered %d", post.StatusCode)
+	}
+}
+
+// A sign-in is refused when the OP's chain is not valid: here the anchor
+// vouches for another key of the OP's.
+func TestOIDCFederationUntrustedOP(t *testing.T) {
+	f := newOIDCFederation(t)
+	a := newOIDCApp(t, f.setup(t, ""))
+	f.ta.Add(a.OP.Issuer(), oidfed.Subordinate{JWKS: oidfed.JWKS(f.fedKey)})
+	resp := a.signIn(t)
+	if resp.StatusCode != http.StatusServiceUnavailable || a.OP.Hits(oidcop.Authorize) != 0 {
+		t.Fatalf("got %d, %d authorization requests", resp.StatusCode, a.OP.Hits(oidcop.Authorize))
+	}
+	if logs := a.Logs.String(); !strings.Contains(logs, "is signed by a key its issuer's keys do not hold") {
+		t.Fatalf("the log does not say which statement failed which rule:\n%s", logs)
+	}
+}
+
+// The OP resolves our chain: when the anchor vouches for another key of
+// ours, it refuses the authorization request, whatever we sign.
+func TestOIDCFederationOPResolvesOurChain(t *testing.T) {
+	f := newOIDCFederation(t)
+	a := newOIDCApp(t, f.setup(t, ""))
+	f.register(a)
+	f.ta.Add(a.URL+"/users/auth/oidc", oidfed.Subordinate{JWKS: oidfed.JWKS(f.ta.Keys[0])})
+	resp := a.signIn(t)
+	if resp.StatusCode == http.StatusOK || !strings.Contains(resp.Body, "no valid trust chain") {
+		t.Fatalf("got %d %q: the OP accepted a client whose chain does not verify", resp.StatusCode, resp.Body)
+	}
+}

@@ -409,7 +409,7 @@ type OIDCChainTrustMark struct {
 // OIDCMetadataChange is a metadata parameter whose resolved value differs
 // from the one the provider published (nil where absent).
 type OIDCMetadataChange struct {
-	Parameter          string
+	Parameter           string
 	Published, Resolved any
 }
 

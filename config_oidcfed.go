@@ -1,9 +1,13 @@
 package extauth
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -172,4 +176,27 @@ func (f *OIDCFederationSettings) strategy() *providers.OIDCFederation {
 		OrganizationName: f.OrganizationName, Contacts: slices.Clone(f.Contacts), HomepageURI: f.HomepageURI, LogoURI: f.LogoURI,
 		PolicyURI: f.PolicyURI, ConfigurationLifetime: f.ConfigurationLifetime,
 	}
+}
+
+// TrustChain resolves the trust chain of the provider (oidc_issuer, its
+// entity identifier) as the oidc strategy of an application at baseURL
+// would, with client, and returns it with our entity configuration as the
+// application serves it: extauth check prints both. It needs
+// oidc_additional_settings.federation.
+func (c OIDCConfig) TrustChain(ctx context.Context, baseURL string, client *http.Client) (*providers.OIDCTrustChain, string, error) {
+	if c.Additional.Federation == nil {
+		return nil, "", errors.New("oidc_additional_settings.federation is not set")
+	}
+	s, err := providers.NewOIDC(c.strategyConfig(providers.OIDCOptions{}), providers.Env{
+		CallbackURL: strings.TrimSuffix(baseURL, "/") + "/users/auth/oidc/callback", HTTPClient: client})
+	if err != nil {
+		return nil, "", err
+	}
+	defer s.Close()
+	ec, err := s.EntityConfiguration()
+	if err != nil {
+		return nil, "", err
+	}
+	chain, err := s.TrustChain(ctx)
+	return chain, ec, err
 }

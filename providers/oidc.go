@@ -289,6 +289,10 @@ type OIDC struct {
 	// authentication (OIDC Core 3.1.2.1); maxAge < 0 when it asks nothing.
 	acrValues []string
 	maxAge    time.Duration
+	// userInfoClaims: the claims parameter asks for UserInfo claims (OIDC
+	// Core 5.5), which only UserInfo answers, as SPID and CIE providers
+	// release attributes.
+	userInfoClaims bool
 
 	// fed is the federation state, nil without one.
 	fed *federation
@@ -503,6 +507,8 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		s.authParams = append(s.authParams, oauth2.SetAuthURLParam(k, o.AuthParams[k]))
 	}
 	s.acrValues = strings.Fields(o.AuthParams["acr_values"])
+	var claims map[string]json.RawMessage
+	s.userInfoClaims = json.Unmarshal([]byte(o.AuthParams["claims"]), &claims) == nil && claims["userinfo"] != nil
 	if ma, ok := o.AuthParams["max_age"]; ok {
 		n, _ := strconv.ParseInt(ma, 10, 64)
 		s.maxAge = time.Duration(n) * time.Second
@@ -1276,7 +1282,7 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 // needUserInfo reports whether the ID token lacks a claim that a requested
 // scope should have brought: some providers put those in UserInfo only.
 func (s *OIDC) needUserInfo(c *idClaims) bool {
-	return (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
+	return s.userInfoClaims || (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
 		(c.Name == "" && slices.Contains(s.scopes, oidc.ScopeProfile))
 }
 

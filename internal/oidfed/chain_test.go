@@ -504,3 +504,34 @@ func TestResolveShared(t *testing.T) {
 		t.Fatalf("the OP's configuration was fetched %d times", n)
 	}
 }
+
+// Italy's SPID and CIE anchors put their subordinates' trust marks in the
+// statements about them: such a chain resolves, and those marks count for
+// nothing (only the subject's own configuration's do).
+func TestSubordinateTrustMarksIgnored(t *testing.T) {
+	f := newTestFed(t)
+	const mark = "https://registry.example/op"
+	f.ta.TrustMarkIssuers = map[string][]string{mark: {f.id("/ta")}}
+	f.resolve.RequiredTrustMarks = []string{mark}
+	ref, err := f.ta.IssueTrustMark(mark, f.id("/ia"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := Sign(f.taKey, TypEntityStatement, map[string]any{"iss": f.id("/ta"), "sub": f.id("/ia"), "iat": f.now.Unix(),
+		"exp": f.now.Add(time.Hour).Unix(), "jwks": JWKS(f.ia.Keys...), "trust_marks": []TrustMarkRef{ref}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.serve("/ta", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fetch" {
+			writeStatement(w, raw, 0)
+			return
+		}
+		f.ta.ServeHTTP(w, r)
+	}), false)
+	f.wantRefused(t, "lacks the required trust mark "+mark)
+	f.resolve.RequiredTrustMarks = nil
+	if _, err := f.resolveOP(t); err != nil {
+		t.Fatal(err)
+	}
+}

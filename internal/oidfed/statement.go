@@ -273,8 +273,15 @@ func (s *Statement) Check(now time.Time, skew time.Duration) error {
 				return bad("has a trust_marks entry without trust_mark_type or trust_mark", nil)
 			}
 		}
-	} else if s.AuthorityHints != nil || s.TrustMarks != nil || s.TrustMarkIssuers != nil || s.TrustMarkOwners != nil {
-		return bad("is a subordinate statement: authority_hints, trust_marks and trust_mark_issuers belong in entity configurations", nil)
+	} else {
+		if s.AuthorityHints != nil || s.TrustMarkIssuers != nil || s.TrustMarkOwners != nil {
+			return bad("is a subordinate statement: authority_hints, trust_mark_issuers and trust_mark_owners belong in entity configurations", nil)
+		}
+		// Italy's SPID and CIE anchors put their subordinates' trust marks
+		// in the statements about them, as drafts before the final
+		// specification allowed; they are ignored, never trusted: a
+		// subject's marks are read from its own configuration.
+		s.TrustMarks = nil
 	}
 	for typ, md := range s.Metadata {
 		for name, v := range md {

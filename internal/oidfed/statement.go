@@ -257,9 +257,13 @@ func (s *Statement) Check(now time.Time, skew time.Duration) error {
 		}
 	}
 	if s.IsConfiguration() {
-		if s.MetadataPolicy != nil || s.Constraints != nil || s.MetadataPolicyCrit != nil || s.SourceEndpoint != "" {
-			return bad("is an entity configuration: metadata_policy, metadata_policy_crit, constraints and source_endpoint belong in subordinate statements", nil)
+		if s.MetadataPolicy != nil || s.MetadataPolicyCrit != nil || s.SourceEndpoint != "" {
+			return bad("is an entity configuration: metadata_policy, metadata_policy_crit and source_endpoint belong in subordinate statements", nil)
 		}
+		// SPID and CIE anchors state their max_path_length in their own
+		// configuration (spid-cie-oidc reads it there): ignored, since
+		// constraints bind only in the statements about subordinates.
+		s.Constraints = nil
 		for _, h := range s.AuthorityHints {
 			if err := CheckEntityID(h); err != nil {
 				return bad("names an invalid authority hint", err)

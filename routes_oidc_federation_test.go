@@ -215,3 +215,24 @@ func TestOIDCFederationOPResolvesOurChain(t *testing.T) {
 		t.Fatalf("got %d %q: the OP accepted a client whose chain does not verify", resp.StatusCode, resp.Body)
 	}
 }
+
+// The metrics of a federated provider: its trust chain's resolution is
+// the document gauges' "trust_chain", and the time left until its
+// earliest exp a gauge of its own.
+func TestOIDCFederationMetrics(t *testing.T) {
+	f := newOIDCFederation(t)
+	k := newOtelKit(t)
+	s := f.setup(t, "")
+	s.opts = k.options
+	a := newOIDCApp(t, s)
+	f.register(a)
+	if resp := a.signIn(t); resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
+	}
+	k.point(t, "extauth.document.age", map[string]string{"provider": "oidc", "tenant": "", "document": "trust_chain"})
+	p := k.point(t, "extauth.trust_chain.expiry", map[string]string{"provider": "oidc", "tenant": ""})
+	// The OP's configuration, the shortest-lived statement, lasts an hour.
+	if p.value <= 0 || p.value > time.Hour.Seconds() {
+		t.Fatalf("trust chain expiry in %v s", p.value)
+	}
+}

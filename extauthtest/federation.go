@@ -78,6 +78,9 @@ func StartFederation(baseURL string, o FederationOptions) (*Federation, error) {
 		prefix = "/users/auth/"
 	}
 	rp := strings.TrimSuffix(baseURL, "/") + "/" + strings.Trim(prefix, "/") + "/oidc"
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: localhostTransport()}
+	}
 	f := &Federation{TrustAnchor: base + "/anchor", Intermediate: base + "/intermediate", ln: ln}
 	keys := make([]oidfed.Key, 3)
 	var fedKeyPEM string

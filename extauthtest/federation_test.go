@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,35 @@ func TestFederationRefusesAnotherKey(t *testing.T) {
 	}
 	if fed.OP.Hits(oidcop.Authorize) != 1 {
 		t.Fatalf("%d authorization requests", fed.OP.Hits(oidcop.Authorize))
+	}
+}
+
+// Each tenant is a relying party of its own: its entity identifier is
+// under its host, where its entity configuration is served, and it signs
+// in at its own federation's OP.
+func TestFederationTenants(t *testing.T) {
+	feds := map[string]*extauthtest.Federation{}
+	a := newApp(t, func(base string) *extauth.Config {
+		u, _ := url.Parse(base)
+		cfg := &extauth.Config{Tenants: map[string]*extauth.Config{}}
+		for _, tenant := range []string{"city-a", "city-b"} {
+			feds[tenant] = extauthtest.NewFederation(t, "http://"+tenant+".localhost:"+u.Port(), extauthtest.FederationOptions{})
+			cfg.Tenants[tenant] = feds[tenant].Config()
+		}
+		return cfg
+	}, func(o *extauth.Options) {
+		o.BaseURL = strings.Replace(o.BaseURL, "127.0.0.1", "localhost", 1)
+		o.TenantOf = extauth.SubdomainTenants("localhost")
+	})
+	u, _ := url.Parse(a.URL)
+	for _, tenant := range []string{"city-a", "city-b"} {
+		site := "http://" + tenant + ".localhost:" + u.Port()
+		page := extauthtest.NewBrowser(t).Post(site+"/users/auth/oidc", url.Values{"return_to": {"/after"}})
+		if page.URL.Path != "/after" {
+			t.Fatalf("%s: ended at %s (%d): %s, failure %v", tenant, page.URL, page.StatusCode, page.Body, a.lastFailure())
+		}
+		if got := feds[tenant].OP.LastAuthorizeQuery().Get("client_id"); got != site+"/users/auth/oidc" {
+			t.Fatalf("%s: client_id %q", tenant, got)
+		}
 	}
 }

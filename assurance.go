@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/extauth/extauth/internal/pages"
 	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
@@ -161,10 +162,7 @@ func (a *Auth) StepUp(w http.ResponseWriter, r *http.Request, id *Identity, need
 	h.Set("Cache-Control", "no-store")
 	h.Set("WWW-Authenticate", stepUpChallenge(values, need.MaxAge))
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.Contains(r.Header.Get("Accept"), "text/html") {
-		site := r.Header.Get("Sec-Fetch-Site")
-		writePostForm(w, http.StatusUnauthorized, postForm{Title: "Sign in again",
-			Prompt: "This page needs you to sign in again with " + id.Provider + ".", Button: "Continue",
-			Action: action, Fields: fieldsOf(fields), Auto: site == "same-origin" || site == "none"})
+		a.writeStepUpPage(w, r, st, id, need, action, fields)
 		return
 	}
 	writeJSON(w, http.StatusUnauthorized, map[string]any{
@@ -173,6 +171,31 @@ func (a *Auth) StepUp(w http.ResponseWriter, r *http.Request, id *Identity, need
 		"post_to":           action,
 		"form":              fields,
 	})
+}
+
+// writeStepUpPage answers a browser's navigation with the step-up page:
+// why it needs a new sign-in, and the form that starts it, which submits
+// itself when the navigation came from this site (or the address bar) and
+// waits for a click otherwise, so that a link from another site cannot
+// start a sign-in unseen. The form posts to this site: the page's
+// referrer policy lets the browser send its Origin.
+func (a *Auth) writeStepUpPage(w http.ResponseWriter, r *http.Request, st *site, id *Identity, need Assurance, action string, fields url.Values) {
+	p := a.printer(r)
+	name := a.providerName(st, id.Provider, p)
+	todo := p.T("stepup.action", "provider", name)
+	if idp := fields.Get("idp"); idp != "" {
+		todo = p.T("stepup.action_at", "provider", name, "idp", a.idpName(r.Context(), st, id.Provider, idp, p))
+	}
+	fetchSite := r.Header.Get("Sec-Fetch-Site")
+	auto := fetchSite == "same-origin" || fetchSite == "none"
+	notes := []string{todo}
+	if auto {
+		notes = append(notes, p.T("stepup.auto", "provider", name))
+	}
+	p.Write(w, pages.Page{Kind: "step_up", Status: http.StatusUnauthorized, Title: p.T("stepup.title"),
+		Lead: stepUpReason(p, need.Level, need.MaxAge), Notes: notes,
+		Form: &pages.Form{Action: action, Fields: pageFields(fields), Button: p.T("stepup.button", "provider", name), Auto: auto},
+		Back: &pages.Link{URL: home(st, p).URL, Label: p.T("stepup.back")}, Referrer: pages.SameOrigin})
 }
 
 type errStepUp string

@@ -106,6 +106,13 @@ func (f *federation) certPEM() string {
 // registers its SP metadata with both IdPs.
 func (f *federation) start(edit func(*extauth.Config, *extauth.Options)) *samlApp {
 	f.t.Helper()
+	return f.startMounted(edit, nil)
+}
+
+// startMounted is start with mount, when not nil, adding the host's own
+// routes beside extauth's.
+func (f *federation) startMounted(edit func(*extauth.Config, *extauth.Options), mount func(*http.ServeMux, *extauth.Auth)) *samlApp {
+	f.t.Helper()
 	a := &samlApp{t: f.t, IdP: f.A, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
 	srv := harness.Serve(f.t, func(base string) http.Handler {
 		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, Additional: extauth.SAMLAdditionalSettings{
@@ -122,6 +129,9 @@ func (f *federation) start(edit func(*extauth.Config, *extauth.Options)) *samlAp
 		a.Auth = auth
 		mux := http.NewServeMux()
 		auth.Mount(mux)
+		if mount != nil {
+			mount(mux, auth)
+		}
 		return mux
 	})
 	a.URL = srv.URL

@@ -79,7 +79,7 @@ func StartFederation(baseURL string, o FederationOptions) (*Federation, error) {
 	}
 	rp := strings.TrimSuffix(baseURL, "/") + "/" + strings.Trim(prefix, "/") + "/oidc"
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: localhostTransport()}
+		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: (&Browser{}).transport()}
 	}
 	f := &Federation{TrustAnchor: base + "/anchor", Intermediate: base + "/intermediate", ln: ln}
 	keys := make([]oidfed.Key, 3)

@@ -560,6 +560,15 @@ func (s *OIDC) Name() string { return s.name }
 // Issuer returns the configured issuer identifier.
 func (s *OIDC) Issuer() string { return s.issuer }
 
+// DisplayName is what people call the provider: Google for Google's
+// issuer, else the host name of the issuer.
+func (s *OIDC) DisplayName() string {
+	if s.issuer == GoogleIssuer {
+		return "Google"
+	}
+	return hostName(s.issuer)
+}
+
 // Discover fetches the discovery document now if it is not cached yet, for
 // hosts that want to warm up or report readiness. It obeys the back-off like
 // a sign-in would.

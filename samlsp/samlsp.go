@@ -599,6 +599,35 @@ func (sp *SP) Close() error {
 // Name returns "saml".
 func (sp *SP) Name() string { return Name }
 
+// DisplayName is what people call the IdP: its organisation's display name
+// from the metadata (English first), else the host name of its entity ID;
+// "" in a federation, whose IdPs each have their own (IdPName), and before
+// the first metadata arrives.
+func (sp *SP) DisplayName() string {
+	if sp.fed != nil || sp.md == nil {
+		return ""
+	}
+	md := sp.md.current()
+	if md == nil || md.entity == nil {
+		return ""
+	}
+	if o := md.entity.Organization; o != nil {
+		names := o.OrganizationDisplayNames
+		for _, n := range names {
+			if strings.HasPrefix(strings.ToLower(n.Lang), "en") && strings.TrimSpace(n.Value) != "" {
+				return strings.TrimSpace(n.Value)
+			}
+		}
+		if len(names) > 0 && strings.TrimSpace(names[0].Value) != "" {
+			return strings.TrimSpace(names[0].Value)
+		}
+	}
+	if u, err := url.Parse(md.entity.EntityID); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return ""
+}
+
 // CrossSiteCallback is true: the IdP returns the browser with a cross-site
 // POST, so the transaction cookie must be SameSite=None on the callback path.
 func (sp *SP) CrossSiteCallback() bool { return true }

@@ -113,6 +113,8 @@ func refusals(t *testing.T) []refusal {
 		{msg: "extauth: Options.BaseURL must be an absolute http(s) URL without user, query or fragment", none: byOptions},
 		{msg: "extauth: Options.TrustedOrigins: %q is not an origin (lowercase scheme://host[:port])", none: byOptions},
 		{msg: "extauth: Options.PathPrefix %q must be a clean path that starts and ends with /", none: byOptions},
+		{msg: "Options.Pages.Messages: %s", none: byOptions},
+		{msg: "Options.Pages.Stylesheet: a stylesheet cannot contain </style", none: byOptions},
 		{msg: "extauth: Options.Slugs[%q] = %q is not a lowercase slug", none: byOptions},
 		{msg: "extauth: Options.Slugs gives %q and %q the same slug %q", none: byOptions},
 		{msg: "extauth: provider %q is mounted twice", none: byOptions + " (Slugs, Extra)"},

@@ -317,9 +317,10 @@ type OIDCConfig struct {
 // ID, the issuer, and the secret, or private_key_jwt and its key; in a
 // federation, the provider's entity identifier and the key.
 func (c OIDCConfig) Configured() bool {
-	if c.Additional.Federation != nil {
-		// The client ID is our entity identifier, the key authenticates.
-		return c.Issuer != "" && !c.Additional.PrivateKey.IsZero()
+	if f := c.Additional.Federation; f != nil {
+		// The client ID is our entity identifier, the key authenticates;
+		// without an issuer, users choose among the federation's providers.
+		return (c.Issuer != "" || c.choosesProvider()) && !c.Additional.PrivateKey.IsZero()
 	}
 	return c.ClientID != "" && c.Issuer != "" && (!c.ClientSecret.IsZero() || c.keyOnly())
 }

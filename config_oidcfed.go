@@ -56,6 +56,19 @@ type OIDCFederationSettings struct {
 	// ConfigurationLifetime (configuration_lifetime) is how long our
 	// entity configuration is valid; a day when zero.
 	ConfigurationLifetime time.Duration
+	// Providers (providers) are the OpenID providers users may choose
+	// when oidc_issuer is left out, by the op field of the sign-in start or
+	// on the discovery page; ListProviders (list_providers) adds those the
+	// trust anchors list.
+	Providers     []string
+	ListProviders bool
+}
+
+// choosesProvider reports whether users choose among the federation's
+// providers: a federation without oidc_issuer, with providers to choose.
+func (c OIDCConfig) choosesProvider() bool {
+	f := c.Additional.Federation
+	return f != nil && c.Issuer == "" && (len(f.Providers) > 0 || f.ListProviders)
 }
 
 const keyOIDCFederation = keyOIDCAdditional + ".federation"
@@ -66,7 +79,8 @@ func (l *loader) oidcFederation(n *yaml.Node) *OIDCFederationSettings {
 	strs := map[string]*string{"entity_id": &f.EntityID, "registration": &f.Registration, "organization_name": &f.OrganizationName,
 		"homepage_uri": &f.HomepageURI, "logo_uri": &f.LogoURI, "policy_uri": &f.PolicyURI}
 	keys := map[string]*Secret{"federation_key": &f.FederationKey, "federation_key_new": &f.FederationKeyNew, "federation_key_old": &f.FederationKeyOld}
-	known := []string{"authority_hints", "trust_anchors", "trust_marks", "required_trust_marks", "trust_mark_status", "contacts", "configuration_lifetime"}
+	known := []string{"authority_hints", "trust_anchors", "trust_marks", "required_trust_marks", "trust_mark_status", "contacts",
+		"configuration_lifetime", "providers", "list_providers"}
 	for k := range strs {
 		known = append(known, k)
 	}
@@ -94,6 +108,10 @@ func (l *loader) oidcFederation(n *yaml.Node) *OIDCFederationSettings {
 			f.Contacts = l.list(OIDC, key, e.val)
 		case "trust_mark_status":
 			f.TrustMarkStatus = l.boolean(OIDC, key, e.val)
+		case "providers":
+			f.Providers = l.words(OIDC, key, e.val)
+		case "list_providers":
+			f.ListProviders = l.boolean(OIDC, key, e.val)
 		case "configuration_lifetime":
 			f.ConfigurationLifetime = l.duration(key, e.val, "must be between 1 minute and 3650 days")
 		case "trust_anchors":
@@ -175,6 +193,7 @@ func (f *OIDCFederationSettings) strategy() *providers.OIDCFederation {
 		RequiredTrustMarks: slices.Clone(f.RequiredTrustMarks), TrustMarkStatus: f.TrustMarkStatus, Registration: f.Registration,
 		OrganizationName: f.OrganizationName, Contacts: slices.Clone(f.Contacts), HomepageURI: f.HomepageURI, LogoURI: f.LogoURI,
 		PolicyURI: f.PolicyURI, ConfigurationLifetime: f.ConfigurationLifetime,
+		Providers: slices.Clone(f.Providers), ListProviders: f.ListProviders,
 	}
 }
 

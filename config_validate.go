@@ -214,6 +214,7 @@ func (c *Config) problems(base *Config) []Problem {
 			switch {
 			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
 				!(f.str == &c.OIDC.ClientID && c.OIDC.Additional.Federation != nil) &&
+				!(f.str == &c.OIDC.Issuer && c.OIDC.choosesProvider()) &&
 				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/oidcop"
+	"github.com/extauth/extauth/internal/harness"
 	"github.com/extauth/extauth/internal/oidfed"
 )
 
@@ -65,7 +67,6 @@ func newOIDCFederation(t *testing.T) *oidfedFed {
 // anchor and its JWKS, the trust mark the anchor issued us, and the OP's
 // entity identifier as oidc_issuer: no client ID, no secret.
 func (f *oidfedFed) setup(t *testing.T, entries string) oidcSetup {
-	key := clientKeys()["EC"][0]
 	return oidcSetup{
 		op: func(c *oidcop.Config) {
 			rp := strings.TrimSuffix(c.RedirectURIs[0], "/callback")
@@ -75,8 +76,21 @@ func (f *oidfedFed) setup(t *testing.T, entries string) oidcSetup {
 			f.ta.Add(rp, oidfed.Subordinate{JWKS: oidfed.JWKS(f.fedKey), EntityTypes: []string{oidfed.TypeRelyingParty}})
 		},
 		config: func(cfg *extauth.Config) {
-			src := fmt.Sprintf(`
-oidc_issuer: %s
+			parsed, err := extauth.ParseConfig([]byte(f.secrets(t, "oidc_issuer: "+cfg.OIDC.Issuer, entries)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			*cfg = *parsed
+		},
+	}
+}
+
+// secrets is the secrets file: head (oidc_issuer), our keys, the anchor,
+// and entries of oidc_additional_settings.federation.
+func (f *oidfedFed) secrets(t *testing.T, head, entries string) string {
+	key := clientKeys()["EC"][0]
+	return fmt.Sprintf(`
+%s
 oidc_additional_settings:
   private_key: |
 %s  federation:
@@ -86,14 +100,7 @@ oidc_additional_settings:
       %s: '%s'
     organization_name: Comune di Esempio
     contacts: [ops@example.it]
-%s`, cfg.OIDC.Issuer, indent(indent(key.pem)), indent(indent(indent(f.fedKeyPEM))), f.ta.ID, f.ta.ID, f.taJWKS, entries)
-			parsed, err := extauth.ParseConfig([]byte(src))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, src)
-			}
-			*cfg = *parsed
-		},
-	}
+%s`, head, indent(indent(key.pem)), indent(indent(indent(f.fedKeyPEM))), f.ta.ID, f.ta.ID, f.taJWKS, entries)
 }
 
 // register makes the OP a subordinate of the anchor, once it is built.
@@ -234,5 +241,90 @@ func TestOIDCFederationMetrics(t *testing.T) {
 	// The OP's configuration, the shortest-lived statement, lasts an hour.
 	if p.value <= 0 || p.value > time.Hour.Seconds() {
 		t.Fatalf("trust chain expiry in %v s", p.value)
+	}
+}
+
+// Without oidc_issuer, users choose among the federation's providers: the
+// op field names one, a start that names none gets the discovery page with
+// each provider's organization_name, a provider not listed is refused
+// before any request, and the sign-in is at the provider chosen.
+func TestOIDCFederationChooseProvider(t *testing.T) {
+	f := newOIDCFederation(t)
+	op2Srv, op2Ptr := opServer(t)
+	var op2 *oidcop.OP
+	s := f.setup(t, "")
+	base := s.op
+	s.op = func(c *oidcop.Config) {
+		base(c)
+		c.Federation.OrganizationName = "Regione Alfa"
+		c2 := *c
+		c2.Issuer = op2Srv.URL + "/op2"
+		fed := *c.Federation
+		fed.OrganizationName = "Regione Beta"
+		c2.Federation = &fed
+		c2.Keys = opKeys()["RS256"][1:2]
+		var err error
+		if op2, err = oidcop.New(c2); err != nil {
+			t.Fatal(err)
+		}
+		op2Ptr.Store(op2)
+	}
+	s.config = func(cfg *extauth.Config) {
+		src := f.secrets(t, "", "    providers: ["+cfg.OIDC.Issuer+", "+op2Srv.URL+"/op2]\n")
+		parsed, err := extauth.ParseConfig([]byte(src))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		*cfg = *parsed
+	}
+	a := newOIDCApp(t, s)
+	f.register(a)
+	f.ta.Add(op2.Issuer(), oidfed.Subordinate{JWKS: ptr(op2.FederationJWKS())})
+
+	b := harness.NewBrowser(t)
+	page := b.Get(a.URL + "/users/auth/oidc")
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, "Regione Alfa") || !strings.Contains(page.Body, "Regione Beta") {
+		t.Fatalf("discovery page %d:\n%s\n%s", page.StatusCode, page.Body, a.Logs)
+	}
+	resp := b.PostForm(a.URL+"/users/auth/oidc", url.Values{"op": {op2.Issuer()}})
+	if resp.StatusCode != http.StatusOK || op2.Hits(oidcop.Authorize) != 1 || a.OP.Hits(oidcop.Authorize) != 0 {
+		t.Fatalf("sign-in at the second provider: %d %s (authorizations %d and %d)\n%s", resp.StatusCode, resp.Body,
+			a.OP.Hits(oidcop.Authorize), op2.Hits(oidcop.Authorize), a.Logs)
+	}
+	if id := a.identities()[0]; id.Tokens.Issuer != op2.Issuer() {
+		t.Fatalf("tokens of %q", id.Tokens.Issuer)
+	}
+	resp = harness.NewBrowser(t).PostForm(a.URL+"/users/auth/oidc", url.Values{"op": {"https://rogue.example/op"}})
+	if resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusBadRequest || len(a.identities()) != 1 {
+		t.Fatalf("an unlisted provider: %d %s", resp.StatusCode, resp.Body)
+	}
+	if !strings.Contains(a.Logs.String(), "not one of the providers users may choose") {
+		t.Fatalf("the log does not say why:\n%s", a.Logs)
+	}
+}
+
+// With list_providers, the providers are those the anchor's list
+// endpoint lists as OpenID providers.
+func TestOIDCFederationListedProviders(t *testing.T) {
+	f := newOIDCFederation(t)
+	s := f.setup(t, "")
+	s.config = func(cfg *extauth.Config) {
+		parsed, err := extauth.ParseConfig([]byte(f.secrets(t, "", "    list_providers: true\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		*cfg = *parsed
+	}
+	a := newOIDCApp(t, s)
+	f.register(a)
+	// Another entity under the anchor that is no OP is not offered.
+	f.ta.Add("https://rp.example/other", oidfed.Subordinate{JWKS: oidfed.JWKS(f.fedKey), EntityTypes: []string{oidfed.TypeRelyingParty}})
+	page := harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc.json")
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, a.OP.Issuer()) || strings.Contains(page.Body, "rp.example") {
+		t.Fatalf("discovery %d: %s\n%s", page.StatusCode, page.Body, a.Logs)
+	}
+	resp := harness.NewBrowser(t).PostForm(a.URL+"/users/auth/oidc", url.Values{"op": {a.OP.Issuer()}})
+	if resp.StatusCode != http.StatusOK || len(a.identities()) != 1 {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
 	}
 }

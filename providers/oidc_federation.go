@@ -67,6 +67,14 @@ type OIDCFederation struct {
 	// ConfigurationLifetime is how long our entity configuration is valid
 	// (configuration_lifetime); a day when zero.
 	ConfigurationLifetime time.Duration
+	// Providers are the OpenID providers (entity identifiers) users may
+	// choose (providers) when OIDCConfig.Issuer is empty: the sign-in
+	// starts at the one the op field names, and a start that names none
+	// gets the discovery page (NewOIDCFederationChooser). ListProviders
+	// (list_providers) adds those each trust anchor's list endpoint
+	// lists, with the first of RequiredTrustMarks when there is one.
+	Providers     []string
+	ListProviders bool
 }
 
 // OIDCTrustAnchor is a trust anchor pinned by its entity identifier and
@@ -105,6 +113,8 @@ const (
 	settingFedTrustMarks    = settingFederation + ".trust_marks"
 	settingFedRegistration  = settingFederation + ".registration"
 	settingFedRequiredMarks = settingFederation + ".required_trust_marks"
+	settingFedProviders     = settingFederation + ".providers"
+	settingFedList          = settingFederation + ".list_providers"
 )
 
 // federation is the oidc strategy's federation state.
@@ -166,6 +176,11 @@ func checkFederation(c OIDCConfig) []*OIDCSettingError {
 	for i, tm := range f.TrustMarks {
 		if tm.Type == "" || tm.TrustMark == "" {
 			bad(fmt.Sprintf("%s[%d]", settingFedTrustMarks, i), "needs trust_mark_type (or id) and trust_mark")
+		}
+	}
+	for i, p := range f.Providers {
+		if err := oidfed.CheckEntityID(p); err != nil {
+			bad(fmt.Sprintf("%s[%d]", settingFedProviders, i), "%s", err.Error())
 		}
 	}
 	switch f.Registration {

@@ -25,7 +25,31 @@ const trustMarkWarning = 30 * 24 * time.Hour
 // entity configuration's statements and trust marks, with a warning
 // before any of them expires.
 func (pr *prober) oidcFederation(ctx context.Context, c extauth.OIDCConfig, baseURL string) {
-	s := pr.r.section("OIDC federation")
+	if f := c.Additional.Federation; c.Issuer == "" && f != nil {
+		// Users choose among the federation's providers: each configured
+		// one is checked; those the anchors list are not known here.
+		if f.ListProviders {
+			pr.r.notes = append(pr.r.notes, "oidc: list_providers: the providers the trust anchors list are checked when users choose them, not here")
+		}
+		for i, op := range f.Providers {
+			if i == maxCheckedProviders {
+				pr.r.notes = append(pr.r.notes, fmt.Sprintf("oidc: %d more providers are not checked", len(f.Providers)-i))
+				break
+			}
+			one := c
+			one.Issuer = op
+			pr.oidcFederationAt(ctx, one, baseURL, "OIDC federation: "+clean(op))
+		}
+		return
+	}
+	pr.oidcFederationAt(ctx, c, baseURL, "OIDC federation")
+}
+
+// maxCheckedProviders bounds the providers of a federation check resolves.
+const maxCheckedProviders = 10
+
+func (pr *prober) oidcFederationAt(ctx context.Context, c extauth.OIDCConfig, baseURL, title string) {
+	s := pr.r.section(title)
 	chain, ec, err := c.TrustChain(ctx, baseURL, pr.client)
 	if ec != "" {
 		pr.ours(s, ec)

@@ -267,7 +267,14 @@ func (s *OIDCFederationChooser) Discover(w http.ResponseWriter, r *http.Request,
 		q = string([]rune(q)[:100])
 	}
 	list := DiscoveryList{Query: q}
-	for _, op := range s.choices(r.Context()) {
+	for i, op := range s.choices(r.Context()) {
+		// Each provider's chain is resolved for the page (then held): a
+		// page offers at most maxDescribed, so that no request resolves
+		// a thousand chains.
+		if i == maxDescribed {
+			list.More = true
+			break
+		}
 		choice, ok := s.describe(r.Context(), op)
 		if !ok {
 			continue
@@ -293,8 +300,12 @@ func (s *OIDCFederationChooser) Discover(w http.ResponseWriter, r *http.Request,
 	return d.Render(list)
 }
 
-// maxChoices is how many providers a page lists.
-const maxChoices = 50
+// maxChoices is how many providers a page lists, maxDescribed how many
+// it considers.
+const (
+	maxChoices   = 50
+	maxDescribed = 200
+)
 
 // describe resolves op's chain and names it from its resolved metadata;
 // ok is false for a provider whose chain does not verify.

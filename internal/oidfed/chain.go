@@ -278,6 +278,13 @@ func (w *walker) up(ec *Statement, below []string) [][]*Statement {
 			w.errs = append(w.errs, &Error{Statement: ec.Describe(), Rule: "has an authority hint that loops", Err: fmt.Errorf("%s is already below it", hint)})
 			continue
 		}
+		// A hint in plain http is followed only from an entity that is
+		// itself on a loopback host over http (development): a remote
+		// statement must not make us fetch from this machine.
+		if err := checkEndpoint(ConfigurationURL(hint), ec.Subject); err != nil {
+			w.errs = append(w.errs, &Error{Statement: ec.Describe(), Rule: "has an unusable authority hint", Err: err})
+			continue
+		}
 		anchor := w.r.anchor(hint)
 		// below holds the subject and each intermediate above it: a
 		// superior that is no anchor adds one more intermediate.

@@ -351,6 +351,28 @@ func TestResolveAttacks(t *testing.T) {
 		f.ta.Add(f.id("/ia"), Subordinate{JWKS: JWKS(f.ia.Keys...), Constraints: &Constraints{AllowedEntityTypes: []string{TypeRelyingParty}}})
 		f.wantRefused(t, "has no openid_provider metadata")
 	})
+	t.Run("hint to this machine from a remote entity", func(t *testing.T) {
+		// An https entity naming a plain-http loopback superior: not
+		// followed, so that a statement cannot make us fetch from here.
+		f := newTestFed(t)
+		f.resolve.Anchors = append(f.resolve.Anchors, Anchor{EntityID: "https://op.example", JWKS: *JWKS(f.op.Keys...)})
+		raw, err := Sign(f.op.Keys[0], TypEntityStatement, map[string]any{"iss": "https://op.example", "sub": "https://op.example",
+			"iat": f.now.Unix(), "exp": f.now.Add(time.Hour).Unix(), "jwks": JWKS(f.op.Keys...), "authority_hints": []string{f.id("/ia")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &walker{r: f.resolve, ctx: context.Background(), ecs: map[string]*Statement{}}
+		ec, err := Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up := w.up(ec, []string{ec.Subject}); len(up) != 0 || len(w.errs) != 1 || !strings.Contains(w.errs[0].Error(), "has an unusable authority hint") {
+			t.Fatalf("chains %d, errors %v", len(up), w.errs)
+		}
+		if f.hits["/ia"].Load() != 0 {
+			t.Fatal("the loopback superior was fetched")
+		}
+	})
 	t.Run("unknown critical claim", func(t *testing.T) {
 		f := newTestFed(t)
 		raw, err := Sign(f.op.Keys[0], TypEntityStatement, map[string]any{"iss": f.id("/op"), "sub": f.id("/op"), "iat": f.now.Unix(),

@@ -137,9 +137,9 @@ func (a *Auth) startForm(st *site, name string, o SignInOptions) (action string,
 		if chooses {
 			switch {
 			case acct == "":
-				return "", nil, fmt.Errorf("extauth: %s: %w: the account does not say which IdP of the federation asserted it (Identity.SAML.IdP): keep the whole Identity with the session", name, errBadOption)
+				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "cannot be the account's: it does not say which IdP of the federation asserted it (Identity.SAML.IdP); keep the whole Identity with the session"})
 			case idp != "" && idp != acct:
-				return "", nil, fmt.Errorf("extauth: %s: %w: IdP is not the IdP that asserted the account", name, errBadOption)
+				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "is not the IdP that asserted the account"})
 			}
 			idp = acct
 		}
@@ -147,7 +147,7 @@ func (a *Auth) startForm(st *site, name string, o SignInOptions) (action string,
 	}
 	if idp != "" {
 		if !chooses {
-			return "", nil, fmt.Errorf("extauth: %s: %w IdP is only for a provider whose users choose their IdP (a SAML federation)", name, errBadOption)
+			return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "is only for a provider whose users choose their IdP (a SAML federation)"})
 		}
 		fields.Set("idp", idp)
 	}
@@ -219,19 +219,28 @@ func (o SignInOptions) fields(s providers.Strategy) url.Values {
 // which ignores the options it does not allow.
 func checkOptions(s providers.Strategy, form url.Values) error {
 	ignored, err := takeOptions(s, form, nil)
-	if err == nil && len(ignored) > 0 {
-		err = fmt.Errorf("%w %s is not allowed for this provider (request_options)", errBadOption, ignored[0])
+	switch {
+	case err != nil:
+		return err
+	case len(ignored) > 0:
+		return &optionError{ignored[0], "is not allowed for this provider (request_options)"}
 	}
-	return err
+	return nil
 }
 
 // optionNames are the form fields of a start request that are sign-in
 // options, read once.
 var optionNames = providers.RequestOptionNames()
 
-// errBadOption is wrapped by the error of a start whose options do not
-// validate.
-var errBadOption = errors.New("sign-in option")
+// optionError is the error of a start whose option name does not
+// validate: why says how, naming no part of the value, and name comes
+// from optionNames, so the user may be shown it.
+type optionError struct{ name, why string }
+
+func (e *optionError) Error() string { return "sign-in option " + e.name + " " + e.why }
+
+// message is what the user is shown.
+func (e *optionError) message() string { return "the sign-in option " + e.name + " is not valid" }
 
 // takeOptions reads the sign-in options of a start request's form: those
 // the provider's configuration allows, validated, into tx (when not nil).
@@ -239,7 +248,7 @@ var errBadOption = errors.New("sign-in option")
 // which the caller ignores; a value that does not validate, an option
 // given twice, a level the provider does not have, or a level beside the
 // values it stands for, is an error naming the option, never its value.
-func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transaction) (ignored []string, err error) {
+func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transaction) (ignored []string, err *optionError) {
 	ot, _ := s.(providers.OptionTaker)
 	var allowed []string
 	asked := false
@@ -257,10 +266,10 @@ func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transactio
 			continue
 		}
 		if len(values) != 1 {
-			return ignored, fmt.Errorf("%w %s is given more than once", errBadOption, name)
+			return ignored, &optionError{name, "is given more than once"}
 		}
 		if err := providers.CheckRequestOption(name, values[0]); err != nil {
-			return ignored, fmt.Errorf("%w %s %v", errBadOption, name, err)
+			return ignored, &optionError{name, err.Error()}
 		}
 		if tx != nil {
 			tx.SetOption(name, values[0])
@@ -268,11 +277,11 @@ func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transactio
 	}
 	if level := form.Get(providers.OptionLevel); level != "" && slices.Contains(allowed, providers.OptionLevel) {
 		if _, ok := ot.AssuranceLevel(level); !ok {
-			return ignored, fmt.Errorf("%w level names no level of the provider's assurance_levels", errBadOption)
+			return ignored, &optionError{providers.OptionLevel, "names no level of the provider's assurance_levels"}
 		}
 		for _, values := range []string{providers.OptionACRValues, providers.OptionAuthnContext} {
 			if form.Get(values) != "" && slices.Contains(allowed, values) {
-				return ignored, fmt.Errorf("%w level cannot be given with %s, which it stands for", errBadOption, values)
+				return ignored, &optionError{providers.OptionLevel, "cannot be given with " + values + ", which it stands for"}
 			}
 		}
 	}
@@ -314,7 +323,7 @@ func (a *Auth) startOptions(r *http.Request, m mount, tx *providers.Transaction)
 		}
 	}
 	if err != nil {
-		return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: "a sign-in option is not valid", Err: err}
+		return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: err.message(), Err: err}
 	}
 	if values := r.Form[accountField]; len(values) > 0 {
 		party, uid, ok := a.openAccount(m.tenant, m.name, values[0])

@@ -28,6 +28,11 @@ type Pages struct {
 	// provider's issuer or of a blog site, a SAML IdP's name from its
 	// metadata; never the slug.
 	ProviderNames map[Provider]string
+	// ProviderName, when set, names provider p on the pages of tenant (""
+	// for the application's own site), for tenants whose providers people
+	// know by names of their own ("Alpha University account"); "" leaves
+	// the name to ProviderNames and the defaults.
+	ProviderName func(tenant string, p Provider) string
 	// Messages add languages to the pages, or change extauth's words: by
 	// BCP 47 language tag, then by message key, as PageMessages lists
 	// them with their text. A language needs only the keys it changes,
@@ -66,6 +71,11 @@ func (a *Auth) printer(r *http.Request) *pages.Printer { return a.pages.For(r) }
 
 // providerName is what the pages call the provider mounted as name on st.
 func (a *Auth) providerName(st *site, name string, p *pages.Printer) string {
+	if f := a.opts.Pages.ProviderName; f != nil && st != nil {
+		if n := f(st.tenant, a.providerOf(name)); n != "" {
+			return n
+		}
+	}
 	if n := a.pageNames[name]; n != "" {
 		return n
 	}
@@ -77,6 +87,16 @@ func (a *Auth) providerName(st *site, name string, p *pages.Printer) string {
 		}
 	}
 	return p.T("provider.generic")
+}
+
+// providerOf is the provider mounted as slug.
+func (a *Auth) providerOf(slug string) Provider {
+	for p, s := range a.slugs {
+		if s == slug {
+			return Provider(p)
+		}
+	}
+	return Provider(slug)
 }
 
 // idpName is what the pages call the IdP entityID of the federation mounted

@@ -185,7 +185,7 @@ func TestCheckOIDCKeyRotation(t *testing.T) {
 			"- oidc: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires",
 		}, []string{"Next step"}},
 		{"a leftover secret", file("oidc_client_secret: LEAK-leftover\n", "private_key", a), []string{
-			"- oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret\n",
+			"- oidc: oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret\n",
 		}, []string{"LEAK"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

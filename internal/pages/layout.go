@@ -9,7 +9,7 @@ import "html/template"
 const style = `:root{color-scheme:light}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
-body{margin:0;background:#f3f5f9;color:#1b2330;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue","DejaVu Sans",Arial,sans-serif}
+body{margin:0;background:#f5f7fa;color:#1b2330;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue","DejaVu Sans",Arial,sans-serif}
 main{max-width:34rem;margin:3rem auto;padding:1.75rem 1.75rem 1.25rem;background:#fff;border:1px solid #d5dbe5;border-radius:12px}
 h1{font-size:1.5rem;line-height:1.25;margin:0 0 .75rem}
 h2{font-size:1rem;margin:1.25rem 0 .5rem}
@@ -53,7 +53,7 @@ var layout = template.Must(template.New("page").Parse(`<!doctype html>
 {{- with .Form}}
 <form method="post" action="{{.Action}}">
 {{- template "fields" .Fields}}
-{{if .Auto}}<noscript>{{end}}<button type="submit" class="primary">{{.Button}}</button>{{if .Auto}}</noscript>{{end}}
+<button type="submit" class="primary">{{.Button}}</button>
 </form>
 {{- end}}
 {{- with .Discovery}}{{template "discovery" .}}{{end}}

@@ -18,10 +18,9 @@ var english = map[string]string{
 	"logout.why":    "Your browser did not say which page sent you here, so this sign-out waits for your click.",
 	"logout.button": "Sign out",
 
-	"redirect.title":    "Signing in with {provider}",
-	"redirect.lead":     "Taking you to {provider} to sign in.",
-	"redirect.noscript": "Your browser runs no script on this page: continue with the button.",
-	"redirect.button":   "Continue to {provider}",
+	"redirect.title":  "Signing in with {provider}",
+	"redirect.lead":   "Taking you to {provider} to sign in.",
+	"redirect.button": "Continue to {provider}",
 
 	"stepup.title":         "Sign in again",
 	"stepup.level_recent":  "This page needs a sign-in at the level \u201c{level}\u201d, made in the last {minutes} minutes.",
@@ -85,10 +84,9 @@ var german = map[string]string{
 	"logout.why":    "Ihr Browser hat nicht angegeben, von welcher Seite Sie kommen. Deshalb wartet diese Abmeldung auf Ihren Klick.",
 	"logout.button": "Abmelden",
 
-	"redirect.title":    "Anmeldung mit {provider}",
-	"redirect.lead":     "Sie werden zur Anmeldung an {provider} weitergeleitet.",
-	"redirect.noscript": "Ihr Browser führt auf dieser Seite kein Skript aus: Fahren Sie mit der Schaltfläche fort.",
-	"redirect.button":   "Weiter zu {provider}",
+	"redirect.title":  "Anmeldung mit {provider}",
+	"redirect.lead":   "Sie werden zur Anmeldung an {provider} weitergeleitet.",
+	"redirect.button": "Weiter zu {provider}",
 
 	"stepup.title":         "Erneut anmelden",
 	"stepup.level_recent":  "Diese Seite erfordert eine Anmeldung auf der Stufe \u201e{level}\u201c, die höchstens {minutes} Minuten zurückliegt.",
@@ -152,10 +150,9 @@ var french = map[string]string{
 	"logout.why":    "Votre navigateur n\u2019a pas indiqué de quelle page vous venez\u202f: cette déconnexion attend donc votre clic.",
 	"logout.button": "Se déconnecter",
 
-	"redirect.title":    "Connexion avec {provider}",
-	"redirect.lead":     "Redirection vers {provider} pour vous connecter.",
-	"redirect.noscript": "Votre navigateur n\u2019exécute pas de script sur cette page\u202f: continuez avec le bouton.",
-	"redirect.button":   "Continuer vers {provider}",
+	"redirect.title":  "Connexion avec {provider}",
+	"redirect.lead":   "Redirection vers {provider} pour vous connecter.",
+	"redirect.button": "Continuer vers {provider}",
 
 	"stepup.title":         "Se connecter à nouveau",
 	"stepup.level_recent":  "Cette page exige une connexion au niveau «\u202f{level}\u202f» datant de moins de {minutes} minutes.",

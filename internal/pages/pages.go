@@ -72,8 +72,9 @@ type Form struct {
 	Fields []Field
 	Button string
 	// Auto submits the form by script, which the page's
-	// Content-Security-Policy allows by its hash and nothing else; the
-	// button shows without script.
+	// Content-Security-Policy allows by its hash and nothing else. The
+	// button shows all the same: for a browser without script, and for
+	// the moment it takes.
 	Auto bool
 }
 

@@ -112,6 +112,9 @@ type OIDCAdditionalSettings struct {
 	// to the acr values that meet each; it replaces
 	// Options.OIDC.AssuranceLevels.
 	AssuranceLevels map[string][]string
+	// Federation (federation) makes the client a relying party of an
+	// OpenID Federation; nil without one.
+	Federation *OIDCFederationSettings
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -161,7 +164,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 	}
 	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
 		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero() &&
-		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 && s.Federation == nil
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -199,6 +202,8 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
 		case "dpop":
 			s.DPoP = l.boolean(OIDC, key, e.val)
+		case "federation":
+			s.Federation = l.oidcFederation(e.val)
 		default:
 			// Warned about, with a suggestion when it looks like a
 			// setting, by the strategy at start-up and by extauth check.
@@ -236,7 +241,7 @@ func profileForbidsOff(profile, entry string) string {
 // than a missing secret.
 func (a OIDCAdditionalSettings) secretNotNeeded() bool {
 	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
-	return a.secretless() ||
+	return a.secretless() || a.Federation != nil ||
 		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
@@ -321,6 +326,7 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		TLSKey:             a.TLSClientKey.Value(),
 		NextTLSCertificate: a.TLSClientCertificateNew,
 		NextTLSKey:         a.TLSClientKeyNew.Value(),
+		Federation:         a.Federation.strategy(),
 		Options:            o,
 	}
 }

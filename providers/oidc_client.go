@@ -630,6 +630,14 @@ func (s *OIDC) requestObject(d *discovered, params url.Values) (string, error) {
 			claims["max_age"] = n
 		}
 	}
+	// The claims parameter is a JSON object (OIDC Core 5.5), in a request
+	// object as one: SPID and CIE providers read it there.
+	if c, ok := claims["claims"].(string); ok {
+		var obj map[string]any
+		if json.Unmarshal([]byte(c), &obj) == nil {
+			claims["claims"] = obj
+		}
+	}
 	claims["iss"] = s.clientID
 	claims["aud"] = d.issuer
 	claims["nbf"] = s.now().Unix()

@@ -17,6 +17,7 @@ var oidcEntries = []string{
 	settingUserInfoEnc, settingMaxAge, settingPrompt, settingDPoP, settingDPoPAlg, settingResponseMode, settingProfile,
 	settingTLSCert, settingTLSKey, settingTLSCertNew, settingTLSKeyNew,
 	OIDCSettingsKey + ".scope", OIDCSettingsKey + ".acr_values", OIDCSettingsKey + ".request_options", OIDCSettingsKey + ".assurance_levels",
+	settingFederation,
 }
 
 // authRequestParams are the authorization request parameters a provider

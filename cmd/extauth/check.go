@@ -292,7 +292,12 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value() + "\x00" + a.PrivateKeyOld.Value()))
 			a.PrivateKey, a.PrivateKeyNew, a.PrivateKeyOld = extauth.Secret{}, extauth.Secret{}, extauth.Secret{}
 			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
-			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
+			if c.Additional.Federation != nil {
+				base := buildBaseURL(t.cfg, t.baseURL)
+				ck.probe(r, key+" "+base, func(pr *prober) { pr.oidcFederation(ctx, c, base) })
+			} else {
+				ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
+			}
 		}
 	}
 	return r

@@ -98,6 +98,9 @@ func (op *OP) jwtMethod() bool {
 // each use, so a key the client rotates in is seen at once; with it, the
 // set read first, until RefreshClientJWKS.
 func (op *OP) clientKeys() (*jose.JSONWebKeySet, error) {
+	if op.fed != nil {
+		return op.fed.clientKeys(op.cfg.ClientID)
+	}
 	if op.cfg.ClientJWKS != nil {
 		return op.cfg.ClientJWKS, nil
 	}
@@ -316,6 +319,10 @@ func (op *OP) requestObjectParams(raw string) (url.Values, error) {
 		return nil, errors.New("request object: nbf missing, in the future, or more than an hour before exp")
 	case claims["iss"] != op.cfg.ClientID:
 		return nil, errors.New("request object: iss is not the client")
+	case op.fed != nil && (claims["sub"] != nil || claims["jti"] == nil):
+		// OpenID Federation 1.0 12.1.1.1: a jti, and no sub, so that the
+		// object cannot pass for a client assertion.
+		return nil, errors.New("request object: a federation's has a jti and no sub")
 	case !audienceHas(claims["aud"], op.cfg.Issuer):
 		return nil, errors.New("request object: aud is not the issuer")
 	case !ok || !op.now().Before(exp):

@@ -18,6 +18,7 @@ package oidcop
 
 import (
 	"cmp"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -47,6 +48,7 @@ import (
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
+	"github.com/extauth/extauth/internal/oidfed"
 )
 
 // Fault is one way the provider misbehaves.
@@ -246,6 +248,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Federation, when set, makes the provider an OpenID Federation OP
+	// that registers its client automatically (see Federation): ClientID
+	// is then the client's entity identifier, and RedirectURIs and the
+	// client's keys come from its trust chain.
+	Federation *Federation
 }
 
 // Endpoint names one of the provider's endpoints, for Hits.
@@ -309,6 +316,8 @@ type OP struct {
 	clientJWKSReads atomic.Int64
 	// answer is the authentication AnswerAt chose.
 	answer Authentication
+	// fed is the provider's federation, nil without one.
+	fed *opFederation
 }
 
 type signingKey struct {
@@ -379,7 +388,12 @@ func New(cfg Config) (*OP, error) {
 		cfg.AuthMethod = "client_secret_basic"
 	}
 	secretless := cfg.AuthMethod == "private_key_jwt" || cfg.AuthMethod == "tls_client_auth" || cfg.AuthMethod == "self_signed_tls_client_auth"
-	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 {
+	if cfg.Federation != nil {
+		// Clients register automatically: their redirect URIs and keys
+		// come from their trust chains.
+		cfg.AuthMethod, cfg.RequireRequestObject, secretless = "private_key_jwt", true, true
+	}
+	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 && cfg.Federation == nil {
 		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
 	}
 	switch cfg.AuthMethod {
@@ -425,7 +439,12 @@ func New(cfg Config) (*OP, error) {
 	op.pushed = expiring.New[*pushedRequest](0, op.now)
 	op.seenJTIs = expiring.New[struct{}](0, op.now)
 	op.proofJTIs = expiring.New[struct{}](0, op.now)
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS} {
+	if cfg.Federation != nil {
+		if op.fed, err = newOPFederation(op, cfg.Federation); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS, EntityConfiguration} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -573,6 +592,13 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/openid-configuration":
 		op.hits[Discovery].Add(1)
 		op.discovery(w, r)
+	case oidfed.WellKnownPath:
+		if op.fed == nil {
+			http.NotFound(w, r)
+			return
+		}
+		op.hits[EntityConfiguration].Add(1)
+		op.serveFederation(w, r)
 	case jwksPath:
 		op.hits[JWKS].Add(1)
 		op.jwks(w, r)
@@ -617,6 +643,14 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "discovery is down", http.StatusServiceUnavailable)
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+	_ = json.NewEncoder(w).Encode(op.discoveryDocument())
+}
+
+// discoveryDocument is the provider's metadata: its discovery document,
+// and in a federation its openid_provider metadata.
+func (op *OP) discoveryDocument() map[string]any {
 	iss := op.cfg.Issuer
 	base := strings.TrimSuffix(iss, "/")
 	tokenPath, jwksPath := op.paths()
@@ -673,9 +707,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["backchannel_logout_session_supported"] = true
 	doc["frontchannel_logout_supported"] = true
 	doc["frontchannel_logout_session_supported"] = true
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
-	_ = json.NewEncoder(w).Encode(doc)
+	return doc
 }
 
 func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
@@ -753,7 +785,15 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		return nil, &requestError{code: "invalid_client", plain: "unknown client"}
 	}
 	redirectURI := q.Get("redirect_uri")
-	if !slices.Contains(op.cfg.RedirectURIs, redirectURI) {
+	registered := op.cfg.RedirectURIs
+	if op.fed != nil {
+		md, err := op.fed.client(context.Background(), op.cfg.ClientID)
+		if err != nil {
+			return nil, &requestError{code: "invalid_client", plain: "the client has no valid trust chain: " + err.Error()}
+		}
+		registered = stringList(md["redirect_uris"])
+	}
+	if !slices.Contains(registered, redirectURI) {
 		return nil, &requestError{code: "invalid_request", plain: "redirect_uri is not registered for this client"}
 	}
 	state := q.Get("state")

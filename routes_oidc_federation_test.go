@@ -291,11 +291,27 @@ func TestOIDCFederationChooseProvider(t *testing.T) {
 		t.Fatalf("sign-in at the second provider: %d %s (authorizations %d and %d)\n%s", resp.StatusCode, resp.Body,
 			a.OP.Hits(oidcop.Authorize), op2.Hits(oidcop.Authorize), a.Logs)
 	}
-	if id := a.identities()[0]; id.Tokens.Issuer != op2.Issuer() {
+	id := a.identities()[0]
+	if id.Tokens.Issuer != op2.Issuer() {
 		t.Fatalf("tokens of %q", id.Tokens.Issuer)
 	}
+	// A step-up of that account starts at the same provider, and at no
+	// other: the sealed account binds its issuer.
+	r := httptest.NewRequest(http.MethodGet, a.URL+"/", nil)
+	action, fields, err := a.Auth.StartForm(r, extauth.OIDC, extauth.SignInOptions{Account: id})
+	if err != nil || fields.Get("idp") != op2.Issuer() {
+		t.Fatalf("step-up form: %v %v", fields, err)
+	}
+	if resp := b.PostForm(a.URL+action, fields); resp.StatusCode != http.StatusOK || op2.Hits(oidcop.Authorize) != 2 || len(a.identities()) != 2 {
+		t.Fatalf("step-up at the session's provider: %d %s\n%s", resp.StatusCode, resp.Body, a.Logs)
+	}
+	fields.Set("idp", a.OP.Issuer())
+	wantCode(t, b.PostForm(a.URL+action, fields), http.StatusForbidden, "access_denied")
+	if a.OP.Hits(oidcop.Authorize) != 0 {
+		t.Errorf("the step-up went to another provider of the federation")
+	}
 	resp = harness.NewBrowser(t).PostForm(a.URL+"/users/auth/oidc", url.Values{"op": {"https://rogue.example/op"}})
-	if resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusBadRequest || len(a.identities()) != 1 {
+	if resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusBadRequest || len(a.identities()) != 2 {
 		t.Fatalf("an unlisted provider: %d %s", resp.StatusCode, resp.Body)
 	}
 	if !strings.Contains(a.Logs.String(), "not one of the providers users may choose") {

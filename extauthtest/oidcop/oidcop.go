@@ -178,6 +178,13 @@ type Config struct {
 	// request object signed with the client's key
 	// (require_signed_request_object).
 	RequireRequestObject bool
+	// EncryptionKeyByAlg picks the client's encryption key as Keycloak
+	// does: among the keys published with use "enc", the first whose
+	// alg is the encryption's algorithm, a key without alg counting as
+	// a signing key of its type (RS256 for RSA, ES256 for EC P-256), so
+	// that one is never picked. Otherwise the provider takes the last
+	// key of the right type not published for signing, alg or none.
+	EncryptionKeyByAlg bool
 	// IDTokenEncryption, when its Alg is set, encrypts ID tokens and
 	// logout tokens to the client's key (nested: signed, then encrypted);
 	// UserInfoEncryption encrypts UserInfo's claims.
@@ -1147,7 +1154,9 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	}
 	idToken, err := op.idToken(&idg, access, now)
 	if err != nil {
-		tokenError(w, http.StatusInternalServerError, "server_error")
+		// As providers do, the answer says what went wrong, here why
+		// the ID token could not be encrypted to the client.
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error", "error_description": err.Error()})
 		return
 	}
 	tokenType := "Bearer"

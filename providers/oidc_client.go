@@ -639,14 +639,16 @@ func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, for
 }
 
 // endpointError classifies an error answer of a provider's endpoint as
-// tokenError does for the token endpoint, keeping only the standard error
-// field of the body, which may echo what we sent.
-func endpointError(status int, body []byte, what, refused string) *Error {
+// tokenError does for the token endpoint, keeping only the standard
+// fields of the body, which may echo what we sent: the error, and the
+// error_description through describe, with sent kept out.
+func endpointError(status int, body []byte, what, refused string, sent ...string) *Error {
 	var e struct {
-		Error string `json:"error"`
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
 	}
 	json.Unmarshal(body, &e)
-	cause := fmt.Errorf("%s: HTTP %d error=%.64q", what, status, e.Error)
+	cause := providerAnswer(what, status, e.Error, e.Description, sent...)
 	switch {
 	case e.Error == "invalid_client" || e.Error == "unauthorized_client" || status == http.StatusUnauthorized:
 		return NewError(CodeInvalidCredentials, "the provider rejected this application's credentials", cause)
@@ -704,7 +706,7 @@ func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (stri
 		return "", err
 	}
 	if status != http.StatusCreated && status != http.StatusOK {
-		return "", endpointError(status, body, "pushed authorization request", "the provider refused the pushed authorization request")
+		return "", endpointError(status, body, "pushed authorization request", "the provider refused the pushed authorization request", s.clientSecret)
 	}
 	var pr pushedRequest
 	if err := json.Unmarshal(body, &pr); err != nil || pr.RequestURI == "" {
@@ -789,7 +791,7 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 			return err
 		}
 		if status != http.StatusOK {
-			return endpointError(status, body, "revocation", "the provider refused to revoke the tokens")
+			return endpointError(status, body, "revocation", "the provider refused to revoke the tokens", s.clientSecret, tok.value)
 		}
 	}
 	return nil

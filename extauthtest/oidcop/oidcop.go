@@ -104,6 +104,11 @@ const (
 	JWKSDown Fault = "jwks_down"
 	// TokenServerError answers 500 at the token endpoint.
 	TokenServerError Fault = "token_server_error"
+	// TokenRefused refuses every grant at the token endpoint with 400
+	// invalid_request and an error_description in a provider's words that
+	// echoes what it was sent (the code or refresh token) and carries a
+	// line break, as a client's log must not keep them.
+	TokenRefused Fault = "token_refused"
 	// TokenHang never answers the token endpoint; the handler returns
 	// when the request's context ends.
 	TokenHang Fault = "token_hang"
@@ -1099,6 +1104,11 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if op.fault(TokenRefused) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request",
+			"error_description": "Invalid grant " + f.Get("code") + f.Get("refresh_token") + ":\nsee the provider's log"})
+		return
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":

@@ -176,6 +176,9 @@ func deployKCApp(t *testing.T, rp *rpServer, src string, httpClient *http.Client
 		CookieKey:  bytes.Repeat([]byte{4}, 32),
 		Logger:     slog.New(slog.NewTextHandler(a.Logs, nil)),
 		HTTPClient: httpClient,
+		// Keycloak's first answers, its JIT cold, can take longer than
+		// the default 10 s on CI's loaded cores.
+		Timeout: time.Minute,
 		OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {
 			a.mu.Lock()
 			a.got = append(a.got, id)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/extauth/extauth/internal/challenge"
+	"github.com/extauth/extauth/internal/pages"
 	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
 )
@@ -161,10 +163,7 @@ func (a *Auth) StepUp(w http.ResponseWriter, r *http.Request, id *Identity, need
 	h.Set("Cache-Control", "no-store")
 	h.Set("WWW-Authenticate", stepUpChallenge(values, need.MaxAge))
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.Contains(r.Header.Get("Accept"), "text/html") {
-		site := r.Header.Get("Sec-Fetch-Site")
-		writePostForm(w, http.StatusUnauthorized, postForm{Title: "Sign in again",
-			Prompt: "This page needs you to sign in again with " + id.Provider + ".", Button: "Continue",
-			Action: action, Fields: fieldsOf(fields), Auto: site == "same-origin" || site == "none"})
+		a.writeStepUpPage(w, r, st, id, need, action, fields)
 		return
 	}
 	writeJSON(w, http.StatusUnauthorized, map[string]any{
@@ -173,6 +172,31 @@ func (a *Auth) StepUp(w http.ResponseWriter, r *http.Request, id *Identity, need
 		"post_to":           action,
 		"form":              fields,
 	})
+}
+
+// writeStepUpPage answers a browser's navigation with the step-up page:
+// why it needs a new sign-in, and the form that starts it, which submits
+// itself when the navigation came from this site (or the address bar) and
+// waits for a click otherwise, so that a link from another site cannot
+// start a sign-in unseen. The form posts to this site: the page's
+// referrer policy lets the browser send its Origin.
+func (a *Auth) writeStepUpPage(w http.ResponseWriter, r *http.Request, st *site, id *Identity, need Assurance, action string, fields url.Values) {
+	p := a.printer(r)
+	name := a.providerName(st, id.Provider, p)
+	todo := p.T("stepup.action", "provider", name)
+	if idp := fields.Get("idp"); idp != "" {
+		todo = p.T("stepup.action_at", "provider", name, "idp", a.idpName(r.Context(), st, id.Provider, idp, p))
+	}
+	fetchSite := r.Header.Get("Sec-Fetch-Site")
+	auto := fetchSite == "same-origin" || fetchSite == "none"
+	notes := []string{todo}
+	if auto {
+		notes = append(notes, p.T("stepup.auto", "provider", name))
+	}
+	p.Write(w, pages.Page{Kind: "step_up", Status: http.StatusUnauthorized, Title: p.T("stepup.title"),
+		Lead: stepUpReason(p, need.Level, need.MaxAge), Notes: notes,
+		Form: &pages.Form{Action: action, Fields: pageFields(fields), Button: p.T("stepup.button", "provider", name), Auto: auto},
+		Back: &pages.Link{URL: home(st, p).URL, Label: p.T("stepup.back")}, Referrer: pages.SameOrigin})
 }
 
 type errStepUp string
@@ -210,9 +234,6 @@ func stepUpChallenge(values []string, maxAge time.Duration) string {
 	return b.String()
 }
 
-// maxChallengeBytes bounds the WWW-Authenticate headers read.
-const maxChallengeBytes = 8 << 10
-
 // ParseStepUpChallenge reads an RFC 9470 step-up challenge from the
 // WWW-Authenticate headers of a protected resource's answer: a challenge,
 // of any scheme (Bearer, DPoP), with error="insufficient_user_authentication".
@@ -225,136 +246,26 @@ const maxChallengeBytes = 8 << 10
 //		return
 //	}
 func ParseStepUpChallenge(h http.Header) (need Assurance, ok bool) {
-	total := 0
-	for _, v := range h.Values("WWW-Authenticate") {
-		if total += len(v); total > maxChallengeBytes {
-			return Assurance{}, false
+	cs, ok := challenge.Parse(h)
+	if !ok {
+		return Assurance{}, false
+	}
+	for _, c := range cs {
+		if c.Params["error"] != string(CodeInsufficientAuthentication) {
+			continue
 		}
-		for _, c := range parseChallenges(v) {
-			if c.params["error"] != string(CodeInsufficientAuthentication) {
-				continue
+		need.ACRValues = strings.Fields(c.Params["acr_values"])
+		if s, ok := c.Params["max_age"]; ok {
+			d, err := providers.ParseMaxAge(s)
+			if err != nil {
+				return Assurance{}, false
 			}
-			need.ACRValues = strings.Fields(c.params["acr_values"])
-			if s, ok := c.params["max_age"]; ok {
-				d, err := providers.ParseMaxAge(s)
-				if err != nil {
-					return Assurance{}, false
-				}
-				need.MaxAge = d
-				if d == 0 {
-					need.MaxAge = -1
-				}
+			need.MaxAge = d
+			if d == 0 {
+				need.MaxAge = -1
 			}
-			return need, true
 		}
+		return need, true
 	}
 	return Assurance{}, false
-}
-
-// challenge is one challenge of a WWW-Authenticate header (RFC 9110
-// 11.6.1): a scheme and its parameters, names lowercased.
-type challenge struct {
-	scheme string
-	params map[string]string
-}
-
-// parseChallenges splits a WWW-Authenticate value into its challenges:
-// scheme [token68 | auth-param *("," auth-param)], separated by commas.
-// What does not parse ends the list.
-func parseChallenges(s string) []challenge {
-	var out []challenge
-	p := headerParser{s: s}
-	for {
-		p.skip(" \t,")
-		if p.done() {
-			return out
-		}
-		name := p.token()
-		if name == "" {
-			return out
-		}
-		p.skip(" \t")
-		if p.peek() != '=' {
-			out = append(out, challenge{scheme: strings.ToLower(name), params: map[string]string{}})
-			continue
-		}
-		p.i++
-		if c := p.peek(); c == '=' || c == ',' || c == 0 {
-			// A token68 (base64 with its padding): no parameter.
-			p.skip("=")
-			continue
-		}
-		p.skip(" \t")
-		var value string
-		if p.peek() == '"' {
-			var ok bool
-			if value, ok = p.quoted(); !ok {
-				return out
-			}
-		} else {
-			value = p.token()
-		}
-		if len(out) == 0 {
-			return out
-		}
-		params := out[len(out)-1].params
-		if _, dup := params[strings.ToLower(name)]; !dup {
-			params[strings.ToLower(name)] = value
-		}
-	}
-}
-
-type headerParser struct {
-	s string
-	i int
-}
-
-func (p *headerParser) done() bool { return p.i >= len(p.s) }
-
-func (p *headerParser) peek() byte {
-	if p.done() {
-		return 0
-	}
-	return p.s[p.i]
-}
-
-func (p *headerParser) skip(chars string) {
-	for !p.done() && strings.IndexByte(chars, p.s[p.i]) >= 0 {
-		p.i++
-	}
-}
-
-// token reads RFC 9110's token, and the slash of token68 (whose = ends it).
-func (p *headerParser) token() string {
-	start := p.i
-	for !p.done() && isTokenChar(p.s[p.i]) {
-		p.i++
-	}
-	return p.s[start:p.i]
-}
-
-func isTokenChar(c byte) bool {
-	return c > ' ' && c < 0x7f && !strings.ContainsRune(`"(),:;<=>?@[\]{}`, rune(c))
-}
-
-// quoted reads a quoted-string, undoing its backslash escapes.
-func (p *headerParser) quoted() (string, bool) {
-	p.i++
-	var b strings.Builder
-	for !p.done() {
-		c := p.s[p.i]
-		p.i++
-		switch c {
-		case '"':
-			return b.String(), true
-		case '\\':
-			if p.done() {
-				return "", false
-			}
-			c = p.s[p.i]
-			p.i++
-		}
-		b.WriteByte(c)
-	}
-	return "", false
 }

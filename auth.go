@@ -58,6 +58,7 @@ import (
 
 	"github.com/extauth/extauth/internal/mock"
 	"github.com/extauth/extauth/internal/outbound"
+	"github.com/extauth/extauth/internal/pages"
 	"github.com/extauth/extauth/internal/seal"
 	"github.com/extauth/extauth/internal/store"
 	"github.com/extauth/extauth/internal/telemetry"
@@ -156,9 +157,13 @@ type Options struct {
 	Callbacks map[Provider]CallbackFunc
 	// OnSuccess is the hook of providers without an entry in Callbacks.
 	OnSuccess CallbackFunc
-	// OnFailure answers failed sign-ins; the default writes a short HTML
-	// page, or JSON for a .json route.
+	// OnFailure answers failed sign-ins; the default writes a page that
+	// says what failed in the browser's language (Pages), or JSON for a
+	// .json route.
 	OnFailure FailureFunc
+	// Pages are the words and the look of the pages extauth serves
+	// itself: provider names, translations, a stylesheet.
+	Pages Pages
 
 	// HTTPClient supplies the transport for outbound requests to providers
 	// (a proxy, custom roots, or a test server). Its Timeout, when shorter,
@@ -319,6 +324,10 @@ type Auth struct {
 	// adoptable are the providers whose tokens stored before v0.3.0
 	// TokenSource adopts (adoptableProviders).
 	adoptable map[string]*sync.Once
+	// pages renders the pages extauth serves; pageNames are
+	// Options.Pages.ProviderNames by slug.
+	pages     *pages.Set
+	pageNames map[string]string
 }
 
 // New validates o and builds one strategy per provider cfg configures
@@ -383,8 +392,11 @@ func New(cfg *Config, o Options) (*Auth, error) {
 	if a.ttl <= 0 || a.ttl > MaxTransactionTTL {
 		a.ttl = MaxTransactionTTL
 	}
+	if a.pages, a.pageNames, err = newPages(o.Pages, a.slug); err != nil {
+		return nil, fmt.Errorf("extauth: %w", err)
+	}
 	if a.onFailure == nil {
-		a.onFailure = defaultFailure
+		a.onFailure = a.defaultFailure
 	}
 	a.client = outbound.NewClient(o.HTTPClient, o.Timeout, o.MaxResponseBytes)
 	a.callbackBudget = 3 * outbound.Timeout(a.client)

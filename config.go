@@ -205,7 +205,8 @@ type SAMLSecurity struct {
 	// publishes only AES-GCM in the SP metadata.
 	RefuseCBCEncryption bool
 	// AllowSHA1 (allow_sha1) accepts SHA-1 signatures and digests from the
-	// IdP, as Options.SAML.AllowSHA1 does, with the same start-up warning.
+	// IdP, as Options.SAML.AllowSHA1 does, with the same start-up warning:
+	// of this configuration's IdP only, so never with a federation.
 	AllowSHA1 bool
 	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
 	// logout requests encrypted to the IdP's encryption certificate.

@@ -216,7 +216,6 @@ func inspectConfig(data []byte, opts []ConfigOption) (*Config, []Problem, error)
 			l.warn(f.key + " uses plain http outside localhost; use https")
 		}
 	}
-	l.unusedSecret(cfg)
 	problems := l.scope.finish(cfg.problems(nil))
 	if tenants != nil {
 		problems = append(problems, l.tenants(cfg, tenants.val)...)

@@ -1,7 +1,6 @@
 package extauth
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -154,19 +153,6 @@ func (s *OIDCAdditionalSettings) oidcPEMs() map[string]func(string) {
 	}
 }
 
-// oidcEntries are the entries of oidc_additional_settings that are not
-// custom, for suggestions.
-var oidcEntries = func() []string {
-	out := []string{"pushed_authorization_requests", "request_object", "dpop", "request_options", "assurance_levels"}
-	for k := range (&OIDCAdditionalSettings{}).oidcStrings() {
-		out = append(out, k)
-	}
-	for k := range (&OIDCAdditionalSettings{}).oidcPEMs() {
-		out = append(out, k)
-	}
-	return out
-}()
-
 func (s OIDCAdditionalSettings) isZero() bool {
 	for _, v := range s.oidcStrings() {
 		if *v != "" {
@@ -182,13 +168,12 @@ func (s OIDCAdditionalSettings) isZero() bool {
 func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 	var s OIDCAdditionalSettings
 	strs, pems := s.oidcStrings(), s.oidcPEMs()
+	// off are the entries written false, which a profile may forbid.
+	var off []string
 	for _, e := range l.mapping(OIDC, keyOIDCAdditional, n) {
 		key := keyOIDCAdditional + "." + e.key
 		if dst, ok := strs[e.key]; ok {
 			*dst, _ = l.scalar(OIDC, key, e.val)
-			if e.key == "client_assertion_audience" && *dst == providers.OIDCAudienceTokenEndpoint {
-				l.warn(key + ": " + providers.OIDCAudienceTokenWarning)
-			}
 			continue
 		}
 		if dst, ok := pems[e.key]; ok {
@@ -200,8 +185,14 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 		switch e.key {
 		case "pushed_authorization_requests":
 			s.PushedAuthorizationRequests = l.boolean(OIDC, key, e.val)
+			if strings.EqualFold(e.val.Value, "false") {
+				off = append(off, e.key)
+			}
 		case "request_object":
 			s.RequestObject = l.boolean(OIDC, key, e.val)
+			if strings.EqualFold(e.val.Value, "false") {
+				off = append(off, e.key)
+			}
 		case "request_options":
 			s.RequestOptions = l.words(OIDC, key, e.val)
 		case "assurance_levels":
@@ -209,24 +200,34 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 		case "dpop":
 			s.DPoP = l.boolean(OIDC, key, e.val)
 		default:
-			if near := suggest(e.key, oidcEntries, nil); near != "" {
-				l.warn(fmt.Sprintf("%s is sent to the provider as an authorization request parameter; did you mean %s.%s?", key, keyOIDCAdditional, near))
-			}
+			// Warned about, with a suggestion when it looks like a
+			// setting, by the strategy at start-up and by extauth check.
 			if v, ok := l.scalar(OIDC, key, e.val); ok {
 				s.Custom = append(s.Custom, Param{Name: e.key, Value: v})
 			}
 		}
 	}
+	for _, k := range off {
+		if reason := profileForbidsOff(s.Profile, k); reason != "" {
+			l.problem(OIDC, keyOIDCAdditional+"."+k, reason, ErrInvalidSetting)
+		}
+	}
 	return s
 }
 
-// unusedSecret warns about an oidc_client_secret that private_key_jwt
-// leaves unused: a secret kept where it serves nothing is one more to
-// leak, and its presence suggests it still authenticates the client.
-func (l *loader) unusedSecret(c *Config) {
-	if c.OIDC.Additional.ClientAuthMethod == providers.AuthMethodPrivateKeyJWT && !c.OIDC.ClientSecret.IsZero() {
-		l.warn("oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret")
+// profileForbidsOff says why entry (pushed_authorization_requests or
+// request_object) cannot be written false under profile, "" when it can.
+// The profile turns each on by itself: false would be overridden without
+// a word, so it is refused, as every setting that contradicts a rule of
+// the profile is (docs/oidc.md, "The profile's rules").
+func profileForbidsOff(profile, entry string) string {
+	switch {
+	case entry == "pushed_authorization_requests" && (profile == providers.OIDCProfileFAPI2 || profile == providers.OIDCProfileFAPI2MessageSigning):
+		return "cannot be false under profile " + profile + ": FAPI 2.0 sends every authorization request by PAR; remove the entry"
+	case entry == "request_object" && profile == providers.OIDCProfileFAPI2MessageSigning:
+		return "cannot be false under profile " + profile + ": Message Signing signs every authorization request; remove the entry"
 	}
+	return ""
 }
 
 // secretNotNeeded reports whether the client's method needs no
@@ -237,6 +238,24 @@ func (a OIDCAdditionalSettings) secretNotNeeded() bool {
 	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
 	return a.secretless() ||
 		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
+}
+
+// misspeltSecretless is the problem of an entry of oidc_additional_settings
+// that looks like profile or client_auth_method misspelt, when the
+// client has no secret: written right, the entry would have made the
+// secret unneeded, so it is the one to report, with the suggestion. Nil
+// when there is none.
+func (a OIDCAdditionalSettings) misspeltSecretless() *Problem {
+	for _, p := range a.Custom {
+		near := spelling.Nearest(p.Name, []string{"profile", "client_auth_method"}, 2)
+		if near == "" || near == "client_auth_method" && !slices.Contains(providers.OIDCAuthMethods(), p.Value) {
+			continue
+		}
+		return &Problem{Provider: OIDC, Key: keyOIDCAdditional + "." + p.Name, Err: ErrInvalidSetting,
+			Reason: "is not a setting: did you mean " + near + "? As written it is sent to the provider as an authorization " +
+				"request parameter, and the client, without " + near + ", needs oidc_client_secret, which is missing"}
+	}
+	return nil
 }
 
 // strategyConfig is the oidc strategy's configuration: the registration,
@@ -326,6 +345,15 @@ func (c OIDCConfig) additionalProblems() []Problem {
 // first problem of oidc_additional_settings, which Validate reports too.
 func (c OIDCConfig) ClientKeys() ([]providers.OIDCKey, []string, error) {
 	return providers.OIDCKeys(c.strategyConfig(providers.OIDCOptions{}))
+}
+
+// Applied returns the options the oidc strategy runs with for this
+// registration under a host's default Options.OIDC: the entries of
+// oidc_additional_settings, and what their profile implies (see
+// providers.OIDCConfig.Applied). extauth check shows the profile's rules
+// from it.
+func (c OIDCConfig) Applied() providers.OIDCOptions {
+	return c.strategyConfig(providers.OIDCOptions{}).Applied()
 }
 
 // CheckDiscovery returns why this client registration cannot work with a

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -151,7 +152,29 @@ func TestOIDCAdditionalSettingsProblems(t *testing.T) {
 		{"a request object without a key", "oidc_client_id: a\noidc_client_secret: s\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  request_object: true\n",
 			"oidc_additional_settings.private_key", "is missing (request_object needs it)", extauth.ErrMissingSetting},
 		{"max_age not a number", oidcFile(rsaKey, "  max_age: an hour\n"),
-			"oidc_additional_settings.max_age", "must be a whole number of seconds", extauth.ErrInvalidSetting},
+			"oidc_additional_settings.max_age", "must be a number of seconds from 0 to 31622400", extauth.ErrInvalidSetting},
+		{"a negative max_age", oidcFile(rsaKey, "  max_age: -5\n"),
+			"oidc_additional_settings.max_age", "must be a number of seconds from 0 to 31622400 (a year), in digits alone", extauth.ErrInvalidSetting},
+		{"a repeated prompt, refused as the per-request option is", oidcFile(rsaKey, "  prompt: login login\n"),
+			"oidc_additional_settings.prompt", "repeats a value", extauth.ErrInvalidSetting},
+		{"prompt none with another", oidcFile(rsaKey, "  prompt: none login\n"),
+			"oidc_additional_settings.prompt", "cannot combine none with other values", extauth.ErrInvalidSetting},
+		{"an algorithm in lower case", oidcFile(ecKey, "  token_endpoint_auth_signing_alg: es256\n"),
+			"oidc_additional_settings.token_endpoint_auth_signing_alg", "must be one of ES256 for the EC private_key (did you mean ES256? algorithm names are case-sensitive)", extauth.ErrInvalidSetting},
+		{"a DPoP algorithm in lower case", oidcFile(ecKey, "  dpop: true\n  dpop_signing_alg: eddsa\n"),
+			"oidc_additional_settings.dpop_signing_alg", "must be one of ES256, PS256, EdDSA (did you mean EdDSA? algorithm names are case-sensitive)", extauth.ErrInvalidSetting},
+		{"an assertion algorithm the profile forbids", oidcFile(rsaKey, "  profile: fapi2\n  dpop: true\n  token_endpoint_auth_signing_alg: RS256\n"),
+			"oidc_additional_settings.token_endpoint_auth_signing_alg", "must be one of PS256 for the RSA private_key under profile fapi2", extauth.ErrInvalidSetting},
+		{"pushed requests off under profile fapi2", oidcFile(rsaKey, "  profile: fapi2\n  dpop: true\n  pushed_authorization_requests: false\n"),
+			"oidc_additional_settings.pushed_authorization_requests", "cannot be false under profile fapi2: FAPI 2.0 sends every authorization request by PAR", extauth.ErrInvalidSetting},
+		{"pushed requests off under Message Signing", oidcFile(rsaKey, "  pushed_authorization_requests: False\n  profile: fapi2-message-signing\n  dpop: true\n"),
+			"oidc_additional_settings.pushed_authorization_requests", "cannot be false under profile fapi2-message-signing", extauth.ErrInvalidSetting},
+		{"request objects off under Message Signing", oidcFile(rsaKey, "  profile: fapi2-message-signing\n  dpop: true\n  request_object: false\n"),
+			"oidc_additional_settings.request_object", "cannot be false under profile fapi2-message-signing: Message Signing signs every authorization request", extauth.ErrInvalidSetting},
+		{"a misspelt profile, with no secret", "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  profil: fapi2\n  dpop: true\n  private_key: |\n" + indent(rsaKey),
+			"oidc_additional_settings.profil", "is not a setting: did you mean profile? As written it is sent to the provider as an authorization request parameter, and the client, without profile, needs oidc_client_secret, which is missing", extauth.ErrInvalidSetting},
+		{"a misspelt client_auth_method, with no secret", "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  client_auth_methd: private_key_jwt\n  private_key: |\n" + indent(rsaKey),
+			"oidc_additional_settings.client_auth_methd", "is not a setting: did you mean client_auth_method?", extauth.ErrInvalidSetting},
 		{"an unknown prompt", oidcFile(rsaKey, "  prompt: always\n"),
 			"oidc_additional_settings.prompt", "must be none, login, consent or select_account", extauth.ErrInvalidSetting},
 		{"a boolean that is not", oidcFile(rsaKey, "  pushed_authorization_requests: sometimes\n"),
@@ -224,25 +247,97 @@ func TestOIDCProblemsSaidOnce(t *testing.T) {
 	}
 }
 
-// TestOIDCUnusedSecretWarned: with private_key_jwt, an oidc_client_secret
-// left in the file serves nothing; loading warns, naming the setting and
-// not its value, for the environment and for a tenant that sets its own.
-func TestOIDCUnusedSecretWarned(t *testing.T) {
-	key := clientKeys()["RSA"][0].pem
-	src := "oidc_client_secret: LEAK-leftover\n" + oidcFile(key, "") +
+// TestOIDCMisspeltProfileFirst: a client with no secret whose profile (or
+// client_auth_method) entry is misspelt is told of the misspelling, with
+// the suggestion, and not that oidc_client_secret is missing: the secret
+// is not what the operator meant to give.
+func TestOIDCMisspeltProfileFirst(t *testing.T) {
+	src := "oidc_client_id: a\noidc_issuer: https://id.example.org\noidc_additional_settings:\n  profil: fapi2\n  dpop: true\n  private_key: |\n" +
+		indent(clientKeys()["EC"][0].pem)
+	_, err := extauth.ParseConfig([]byte(src))
+	var ve *extauth.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Key != "oidc_additional_settings.profil" ||
+		!strings.HasPrefix(ve.Problems[0].Reason, "is not a setting: did you mean profile?") {
+		t.Errorf("problems: %v", err)
+	}
+	// With a secret, the entry is a parameter like any other: a warning.
+	cfg, err := extauth.ParseConfig([]byte("oidc_client_secret: s\n" + src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, w, _ := cfg.OIDC.ClientKeys(); !slices.Contains(w,
+		"oidc_additional_settings.profil is not a setting: it is sent to the provider as the authorization request parameter profil; did you mean oidc_additional_settings.profile?") {
+		t.Errorf("warnings %q", w)
+	}
+}
+
+// TestOIDCStartupWarningsOnce: what the oidc strategy accepts but warns
+// of, an oidc_client_secret that the profile's private_key_jwt leaves
+// unused and entries that are no setting but sent to the provider as
+// authorization parameters, is logged once, by New, with the provider
+// named once: not also among Config.Warnings, which a host logs beside it
+// (docs/configuration.md). ClientKeys lists the same warnings for extauth
+// check, for the environment and each tenant, naming entries, never
+// values; a parameter of OpenID Connect's own (ui_locales) is no warning.
+func TestOIDCStartupWarningsOnce(t *testing.T) {
+	key := clientKeys()["EC"][0].pem
+	src := "oidc_client_id: app\noidc_issuer: https://id.example.org\noidc_client_secret: LEAK-leftover\noidc_additional_settings:\n" +
+		"  profile: fapi2\n  dpop: true\n  promt: LEAK-login\n  login_hnt: LEAK-alice\n  ui_locales: de\n  x_partner: LEAK-7\n  private_key: |\n" + indent(key) +
 		"tenants:\n  city-a:\n    oidc_client_id: a2\n  city-b:\n    oidc_client_secret: LEAK-tenant-leftover\n"
 	cfg, err := extauth.ParseConfig([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret"
-	all := strings.Join(cfg.Warnings, "\n")
-	if n := strings.Count(all, want); n != 3 || strings.Contains(all, "LEAK") {
-		t.Errorf("%d warnings, want 3 (the environment's, city-a's that inherits it, city-b's own):\n%s", n, all)
+	want := []string{
+		"oidc_client_secret is set but unused: profile fapi2 (client_auth_method private_key_jwt) authenticates with private_key; remove the secret",
+		"oidc_additional_settings.login_hnt is not a setting: it is sent to the provider as the authorization request parameter login_hnt; did you mean the parameter login_hint?",
+		"oidc_additional_settings.promt is not a setting: it is sent to the provider as the authorization request parameter promt; did you mean oidc_additional_settings.prompt?",
+		"oidc_additional_settings.x_partner is not a setting: it is sent to the provider as the authorization request parameter x_partner",
 	}
-	clean, err := extauth.ParseConfig([]byte(oidcFile(key, "")))
-	if err != nil || len(clean.Warnings) != 0 {
-		t.Errorf("without a secret: %v %v", err, clean.Warnings)
+	for name, c := range map[string]*extauth.Config{"the environment": cfg, "city-a": cfg.Tenants["city-a"], "city-b": cfg.Tenants["city-b"]} {
+		if len(c.Warnings) != 0 {
+			t.Errorf("%s: Config.Warnings %q, want none: the strategy warns", name, c.Warnings)
+		}
+		_, warnings, err := c.OIDC.ClientKeys()
+		if err != nil || !slices.Equal(warnings, want) {
+			t.Errorf("%s: ClientKeys warnings %v\n%s\nwant\n%s", name, err, strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+		}
+	}
+
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg.LogWarnings(t.Context(), logger)
+	auth, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.org", CookieKey: testKey, Logger: logger,
+		TenantOf:  extauth.SubdomainTenants("app.example.org"),
+		OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth.Close()
+	for _, w := range want {
+		if n := strings.Count(logs.String(), w); n != 1 {
+			t.Errorf("logged %d times, want once: %s", n, w)
+		}
+	}
+	if strings.Contains(logs.String(), "provider=oidc provider=oidc") || strings.Contains(logs.String(), "LEAK") {
+		t.Errorf("the provider named twice, or a value logged:\n%s", logs.String())
+	}
+
+	// With client_auth_method written, the warning names it.
+	cfg, err = extauth.ParseConfig([]byte("oidc_client_secret: s\n" + oidcFile(key, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, warnings, _ := cfg.OIDC.ClientKeys(); !slices.Equal(warnings, []string{
+		"oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret"}) {
+		t.Errorf("warnings %q", warnings)
+	}
+	clean, err := extauth.ParseConfig([]byte(oidcFile(key, "  ui_locales: fr\n  claims_locales: fr\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, warnings, err := clean.OIDC.ClientKeys(); err != nil || len(warnings) != 0 || len(clean.Warnings) != 0 {
+		t.Errorf("without a secret or unknown parameter: %v %q %q", err, warnings, clean.Warnings)
 	}
 }
 
@@ -253,7 +348,7 @@ func fullConfigCert(t *testing.T) string {
 
 // TestOIDCAdditionalSettingsTenants: a tenant may register its own client
 // by key, replacing the environment's mapping whole, and a typo in an
-// entry is a warning naming the tenant.
+// entry is a warning of the tenant's strategy.
 func TestOIDCAdditionalSettingsTenants(t *testing.T) {
 	src := `
 production:
@@ -282,8 +377,8 @@ production:
 	if a.OIDC.Additional.Prompt != "" || a.OIDC.Additional.ClientAuthMethod != "private_key_jwt" || !a.OIDC.Configured() {
 		t.Errorf("tenant's mapping does not replace the environment's: %+v", a.OIDC.Additional)
 	}
-	if w := strings.Join(cfg.Warnings, "\n"); !strings.Contains(w, "tenants.city_a: oidc_additional_settings.acr_valeus is sent to the provider as an authorization request parameter; did you mean oidc_additional_settings.acr_values?") {
-		t.Errorf("warnings %q", cfg.Warnings)
+	if _, w, _ := a.OIDC.ClientKeys(); !slices.Contains(w, "oidc_additional_settings.acr_valeus is not a setting: it is sent to the provider as the authorization request parameter acr_valeus; did you mean oidc_additional_settings.acr_values?") {
+		t.Errorf("city_a's warnings %q", w)
 	}
 	assertNoSecrets(t, "Config", cfg, pemLines(clientKeys()["EC"][0].pem))
 }

@@ -87,15 +87,17 @@ func (noNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestRequestOptionsProblems(t *testing.T) {
 	oidc := "oidc_client_id: app\noidc_client_secret: s3cret\noidc_issuer: https://id.example.org\noidc_additional_settings:\n"
 	saml := "saml_sp_entity_id: https://app.example.org/saml\nsaml_idp_metadata_url: https://idp.example.org/metadata\nsaml_additional_settings:\n"
-	for _, tc := range []struct{ file, key string }{
-		{oidc + "  request_options: [login_hint, IsPassive]\n", "oidc_additional_settings.request_options"},
-		{saml + "  request_options: [prompt]\n", "saml_additional_settings.request_options"},
-		{oidc + "  assurance_levels:\n    \"very high\": urn:loa:3\n", "oidc_additional_settings.assurance_levels"},
-		{oidc + "  assurance_levels:\n    high: 'urn:\"3'\n", "oidc_additional_settings.assurance_levels.high"},
-		{oidc + "  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n", "oidc_additional_settings.assurance_levels.high"},
-		{saml + "  authn_context: urn:a:b\n  assurance_levels:\n    high: urn:c:d\n", "saml_additional_settings.assurance_levels.high"},
-		{saml + "  assurance_levels:\n    high: SECRET-not-a-uri\n", "saml_additional_settings.assurance_levels.high"},
-		{saml + "  assurance_levels: [high]\n", "saml_additional_settings.assurance_levels"},
+	for _, tc := range []struct{ file, key, reason string }{
+		{oidc + "  request_options: [login_hint, IsPassive]\n", "oidc_additional_settings.request_options", ""},
+		{saml + "  request_options: [prompt]\n", "saml_additional_settings.request_options", ""},
+		{oidc + "  assurance_levels:\n    \"very high\": urn:loa:3\n", "oidc_additional_settings.assurance_levels", ""},
+		{oidc + "  assurance_levels:\n    high: 'urn:\"3'\n", "oidc_additional_settings.assurance_levels.high", ""},
+		{oidc + "  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n", "oidc_additional_settings.assurance_levels.high", ""},
+		{saml + "  authn_context: urn:a:b\n  assurance_levels:\n    high: urn:c:d\n", "saml_additional_settings.assurance_levels.high", ""},
+		{saml + "  assurance_levels:\n    high: SECRET-not-a-uri\n", "saml_additional_settings.assurance_levels.high", "must be an absolute URI"},
+		{saml + "  assurance_levels:\n    high: mfa\n", "saml_additional_settings.assurance_levels.high",
+			"must be an absolute URI, or several separated by spaces (an authentication context class, such as https://refeds.org/profile/mfa)"},
+		{saml + "  assurance_levels: [high]\n", "saml_additional_settings.assurance_levels", ""},
 	} {
 		_, err := extauth.ParseConfig([]byte(tc.file), vars())
 		if err == nil {
@@ -104,6 +106,9 @@ func TestRequestOptionsProblems(t *testing.T) {
 		}
 		if keys := problemKeys(t, err); !slices.Contains(keys, tc.key) {
 			t.Errorf("%s: problems name %q, want %s", tc.file, keys, tc.key)
+		}
+		if !strings.Contains(err.Error(), tc.key+" "+tc.reason) {
+			t.Errorf("%s: %v, want %s %s", tc.file, err, tc.key, tc.reason)
 		}
 		if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "urn:c:d") {
 			t.Errorf("the problem shows a value: %v", err)

@@ -160,10 +160,6 @@ func (l *loader) tenants(env *Config, n *yaml.Node) []Problem {
 		l.scope = &scope{tenant: e.key, env: envScope}
 		t := env.tenantBase(e.key)
 		l.readTenant(t, e.val)
-		if !t.sameProvider(env, OIDC) {
-			// The environment's own is warned about once.
-			l.unusedSecret(t)
-		}
 		out = append(out, l.scope.finish(t.problems(env))...)
 		t.Warnings, t.levels = l.scope.warnings, l.scope.levels
 		env.Tenants[e.key] = t

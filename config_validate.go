@@ -214,6 +214,14 @@ func (c *Config) problems(base *Config) []Problem {
 			switch {
 			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
 				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
+				if f.sec == &c.OIDC.ClientSecret {
+					if typo := c.OIDC.Additional.misspeltSecretless(); typo != nil {
+						// The entry that would have made the secret
+						// unneeded is the problem to fix, not the secret.
+						ps = append(ps, *typo)
+						continue
+					}
+				}
 				ps = append(ps, Problem{Provider: p, Key: f.key, Reason: "is missing", Err: ErrMissingSetting})
 			case v != "" && f.check != nil:
 				if reason := f.check(v); reason != "" {
@@ -380,6 +388,10 @@ func (c SAMLConfig) federationProblems() []Problem {
 	}
 	if c.Additional.IdPMetadataCertificate != "" {
 		bad(keyAdditional+".idp_metadata_certificate", "does not apply to a federation, whose aggregate is verified with federation.signing_certificate; leave it empty", ErrInvalidSetting)
+	}
+	if c.Additional.Security.AllowSHA1 {
+		bad(keyAdditional+".security.allow_sha1", "does not apply to a federation: it accepts SHA-1 from one IdP, and here it would from every IdP "+
+			"of the aggregate and on the aggregate's own signature, which vouches for all their keys; leave it off", ErrInvalidSetting)
 	}
 	return ps
 }

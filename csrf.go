@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/extauth/extauth/internal/pages"
 )
 
 // startVerdict is what the authorize route does with a start request.
@@ -32,6 +34,19 @@ const confirmField = "extauth_confirm"
 func (a *Auth) startVerdict(r *http.Request, m mount) (startVerdict, string) {
 	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
 	switch {
+	case origin == "null" && site == "same-origin":
+		// A form of this very origin, on a page whose referrer policy
+		// is no-referrer: under it a browser sends "Origin: null" with
+		// every POST (Fetch, "append a request Origin header"). The
+		// other sources of a null Origin never come with same-origin:
+		// a sandboxed frame's origin is opaque, which is same-origin
+		// with nothing, and a redirect through another origin puts
+		// that origin in the request's URL list; either makes
+		// Sec-Fetch-Site cross-site (Fetch Metadata, "set the
+		// Sec-Fetch-Site header"), and no page can set the header
+		// itself. Go's http.CrossOriginProtection trusts
+		// Sec-Fetch-Site the same way.
+		return startAllow, ""
 	case origin == "null":
 		// A sandboxed frame, or a cross-origin redirect of a POST.
 		return startRefuse, "Origin null"
@@ -99,28 +114,29 @@ func (m mount) confirmed(r *http.Request) bool {
 // or a sign-out's: purpose is purposeLogout) with a page on which the user
 // confirms with a click. It does not submit itself: a page of ours that
 // posted on its own would carry our own Origin and prove nothing about who
-// sent the browser here. returnTo, as the request gave it, rides along.
-func (a *Auth) confirmPage(w http.ResponseWriter, m mount, purpose, returnTo string, extra ...formField) {
+// sent the browser here. The request's start fields (carry) ride along.
+func (a *Auth) confirmPage(w http.ResponseWriter, r *http.Request, m mount, purpose string, carry url.Values) {
 	token := randomString(16)
 	http.SetCookie(w, &http.Cookie{Name: m.confirmCookieName(), Value: token, Path: "/", MaxAge: int(a.ttl.Seconds()),
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteStrictMode})
-	fields := []formField{{confirmField, token}}
-	if returnTo = SafeReturnTo(returnTo); returnTo != "/" {
-		fields = append(fields, formField{"return_to", returnTo})
+	fields := url.Values{confirmField: {token}}
+	for k, v := range carry {
+		fields[k] = v
 	}
-	fields = append(fields, extra...)
-	page := postForm{
-		Title:  "Sign in",
-		Prompt: "Continue to sign in with " + m.name + "?",
-		Button: "Continue",
-		Action: m.base.Path + m.authorizePath(m.name),
-		Fields: fields,
-	}
+	p := a.printer(r)
+	name, site := a.providerName(m.site, m.name, p), siteName(m.site)
+	page := pages.Page{Kind: "confirm", Title: p.T("confirm.title", "provider", name),
+		Lead:  p.T("confirm.lead", "provider", name, "site", site),
+		Notes: []string{p.T("confirm.why")},
+		Form: &pages.Form{Action: m.base.Path + m.authorizePath(m.name), Fields: pageFields(fields),
+			Button: p.T("confirm.button")},
+		Back: home(m.site, p), Referrer: pages.SameOrigin}
 	if purpose == purposeLogout {
-		page.Title, page.Prompt, page.Button = "Sign out", "Sign out of this site ("+m.name+")?", "Sign out"
-		page.Action = m.base.Path + m.extraPath(m.name, purposeLogout)
+		page.Kind, page.Title = "logout_confirm", p.T("logout.title")
+		page.Lead, page.Notes = p.T("logout.lead", "provider", name, "site", site), []string{p.T("logout.why")}
+		page.Form.Action, page.Form.Button = m.base.Path+m.extraPath(m.name, purposeLogout), p.T("logout.button")
 	}
-	writePostForm(w, http.StatusOK, page)
+	p.Write(w, page)
 }
 
 // parseTrustedOrigins checks Options.TrustedOrigins: each an origin,

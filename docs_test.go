@@ -500,6 +500,18 @@ func TestReadmeFirstRun(t *testing.T) {
 	}
 }
 
+// README.md is the front door: under 14 KB (14,000 bytes), the depth in
+// docs/. A section that grows past it moves there, with a link.
+func TestReadmeIsShort(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(data); n >= 14_000 {
+		t.Errorf("README.md is %d bytes; keep it under 14,000, and move the depth to docs/", n)
+	}
+}
+
 // docs/several-instances.md lists what every instance must share, the
 // application's own session store among them, and says as many things as
 // it lists.

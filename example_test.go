@@ -760,3 +760,22 @@ func ExampleOptions_tracing() {
 	// Output:
 	// extauth.authorize blog_oauth2 success
 }
+
+// What the oidc client runs with under its profile: what profile: fapi2
+// implies, beside what the file gives.
+func ExampleOIDCConfig_Applied() {
+	cfg, err := extauth.ParseConfig([]byte(`
+oidc_client_id: app
+oidc_issuer: https://id.example.org
+oidc_additional_settings:
+  profile: fapi2
+  dpop: true
+  private_key: ${OIDC_PRIVATE_KEY}
+`), extauth.LookupEnv(func(name string) (string, bool) { return exampleECKey, name == "OIDC_PRIVATE_KEY" }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	o := cfg.OIDC.Applied()
+	fmt.Println(o.AuthMethod, o.PushedAuthorization, o.AssertionAudience, o.DPoPSigningAlg, o.SigningAlgs)
+	// Output: private_key_jwt true issuer ES256 [PS256 ES256 EdDSA]
+}

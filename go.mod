@@ -7,7 +7,7 @@ require (
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/crewjam/saml v0.6.3
 	github.com/go-jose/go-jose/v4 v4.1.9
-	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/markbates/goth v1.82.0
 	github.com/mattermost/xml-roundtrip-validator v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/extauth/extauth/internal/redact"
@@ -316,7 +317,11 @@ func (a *Auth) serveLogout(w http.ResponseWriter, r *http.Request, m mount) {
 			Message: "sign-out must start from this site", Err: errors.New("sign-out refused: " + why)})
 		return
 	case startConfirm:
-		a.confirmPage(w, m, purposeLogout, r.Form.Get("return_to"))
+		carry := url.Values{}
+		if rt := safeReturnField(r.Form.Get("return_to")); rt != "" {
+			carry.Set("return_to", rt)
+		}
+		a.confirmPage(w, r, m, purposeLogout, carry)
 		return
 	}
 	var sess LogoutSession
@@ -401,10 +406,10 @@ func (a *Auth) logoutDone(w http.ResponseWriter, r *http.Request, m mount, retur
 	if err != nil {
 		m.log.Warn("extauth: sign-out failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
 	}
-	logoutDone(a.logout.Done, w, r, m.tenant, returnTo, err)
+	a.finishLogout(a.logout.Done, w, r, m.tenant, returnTo, err)
 }
 
-func logoutDone(done func(http.ResponseWriter, *http.Request, *Error), w http.ResponseWriter, r *http.Request, tenant, returnTo string, err *Error) {
+func (a *Auth) finishLogout(done func(http.ResponseWriter, *http.Request, *Error), w http.ResponseWriter, r *http.Request, tenant, returnTo string, err *Error) {
 	r = r.WithContext(withTx(r.Context(), returnTo, "", tenant))
 	switch {
 	case done != nil:
@@ -412,7 +417,11 @@ func logoutDone(done func(http.ResponseWriter, *http.Request, *Error), w http.Re
 	case err == nil:
 		http.Redirect(w, r, returnTo, http.StatusSeeOther)
 	default:
-		http.Error(w, err.Message, err.Code.HTTPStatus())
+		st, serr := a.siteNamed(r.Context(), tenant)
+		if serr != nil {
+			st = nil
+		}
+		a.writeFailure(w, a.printer(r), st, err, "logout_failure")
 	}
 }
 
@@ -541,7 +550,7 @@ func (a *Auth) samlOptions(o *Options, st *site, slug string) samlsp.Options {
 			if err != nil {
 				e = asError(err, string(SAML), CodeInvalidResponse)
 			}
-			logoutDone(lo.Done, w, r, tenant, returnTo, e)
+			a.finishLogout(lo.Done, w, r, tenant, returnTo, e)
 		}
 	}
 	return so

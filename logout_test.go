@@ -648,7 +648,7 @@ func TestLogoutStartRules(t *testing.T) {
 							t.Fatalf("not refused: %d %s, Session ran %d times", resp.StatusCode, resp.Body, ran)
 						}
 					case confirm:
-						if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `<button type="submit">`) ||
+						if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `<button type="submit"`) ||
 							strings.Contains(resp.Body, "<script") || resp.Header.Get("X-Frame-Options") != "DENY" || ran != 0 {
 							t.Fatalf("no click-to-continue page: %d %v, Session ran %d times\n%s", resp.StatusCode, resp.Header, ran, resp.Body)
 						}

@@ -45,10 +45,18 @@ type SignInOptions struct {
 	DomainHint string
 	// ForceAuthn and IsPassive are SAML's.
 	ForceAuthn, IsPassive bool
+	// IdP is the entity ID of the IdP to sign in at, for a provider whose
+	// users choose one (a SAML federation): the sign-in starts there, not
+	// at the discovery page. Other providers take none.
+	IdP string
 	// Account, when set, is the account the sign-in must come back as:
 	// a step-up of this user's session, not a sign-in of whoever the
-	// provider's session holds. Another account is refused with
-	// access_denied. It needs no option to be allowed.
+	// provider's session holds. The account is its tenant, provider and
+	// UID, and who asserted it: in a federation the IdP
+	// (Account.SAML.IdP, which is then required and becomes IdP), the
+	// issuer where Account.Tokens names one. Another account, or the same
+	// UID from another IdP or issuer, is refused with access_denied. It
+	// needs no option to be allowed.
 	Account *Identity
 }
 
@@ -56,9 +64,42 @@ type SignInOptions struct {
 const (
 	// accountField carries the sealed account a step-up must return.
 	accountField = "extauth_account"
-	// accountKey holds that account's UID in the transaction.
+	// accountKey holds that account's UID in the transaction, and
+	// partyKey who must assert it (assertingParty).
 	accountKey = "extauth.account"
+	partyKey   = "extauth.party"
 )
+
+// startFields are the fields of a start request that a page in between
+// (the interstitial, the discovery page, the round trip to an external
+// discovery service) carries on to the start, each as the request gave it
+// (the start checks them), empty ones left out. A request that the start
+// rules would take (vouched) has all of them carried: return_to, the IdP,
+// the sealed account of a step-up and every sign-in option. Of one that
+// they would not, only what can make the sign-in no weaker than a plain
+// one: return_to, the IdP, the account, a level, acr values, max_age and
+// ForceAuthn. A link from another site must not get its prompt=none (to
+// learn whether the visitor has a session at the provider), login_hint or
+// IsPassive through a page of ours, whose own form the start rules trust.
+func startFields(form url.Values, vouched bool) url.Values {
+	out := url.Values{}
+	if rt := safeReturnField(form.Get("return_to")); rt != "" {
+		out.Set("return_to", rt)
+	}
+	names := []string{"idp", accountField, providers.OptionLevel, providers.OptionACRValues, providers.OptionAuthnContext,
+		providers.OptionMaxAge, providers.OptionForceAuthn}
+	if vouched {
+		names = append([]string{"idp", accountField}, optionNames...)
+	}
+	for _, name := range names {
+		for _, v := range form[name] {
+			if v != "" {
+				out.Add(name, v)
+			}
+		}
+	}
+	return out
+}
 
 // StartForm returns what starts a sign-in with provider p and the options
 // o, for a form in a page of the host's that r requested: the form's
@@ -88,10 +129,57 @@ func (a *Auth) startForm(st *site, name string, o SignInOptions) (action string,
 	if o.ReturnTo != "" {
 		fields.Set("return_to", SafeReturnTo(o.ReturnTo))
 	}
+	chooses := choosesIdP(s)
+	idp := o.IdP
 	if o.Account != nil {
-		fields.Set(accountField, a.sealAccount(st.tenant, name, o.Account.UID))
+		acct := identityIdP(o.Account.SAML)
+		party := assertingParty(acct, o.Account.Tokens.Issuer)
+		if chooses {
+			switch {
+			case acct == "":
+				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "cannot be the account's: it does not say which IdP of the federation asserted it (Identity.SAML.IdP); keep the whole Identity with the session"})
+			case idp != "" && idp != acct:
+				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "is not the IdP that asserted the account"})
+			}
+			idp = acct
+		}
+		fields.Set(accountField, a.sealAccount(st.tenant, name, party, o.Account.UID))
+	}
+	if idp != "" {
+		if !chooses {
+			return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "is only for a provider whose users choose their IdP (a SAML federation)"})
+		}
+		fields.Set("idp", idp)
 	}
 	return st.base.Path + st.authorizePath(name), fields, nil
+}
+
+// choosesIdP reports whether the users of s choose their IdP.
+func choosesIdP(s providers.Strategy) bool {
+	c, ok := s.(providers.IdPChooser)
+	return ok && c.ChoosesIdP()
+}
+
+// assertingParty is who asserted an account at its provider, as a sealed
+// step-up account binds it: its SAML IdP, else the issuer of its tokens;
+// "" when the identity says neither, which a provider of one issuer does
+// not need (its tenant and provider say it).
+func assertingParty(idp, issuer string) string {
+	switch {
+	case idp != "":
+		return "idp " + idp
+	case issuer != "":
+		return "iss " + issuer
+	}
+	return ""
+}
+
+// identityIdP is the IdP of a SAML identity, "" for any other.
+func identityIdP(saml *SAMLInfo) string {
+	if saml == nil {
+		return ""
+	}
+	return saml.IdP
 }
 
 // fields writes o as the start form's fields for strategy s.
@@ -131,19 +219,28 @@ func (o SignInOptions) fields(s providers.Strategy) url.Values {
 // which ignores the options it does not allow.
 func checkOptions(s providers.Strategy, form url.Values) error {
 	ignored, err := takeOptions(s, form, nil)
-	if err == nil && len(ignored) > 0 {
-		err = fmt.Errorf("%w %s is not allowed for this provider (request_options)", errBadOption, ignored[0])
+	switch {
+	case err != nil:
+		return err
+	case len(ignored) > 0:
+		return &optionError{ignored[0], "is not allowed for this provider (request_options)"}
 	}
-	return err
+	return nil
 }
 
 // optionNames are the form fields of a start request that are sign-in
 // options, read once.
 var optionNames = providers.RequestOptionNames()
 
-// errBadOption is wrapped by the error of a start whose options do not
-// validate.
-var errBadOption = errors.New("sign-in option")
+// optionError is the error of a start whose option name does not
+// validate: why says how, naming no part of the value, and name comes
+// from optionNames, so the user may be shown it.
+type optionError struct{ name, why string }
+
+func (e *optionError) Error() string { return "sign-in option " + e.name + " " + e.why }
+
+// message is what the user is shown.
+func (e *optionError) message() string { return "the sign-in option " + e.name + " is not valid" }
 
 // takeOptions reads the sign-in options of a start request's form: those
 // the provider's configuration allows, validated, into tx (when not nil).
@@ -151,7 +248,7 @@ var errBadOption = errors.New("sign-in option")
 // which the caller ignores; a value that does not validate, an option
 // given twice, a level the provider does not have, or a level beside the
 // values it stands for, is an error naming the option, never its value.
-func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transaction) (ignored []string, err error) {
+func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transaction) (ignored []string, err *optionError) {
 	ot, _ := s.(providers.OptionTaker)
 	var allowed []string
 	asked := false
@@ -169,10 +266,10 @@ func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transactio
 			continue
 		}
 		if len(values) != 1 {
-			return ignored, fmt.Errorf("%w %s is given more than once", errBadOption, name)
+			return ignored, &optionError{name, "is given more than once"}
 		}
 		if err := providers.CheckRequestOption(name, values[0]); err != nil {
-			return ignored, fmt.Errorf("%w %s %v", errBadOption, name, err)
+			return ignored, &optionError{name, err.Error()}
 		}
 		if tx != nil {
 			tx.SetOption(name, values[0])
@@ -180,11 +277,11 @@ func takeOptions(s providers.Strategy, form url.Values, tx *providers.Transactio
 	}
 	if level := form.Get(providers.OptionLevel); level != "" && slices.Contains(allowed, providers.OptionLevel) {
 		if _, ok := ot.AssuranceLevel(level); !ok {
-			return ignored, fmt.Errorf("%w level names no level of the provider's assurance_levels", errBadOption)
+			return ignored, &optionError{providers.OptionLevel, "names no level of the provider's assurance_levels"}
 		}
 		for _, values := range []string{providers.OptionACRValues, providers.OptionAuthnContext} {
 			if form.Get(values) != "" && slices.Contains(allowed, values) {
-				return ignored, fmt.Errorf("%w level cannot be given with %s, which it stands for", errBadOption, values)
+				return ignored, &optionError{providers.OptionLevel, "cannot be given with " + values + ", which it stands for"}
 			}
 		}
 	}
@@ -226,46 +323,72 @@ func (a *Auth) startOptions(r *http.Request, m mount, tx *providers.Transaction)
 		}
 	}
 	if err != nil {
-		return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: "a sign-in option is not valid", Err: err}
+		return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: err.message(), Err: err}
 	}
-	if v := r.Form.Get(accountField); v != "" {
-		uid, ok := a.openAccount(m.tenant, m.name, v)
-		if !ok {
+	if values := r.Form[accountField]; len(values) > 0 {
+		party, uid, ok := a.openAccount(m.tenant, m.name, values[0])
+		switch {
+		case len(values) > 1:
+			return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: "this step-up is not valid; please start again",
+				Err: errors.New("the step-up account field is given more than once")}
+		case !ok:
 			return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: "this step-up is not valid; please start again",
 				Err: errors.New("the step-up account field does not open for this provider")}
+		case choosesIdP(m.s) && party != "idp "+tx.IdP:
+			// In a federation the account is an IdP's: a step-up
+			// started at another IdP, which the user may pick on the
+			// discovery page, cannot be of it.
+			return &Error{Code: CodeAccessDenied, Provider: m.name, Message: "sign in again at the organisation you signed in with",
+				Err: errors.New("the step-up names another IdP of the federation than the one that asserted the account")}
 		}
 		if tx.Extra == nil {
 			tx.Extra = map[string]string{}
 		}
 		tx.Extra[accountKey] = uid
+		if party != "" {
+			tx.Extra[partyKey] = party
+		}
 	}
 	return nil
 }
 
 // sealAccount seals the account a step-up must return as, bound to the
-// tenant and provider: the browser carries it from the page to the start
-// route, and can neither read nor change it.
-func (a *Auth) sealAccount(tenant, provider, uid string) string {
-	return a.sealer.Seal(accountField, []byte(tenant+"\x00"+provider+"\x00"+uid))
+// tenant and provider and to who asserted it (assertingParty): the
+// browser carries it from the page to the start route, and can neither
+// read nor change it.
+func (a *Auth) sealAccount(tenant, provider, party, uid string) string {
+	return a.sealer.Seal(accountField, []byte(tenant+"\x00"+provider+"\x00"+party+"\x00"+uid))
 }
 
-func (a *Auth) openAccount(tenant, provider, sealed string) (string, bool) {
+func (a *Auth) openAccount(tenant, provider, sealed string) (party, uid string, ok bool) {
 	raw, err := a.sealer.Open(accountField, sealed)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	t, rest, _ := strings.Cut(string(raw), "\x00")
-	p, uid, ok := strings.Cut(rest, "\x00")
-	return uid, ok && t == tenant && p == provider && uid != ""
+	parts := strings.SplitN(string(raw), "\x00", 4)
+	if len(parts) != 4 || parts[0] != tenant || parts[1] != provider || parts[3] == "" {
+		return "", "", false
+	}
+	return parts[2], parts[3], true
 }
 
 // checkAccount refuses a step-up that came back as another account than
-// the one that started it.
+// the one that started it: another UID, or the same UID asserted by
+// another IdP or issuer.
 func checkAccount(tx *providers.Transaction, id *providers.Identity) error {
 	want, ok := tx.Extra[accountKey]
-	if !ok || want == id.UID {
+	if !ok {
+		return nil
+	}
+	var why string
+	switch party := tx.Extra[partyKey]; {
+	case want != id.UID:
+		why = "step-up returned another account than the session's"
+	case party != "" && party != assertingParty(identityIdP((*SAMLInfo)(id.SAML)), id.Tokens.Issuer):
+		why = "step-up returned the session's UID from another IdP or issuer than the one that asserted the session's account"
+	default:
 		return nil
 	}
 	return providers.NewError(providers.CodeAccessDenied, "you signed in as another account than the one that needed a stronger sign-in",
-		errors.New("step-up returned another account than the session's"))
+		errors.New(why))
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"golang.org/x/oauth2"
 
 	"github.com/extauth/extauth/providers"
@@ -77,6 +79,11 @@ func (a *Auth) TokenSource(ctx context.Context, id *Identity) (oauth2.TokenSourc
 // which issuer they are for: adopt them here, with the tenant and provider
 // each was issued at, as the application recorded them beside the tokens.
 //
+// The host's word for the tenant and provider is checked where the tokens
+// can contradict it: tokens whose ID token (Tokens.IDToken) names another
+// issuer are refused with invalid_state, so that a refresh token never
+// goes to an issuer, perhaps another tenant's, that did not issue it.
+//
 // Tokens that say where they were issued are returned as they are, as are
 // those of providers that record no issuer (microblog, socialnet, goth
 // providers). The error is that of a provider not configured at the
@@ -88,10 +95,42 @@ func (a *Auth) AdoptTokens(ctx context.Context, id *Identity) (Tokens, error) {
 	}
 	t := id.Tokens
 	if is, ok := s.(issuer); ok && storedBeforeIssuers(t) {
+		if err := idTokenFrom(t, is.Issuer(), id); err != nil {
+			return Tokens{}, err
+		}
 		t.Issuer, t.Tenant = is.Issuer(), id.Tenant
 	}
 	return t, nil
 }
+
+// idTokenFrom refuses to adopt tokens as iss's when their ID token says
+// another issuer issued them: a host that names the wrong tenant or
+// provider for tokens stored before v0.3.0 would send a refresh token to
+// an issuer that did not issue it. The claim is read without checking the
+// signature, and only ever to refuse: tokens without an ID token, or whose
+// ID token does not parse, are the host's word.
+func idTokenFrom(t Tokens, iss string, id *Identity) error {
+	if t.IDToken == "" {
+		return nil
+	}
+	tok, err := jwt.ParseSigned(t.IDToken, idTokenAlgs)
+	if err != nil {
+		return nil
+	}
+	var claims struct {
+		Issuer string `json:"iss"`
+	}
+	if tok.UnsafeClaimsWithoutVerification(&claims) != nil || claims.Issuer == "" || claims.Issuer == iss {
+		return nil
+	}
+	return &Error{Code: CodeInvalidState, Provider: id.Provider, Message: "the tokens cannot be renewed here: sign in again",
+		Err: fmt.Errorf("the tokens' ID token was issued by %.200q, not by %s's issuer at tenant %q: they belong to another tenant or provider", claims.Issuer, id.Provider, id.Tenant)}
+}
+
+// idTokenAlgs are the algorithms under which idTokenFrom reads an ID
+// token's issuer: any a provider signs with.
+var idTokenAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA, jose.HS256, jose.HS384, jose.HS512}
 
 // issuer is implemented by the strategies whose sign-ins record
 // Tokens.Issuer: OpenID Connect (oidc, search_oauth2) and blog_oauth2.
@@ -114,6 +153,9 @@ func (a *Auth) tokensFor(id *Identity, s providers.Strategy, message string) (pr
 			return providers.Tokens{}, &Error{Code: CodeInvalidState, Provider: id.Provider, Message: message,
 				Err: fmt.Errorf("the tokens were stored before v0.3.0 and say neither their issuer nor their tenant, "+
 					"and %s may have other issuers at other tenants: adopt them with Auth.AdoptTokens (docs/upgrading.md)", id.Provider)}
+		}
+		if err := idTokenFrom(t, is.Issuer(), id); err != nil {
+			return providers.Tokens{}, err
 		}
 		t.Issuer, t.Tenant = is.Issuer(), id.Tenant
 		once.Do(func() {

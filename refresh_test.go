@@ -301,3 +301,76 @@ func TestTenantNameRuleEverywhere(t *testing.T) {
 		t.Error("the rule refuses a valid DNS label")
 	}
 }
+
+// TestOIDCRenewedIDTokenKeepsTheAuthentication: a renewal authenticates no
+// one, so its ID token must say what the sign-in's said of how and when
+// the user authenticated (OIDC Core 12.2): the same acr, or none; an
+// auth_time not before the sign-in's (a later one: the user authenticated
+// again at the provider meanwhile), not in the future, or none. A renewed
+// token that says otherwise would let a host that reads it believe in an
+// authentication that never happened: it is refused. The baseline is the
+// ID token the host keeps in Tokens.IDToken, the sign-in's or the last
+// renewed one.
+func TestOIDCRenewedIDTokenKeepsTheAuthentication(t *testing.T) {
+	const loa2, loa3 = "urn:extauthtest:loa:2", "urn:extauthtest:loa:3"
+	signedIn := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	at := oidcop.Authentication{ACR: loa2, AuthTime: signedIn}
+	for _, tc := range []struct {
+		name   string
+		signIn oidcop.Authentication
+		// renewals answer one renewal each, the host keeping each
+		// renewed ID token; the last is refused unless code is "".
+		renewals []oidcop.Authentication
+		code     extauth.Code
+		why      string
+	}{
+		{"the same acr and auth_time", at, []oidcop.Authentication{at}, "", ""},
+		{"a later auth_time: the user authenticated again", at,
+			[]oidcop.Authentication{{ACR: loa2, AuthTime: signedIn.Add(5 * time.Minute)}}, "", ""},
+		{"neither restated", at, []oidcop.Authentication{{}}, "", ""},
+		{"neither at sign-in nor renewed", oidcop.Authentication{}, []oidcop.Authentication{{}}, "", ""},
+		{"an auth_time before the sign-in's", at,
+			[]oidcop.Authentication{{ACR: loa2, AuthTime: signedIn.Add(-time.Hour)}},
+			extauth.CodeInvalidResponse, "before the sign-in's"},
+		{"an auth_time later, then back", at,
+			[]oidcop.Authentication{{ACR: loa2, AuthTime: signedIn.Add(5 * time.Minute)}, at},
+			extauth.CodeInvalidResponse, "before the sign-in's"},
+		{"an auth_time in the future", at,
+			[]oidcop.Authentication{{ACR: loa2, AuthTime: time.Now().Add(24 * time.Hour)}},
+			extauth.CodeInsufficientAuthentication, "is after the token was issued"},
+		{"another acr", at, []oidcop.Authentication{{ACR: loa3, AuthTime: signedIn}},
+			extauth.CodeInvalidResponse, "the sign-in's was"},
+		{"an acr where the sign-in had none", oidcop.Authentication{AuthTime: signedIn},
+			[]oidcop.Authentication{{ACR: loa3, AuthTime: signedIn}}, extauth.CodeInvalidResponse, "the sign-in's was"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newOIDCApp(t, oidcSetup{opts: offline})
+			a.OP.AnswerAt(tc.signIn)
+			if resp := harness.NewBrowser(t).Get(a.URL + "/users/auth/oidc"); resp.StatusCode != http.StatusOK {
+				t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+			}
+			id := a.identities()[0]
+			for i, r := range tc.renewals {
+				a.OP.AnswerAt(r)
+				ts, err := a.Auth.TokenSource(context.Background(), expired(id))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tok, err := ts.Token()
+				if i < len(tc.renewals)-1 || tc.code == "" {
+					if err != nil {
+						t.Fatalf("renewal %d refused: %v", i+1, err)
+					}
+					// The host keeps the renewed tokens.
+					id.Tokens.AccessToken, id.Tokens.RefreshToken = tok.AccessToken, tok.RefreshToken
+					id.Tokens.IDToken, _ = tok.Extra("id_token").(string)
+					continue
+				}
+				var e *extauth.Error
+				if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(err.Error(), tc.why) {
+					t.Fatalf("renewal %d: got %v, want %s with %q", i+1, err, tc.code, tc.why)
+				}
+			}
+		})
+	}
+}

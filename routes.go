@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -371,13 +370,21 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		chooser = nil
 	}
 	idp := ""
+	if len(r.Form["idp"]) > 1 {
+		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+			Message: "the identity provider is named more than once", Err: errors.New("the start request has more than one idp field")})
+		return
+	}
 	if chooser != nil {
 		// A page to choose the IdP starts nothing: it needs none of the
 		// start rules, which apply to the choice it posts.
 		if idp = r.Form.Get("idp"); idp == "" {
 			returnTo := safeReturnField(r.Form.Get("return_to"))
+			verdict, _ := a.startVerdict(r, m)
+			carry := startFields(r.Form, verdict == startAllow)
 			d := providers.Discovery{Action: m.base.Path + m.authorizePath(name), ReturnTo: returnTo, LastChoice: m.lastChoice(r),
-				JSON: format == "json", Return: func() string { return a.discoveryReturn(w, m, returnTo) }}
+				JSON: format == "json", Return: func() string { return a.discoveryReturn(w, m, carry) },
+				Render: func(list providers.DiscoveryList) error { return a.writeDiscovery(w, r, m, format, carry, list) }}
 			if err := chooser.Discover(w, r, d); err != nil {
 				a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
 			}
@@ -401,11 +408,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
-		var extra []formField
-		if idp != "" {
-			extra = append(extra, formField{"idp", idp})
-		}
-		a.confirmPage(w, m, "", r.Form.Get("return_to"), extra...)
+		a.confirmPage(w, r, m, "", startFields(r.Form, false))
 		return
 	}
 	now := a.now()
@@ -462,8 +465,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			writeJSON(w, http.StatusOK, map[string]any{"post_to": target, "form": form})
 			return
 		}
-		writePostForm(w, http.StatusOK, postForm{Title: "Signing in", Prompt: "Continue to the identity provider to sign in.",
-			Button: "Continue", Action: target, Fields: fieldsOf(form), Auto: true})
+		a.writeRedirectPage(w, r, m, target, form)
 		return
 	}
 	if format == "json" {
@@ -786,33 +788,6 @@ func (a *Auth) failAt(tenant string, log *slog.Logger, w http.ResponseWriter, r 
 	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, tenant)), err)
 }
 
-var failurePage = template.Must(template.New("failure").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title></head>
-<body><h1>Sign-in failed</h1><p>{{.Message}}</p><p><code>{{.Code}}</code></p><p><a href="/">Back</a></p></body></html>
-`))
-
-func defaultFailure(w http.ResponseWriter, r *http.Request, err *Error) {
-	status := err.Code.HTTPStatus()
-	msg := err.Message
-	if msg == "" {
-		msg = "Sign-in failed."
-	}
-	if Format(r) == "json" {
-		writeJSON(w, status, map[string]string{
-			"error":             string(err.Code),
-			"error_description": msg,
-			"provider":          err.Provider,
-		})
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	failurePage.Execute(w, struct {
-		Message string
-		Code    Code
-	}{msg, err.Code})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
@@ -885,13 +860,13 @@ func (m mount) discoveryCookieName() string { return m.idpCookieName("idpds_") }
 // random handle, in a cookie the service's cross-site return carries
 // (SameSite=Lax, a top-level GET) and in the return URL it is given, which
 // is the authorize route's absolute URL.
-func (a *Auth) discoveryReturn(w http.ResponseWriter, m mount, returnTo string) string {
+func (a *Auth) discoveryReturn(w http.ResponseWriter, m mount, carry url.Values) string {
 	handle := randomString(16)
 	http.SetCookie(w, &http.Cookie{Name: m.discoveryCookieName(), Value: handle, Path: "/", MaxAge: int(a.ttl.Seconds()),
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode})
 	q := url.Values{discoveryField: {handle}}
-	if returnTo != "" {
-		q.Set("return_to", returnTo)
+	for k, v := range carry {
+		q[k] = v
 	}
 	return m.url(m.authorizePath(m.name)) + "?" + q.Encode()
 }

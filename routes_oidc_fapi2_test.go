@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/oidcop"
@@ -138,13 +139,32 @@ func TestOIDCFAPI2MessageSigning(t *testing.T) {
 // client must refuse (JARM 4.4): unsigned, a bad signature, expired,
 // for another client, without iss or from another issuer; and a
 // response that is not a JWT at all, or carries a parameter beside it.
+// The response goes through the verification every JWT of the provider's
+// does (verifyJWT), so what it checks of an ID token it checks here too:
+// a response issued in the future or not yet valid (nbf), dates or an
+// issuer that are not what RFC 7519 says, an audience beside this client.
 // The token endpoint is never asked and the hook never runs.
 func TestOIDCJARMRefusals(t *testing.T) {
+	// resign edits the claims of the provider's response JWT and signs
+	// them again with the provider's key.
+	resign := func(edit func(c map[string]any)) func(*testing.T, *oidcop.OP, url.Values) url.Values {
+		return func(t *testing.T, op *oidcop.OP, q url.Values) url.Values {
+			c := jwtClaims(t, q.Get("response"))
+			edit(c)
+			jwt, err := op.SignJWT(nil, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Set("response", jwt)
+			return q
+		}
+	}
+	later := time.Now().Add(time.Hour).Unix()
 	for _, tc := range []struct {
 		name  string
 		fault oidcop.Fault
 		// edit rewrites the callback URL the provider sent.
-		edit   func(t *testing.T, q url.Values) url.Values
+		edit   func(t *testing.T, op *oidcop.OP, q url.Values) url.Values
 		status int
 		code   string
 		why    string
@@ -155,11 +175,22 @@ func TestOIDCJARMRefusals(t *testing.T) {
 		{"for another client", oidcop.JARMOtherClient, nil, http.StatusBadRequest, "invalid_response", "is not this client"},
 		{"without iss", oidcop.JARMNoIss, nil, http.StatusBadRequest, "invalid_response", "no issuer (iss)"},
 		{"from another issuer", oidcop.JARMWrongIss, nil, http.StatusBadRequest, "invalid_response", "issued by"},
-		{"a plain response instead of the JWT", "", func(t *testing.T, q url.Values) url.Values {
+		{"issued in the future", "", resign(func(c map[string]any) { c["iat"] = later }),
+			http.StatusBadRequest, "invalid_response", "issued in the future"},
+		{"not valid yet (nbf)", "", resign(func(c map[string]any) { c["nbf"] = later }),
+			http.StatusBadRequest, "invalid_response", "not valid before"},
+		{"an issuer that is not a string", "", resign(func(c map[string]any) { c["iss"] = []string{c["iss"].(string)} }),
+			http.StatusBadRequest, "invalid_response", "claim iss is not a string"},
+		{"an expiry that is not a date", "", resign(func(c map[string]any) { c["exp"] = fmt.Sprint(later) }),
+			http.StatusBadRequest, "invalid_response", "claim exp: not a number"},
+		{"another audience beside this client", "", resign(func(c map[string]any) {
+			c["aud"], c["azp"] = []string{c["aud"].(string), "someone-else"}, c["aud"]
+		}), http.StatusBadRequest, "invalid_response", "is not this client alone"},
+		{"a plain response instead of the JWT", "", func(t *testing.T, _ *oidcop.OP, q url.Values) url.Values {
 			c := jwtClaims(t, q.Get("response"))
 			return url.Values{"code": {c["code"].(string)}, "state": {c["state"].(string)}, "iss": {c["iss"].(string)}}
 		}, http.StatusBadRequest, "invalid_state", "no state"},
-		{"a code beside the JWT", "", func(t *testing.T, q url.Values) url.Values {
+		{"a code beside the JWT", "", func(t *testing.T, _ *oidcop.OP, q url.Values) url.Values {
 			q.Set("code", "injected")
 			return q
 		}, http.StatusBadRequest, "invalid_response", "beside the response JWT"},
@@ -173,7 +204,7 @@ func TestOIDCJARMRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.edit != nil {
-				u.RawQuery = tc.edit(t, u.Query()).Encode()
+				u.RawQuery = tc.edit(t, a.OP, u.Query()).Encode()
 			}
 			resp := b.Get(u.String())
 			wantCode(t, resp, tc.status, tc.code)

@@ -38,9 +38,20 @@ type mtlsApp struct {
 // sets, with the provider's server certificate trusted.
 func newMTLSApp(t *testing.T, op func(*oidcop.Config), add extauth.OIDCAdditionalSettings) *mtlsApp {
 	t.Helper()
+	return newMTLSAppServing(t, op, add, nil)
+}
+
+// newMTLSAppServing is newMTLSApp with the provider served through wrap,
+// when not nil.
+func newMTLSAppServing(t *testing.T, op func(*oidcop.Config), add extauth.OIDCAdditionalSettings, wrap func(http.Handler) http.Handler) *mtlsApp {
+	t.Helper()
 	a := &mtlsApp{Logs: &lockedLog{}}
 	var p atomic.Pointer[oidcop.OP]
-	opSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.Load().ServeHTTP(w, r) }))
+	var opHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.Load().ServeHTTP(w, r) })
+	if wrap != nil {
+		opHandler = wrap(opHandler)
+	}
+	opSrv := httptest.NewUnstartedServer(opHandler)
 	opSrv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	// The browser and the clients hang up on kept-alive connections.
 	opSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -260,6 +271,63 @@ func TestOIDCMTLSRefusals(t *testing.T) {
 		OnSuccess:  func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
 	if err == nil || !strings.Contains(err.Error(), "tls_client_certificate") || !strings.Contains(err.Error(), "*http.Transport") {
 		t.Errorf("New with a transport that cannot present a certificate: %v", err)
+	}
+}
+
+// TestOIDCMTLSAliasOnAnotherSite: an mtls_endpoint_alias must be on the
+// site of the issuer or of the endpoint it stands for (the same host, any
+// port, or a host of the same registrable domain): it gets the
+// connections that present the client's certificate and the codes and
+// tokens sent there. A discovery document that moves one to another site
+// fails the sign-in with misconfigured, naming the alias, before anything
+// is sent to it or to the provider's token endpoint. TestOIDCMTLS is the
+// control: aliases on the issuer's host are used.
+func TestOIDCMTLSAliasOnAnotherSite(t *testing.T) {
+	_, client := mtlsPKI(t)
+	for _, name := range []string{"token_endpoint", "pushed_authorization_request_endpoint", "userinfo_endpoint", "revocation_endpoint"} {
+		for _, elsewhere := range []string{"https://mtls.elsewhere.example/op/mtls/x", "https://localhost/op/mtls/x"} {
+			t.Run(name+" at "+elsewhere, func(t *testing.T) {
+				var moved atomic.Bool
+				a := newMTLSAppServing(t, func(c *oidcop.Config) {
+					c.AuthMethod, c.Profile = "self_signed_tls_client_auth", oidcop.FAPI2
+				}, extauth.OIDCAdditionalSettings{Profile: "fapi2", ClientAuthMethod: "self_signed_tls_client_auth",
+					TLSClientCertificate: client.CertPEM, TLSClientKey: extauth.NewSecret(client.KeyPEM)},
+					func(next http.Handler) http.Handler {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							if !strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration") {
+								next.ServeHTTP(w, r)
+								return
+							}
+							rec := httptest.NewRecorder()
+							next.ServeHTTP(rec, r)
+							var doc map[string]any
+							if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+								t.Error(err)
+							}
+							if aliases, ok := doc["mtls_endpoint_aliases"].(map[string]any); ok && aliases[name] != nil {
+								aliases[name] = elsewhere
+								moved.Store(true)
+							}
+							w.Header().Set("Content-Type", "application/json")
+							json.NewEncoder(w).Encode(doc)
+						})
+					})
+				resp := a.signIn(t)
+				if !moved.Load() {
+					t.Fatal("the provider lists no such alias")
+				}
+				if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(resp.Body, "misconfigured") {
+					t.Fatalf("got %d %q, want 500 misconfigured\n%s", resp.StatusCode, resp.Body, a.Logs)
+				}
+				if len(a.identities()) != 0 || a.OP.Hits(oidcop.Token)+a.OP.Hits(oidcop.PAR)+a.OP.Hits(oidcop.MTLS) != 0 {
+					t.Fatalf("hook called %d times; token %d, PAR %d, aliases %d", len(a.identities()),
+						a.OP.Hits(oidcop.Token), a.OP.Hits(oidcop.PAR), a.OP.Hits(oidcop.MTLS))
+				}
+				if why := "mtls_endpoint_aliases." + name; !strings.Contains(a.Logs.String(), why) || !strings.Contains(a.Logs.String(), "another site") {
+					t.Errorf("the log does not say why (%q):\n%s", why, a.Logs)
+				}
+			})
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package extauth_test
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +140,15 @@ func TestSignInOptionsValidated(t *testing.T) {
 				if len(v[0]) > 3 && strings.Contains(resp.Body, v[0]) {
 					t.Errorf("the answer echoes the value: %s", resp.Body)
 				}
+			}
+			// The message the user is shown names the option
+			// (docs/after-sign-in.md): level where it is one of two.
+			name := "level"
+			if len(form) == 1 {
+				name = slices.Collect(maps.Keys(form))[0]
+			}
+			if want := "the sign-in option " + name + " is not valid"; !strings.Contains(resp.Body, want) {
+				t.Errorf("the answer does not say %q: %s", want, resp.Body)
 			}
 		})
 	}

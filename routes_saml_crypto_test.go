@@ -452,6 +452,30 @@ func TestSAMLAllowSHA1FromSecretsFile(t *testing.T) {
 			}
 		})
 	}
+	// A federation names no IdP: allow_sha1 there would accept SHA-1 of
+	// every IdP of the aggregate, and on the aggregate's signature, which
+	// vouches for every IdP's keys. From the secrets file or from the
+	// host's options, it is refused.
+	t.Run("with a federation", func(t *testing.T) {
+		fed := "saml_sp_entity_id: " + samlEntityID + "\nsaml_additional_settings:\n  federation:\n" +
+			"    metadata_url: https://fed.example.invalid/aggregate.xml\n    signing_certificate: |\n" + indent(indent(federationCertPEM(t)))
+		if _, err := extauth.ParseConfig([]byte(fed), vars()); err != nil {
+			t.Fatalf("the federation alone: %v", err)
+		}
+		_, err := extauth.ParseConfig([]byte(fed+"  security:\n    allow_sha1: true\n"), vars())
+		if keys := problemKeys(t, err); !slices.Equal(keys, []string{"saml_additional_settings.security.allow_sha1"}) {
+			t.Fatalf("problems %v (%v)", keys, err)
+		}
+		cfg, err := extauth.ParseConfig([]byte(fed), vars())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.org", CookieKey: testKey, SAML: samlsp.Options{AllowSHA1: true},
+			OnSuccess: func(http.ResponseWriter, *http.Request, *extauth.Identity) {}})
+		if err == nil || !strings.Contains(err.Error(), "Options.SAML.AllowSHA1 does not apply to a federation") {
+			t.Fatalf("New with Options.SAML.AllowSHA1 and a federation: %v", err)
+		}
+	})
 	t.Run("not a boolean", func(t *testing.T) {
 		for _, key := range []string{"allow_sha1", "refuse_cbc_encryption"} {
 			_, err := extauth.ParseConfig([]byte(samlSecretsYAML(newSAMLIdP(t), certPEM, keyPEM, "    "+key+": maybe\n")), vars())
@@ -460,6 +484,77 @@ func TestSAMLAllowSHA1FromSecretsFile(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSAMLAllowSHA1PerTenant: allow_sha1 in the secrets file is a
+// setting of the SAML configuration it is written in, an IdP at the
+// application or at one tenant, and reaches no other, even where one IdP
+// serves them all: tenant a allows SHA-1, tenant b and the application's
+// own site do not, and the same SHA-1-signed answer of the IdP they share
+// signs in at a only. Nor does the IdP's metadata turn it on: it lists
+// SHA-1 alone as what it signs and digests with (alg:SigningMethod,
+// alg:DigestMethod), and b and the application still refuse, naming
+// both settings that could allow it.
+func TestSAMLAllowSHA1PerTenant(t *testing.T) {
+	ta := newTenantApp(t, []string{"a", "b"}, func(ta *tenantApp, _ *extauth.Options) {
+		md := ta.IdP.Metadata()
+		i := bytes.Index(md, []byte("<IDPSSODescriptor"))
+		if i < 0 {
+			t.Fatalf("no IDPSSODescriptor in the IdP metadata:\n%s", md)
+		}
+		const alg = `xmlns:alg="urn:oasis:names:tc:SAML:metadata:algsupport"`
+		ext := `<Extensions><alg:SigningMethod ` + alg + ` Algorithm="` + samlidp.RSASHA1 + `"/>` +
+			`<alg:DigestMethod ` + alg + ` Algorithm="` + samlidp.DigestSHA1 + `"/></Extensions>`
+		md = append(append(append([]byte(nil), md[:i]...), ext...), md[i:]...)
+		ta.IdP.Set(func(k *samlidp.Knobs) { k.MetadataBody = md })
+		file := "saml_sp_entity_id: https://example.test/saml\nsaml_idp_metadata_url: " + ta.IdP.MetadataURL() + "\n" +
+			"tenants:\n" +
+			"  a:\n    saml_sp_entity_id: https://a.example.test/saml\n    saml_idp_metadata_url: " + ta.IdP.MetadataURL() + "\n" +
+			"    saml_additional_settings:\n      security:\n        allow_sha1: true\n" +
+			"  b:\n    saml_sp_entity_id: https://b.example.test/saml\n    saml_idp_metadata_url: " + ta.IdP.MetadataURL() + "\n"
+		cfg, err := extauth.ParseConfig([]byte(file), extauth.LookupEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ta.cfg = cfg
+	})
+	b := ta.browser()
+	for _, tn := range []string{"a", "b", ""} {
+		ta.registerSAML(b, tn)
+		form := ta.samlStart(b, tn)
+		entityID := "https://example.test/saml"
+		if tn != "" {
+			entityID = "https://" + tn + ".example.test/saml"
+		}
+		spec := ta.IdP.DefaultSpec(entityID, ta.url(tn, "/users/auth/saml/callback"), inResponseTo(t, form.Get("SAMLResponse")))
+		spec.Sign = samlidp.SignOptions{SignatureMethod: samlidp.RSASHA1, DigestMethod: samlidp.DigestSHA1}
+		x, err := ta.IdP.Forge(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		form.Set("SAMLResponse", base64.StdEncoding.EncodeToString(x))
+		resp := b.PostForm(ta.url(tn, "/users/auth/saml/callback"), form)
+		if tn == "a" {
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("tenant a, which allows SHA-1: %d %s\n%s", resp.StatusCode, resp.Body, ta.Logs)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("tenant %q, which does not allow SHA-1, took a SHA-1 signature: %d %s", tn, resp.StatusCode, resp.Body)
+		}
+	}
+	logs := ta.Logs.String()
+	if !strings.Contains(logs, "Options.SAML.AllowSHA1") || !strings.Contains(logs, "security.allow_sha1") {
+		t.Errorf("the refusals do not name the settings:\n%s", logs)
+	}
+	// Each SP read the metadata's SHA-1 and judged it by its own setting.
+	if strings.Count(logs, "the IdP uses SHA-1") < 3 || !strings.Contains(logs, "accepted=true") || !strings.Contains(logs, "accepted=false") {
+		t.Errorf("the SPs did not read the metadata's SHA-1 each by its own setting:\n%s", logs)
+	}
+	if want := []string{"a a saml ada@example.org"}; !slices.Equal(ta.signIns(), want) {
+		t.Errorf("sign-ins %q, want %q", ta.signIns(), want)
+	}
 }
 
 // TestSAMLEncryptedNameID: an IdP may send the Subject's identifier as an

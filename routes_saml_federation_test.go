@@ -3,6 +3,7 @@ package extauth_test
 import (
 	"context"
 	"crypto/sha1"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -19,9 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beevik/etree"
+	"github.com/crewjam/saml"
+
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/samlsp"
 )
 
 // federation is a signed aggregate of two fake IdPs, served with an ETag,
@@ -106,6 +111,13 @@ func (f *federation) certPEM() string {
 // registers its SP metadata with both IdPs.
 func (f *federation) start(edit func(*extauth.Config, *extauth.Options)) *samlApp {
 	f.t.Helper()
+	return f.startMounted(edit, nil)
+}
+
+// startMounted is start with mount, when not nil, adding the host's own
+// routes beside extauth's.
+func (f *federation) startMounted(edit func(*extauth.Config, *extauth.Options), mount func(*http.ServeMux, *extauth.Auth)) *samlApp {
+	f.t.Helper()
 	a := &samlApp{t: f.t, IdP: f.A, store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{})}
 	srv := harness.Serve(f.t, func(base string) http.Handler {
 		cfg := &extauth.Config{SAML: extauth.SAMLConfig{SPEntityID: samlEntityID, Additional: extauth.SAMLAdditionalSettings{
@@ -122,6 +134,9 @@ func (f *federation) start(edit func(*extauth.Config, *extauth.Options)) *samlAp
 		a.Auth = auth
 		mux := http.NewServeMux()
 		auth.Mount(mux)
+		if mount != nil {
+			mount(mux, auth)
+		}
 		return mux
 	})
 	a.URL = srv.URL
@@ -275,6 +290,33 @@ func TestSAMLFederationAllowList(t *testing.T) {
 	}
 	if resp := b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {f.B.EntityID()}}); resp.StatusCode == http.StatusOK {
 		t.Errorf("an IdP left out: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// A start that names two IdPs (twice in the form, or once in the query
+// and once in the body) is refused, whichever comes first: taking the first
+// would start at an IdP the other field did not name.
+func TestSAMLFederationIdPGivenTwice(t *testing.T) {
+	f := newFederation(t)
+	a := f.start(nil)
+	b := harness.NewBrowser(t)
+	for name, do := range map[string]func() *harness.Response{
+		"twice in the form": func() *harness.Response {
+			return b.PostForm(a.URL+"/users/auth/saml.json", url.Values{"idp": {f.A.EntityID(), f.B.EntityID()}})
+		},
+		"the query and the form": func() *harness.Response {
+			return b.PostForm(a.URL+"/users/auth/saml.json?idp="+url.QueryEscape(f.B.EntityID()), url.Values{"idp": {f.A.EntityID()}})
+		},
+	} {
+		resp := do()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, "invalid_response") ||
+			!strings.Contains(resp.Body, "the identity provider is named more than once") || strings.Contains(resp.Body, "redirect_to") {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, resp.Body)
+		}
+	}
+	// One IdP still starts.
+	if to := a.startAt(b, f.B.EntityID()); !strings.HasPrefix(to, f.B.SSOURL()) {
+		t.Errorf("a start at B redirects to %s", to)
 	}
 }
 
@@ -589,4 +631,130 @@ func TestSAMLFederationUnsolicited(t *testing.T) {
 	if resp.StatusCode == http.StatusOK || len(a.identities()) != 1 {
 		t.Fatalf("B's response naming A was accepted: %d %s", resp.StatusCode, resp.Body)
 	}
+}
+
+// TestSAMLIdPLogoutEncryptedIDAttacks: an IdP-initiated LogoutRequest that
+// names its user by an EncryptedID, through the logout route, in a
+// federation of two IdPs, A and B. The EncryptedID is decrypted by the
+// rules of a sign-in's, after the signature around it is verified, so:
+//   - one encrypted to another key than the SP's is refused, and ends no
+//     session;
+//   - a request used once is refused the second time, whether replayed as
+//     it was or with its EncryptedID encrypted anew under the same ID;
+//   - A's EncryptedID, lifted from A's answer to a sign-in, in a request
+//     B signs, is B's word: the logout names B as its IdP (LogoutEvent.IdP),
+//     never A, so a host that keys accounts on (IdP, UID), as federations
+//     must, ends none of A's sessions; and a request that names A as its
+//     issuer but carries B's signature is refused.
+//
+// The control, A's own request with an EncryptedID of Ada, ends her
+// session at A.
+func TestSAMLIdPLogoutEncryptedIDAttacks(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	spCert, err := samlsp.ParseCertificatePEM(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPEM, _ := spKeyPair(t)
+	otherCert, err := samlsp.ParseCertificatePEM(otherPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFederation(t)
+	var mu sync.Mutex
+	var ended []extauth.LogoutEvent
+	a := f.start(func(c *extauth.Config, o *extauth.Options) {
+		c.SAML.Additional.Certificate, c.SAML.Additional.PrivateKey = certPEM, extauth.NewSecret(keyPEM)
+		o.Logout.OnProviderLogout = func(_ context.Context, e extauth.LogoutEvent) error {
+			mu.Lock()
+			ended = append(ended, e)
+			mu.Unlock()
+			return nil
+		}
+	})
+	events := func() []extauth.LogoutEvent {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]extauth.LogoutEvent(nil), ended...)
+	}
+	slo := a.URL + "/users/auth/saml/logout"
+
+	// Ada signs in at A, which sends her NameID encrypted.
+	f.A.Set(func(k *samlidp.Knobs) {
+		k.EncryptNameID, k.NoEncrypt, k.Encryption = true, true, &samlidp.Encryption{Cipher: samlidp.AES128GCM}
+	})
+	b := harness.NewBrowser(t)
+	form := idpForm(t, b, a.startAt(b, f.A.EntityID()))
+	raw, _ := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+	root, err := samlidp.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifted := root.FindElement("//Subject/EncryptedID")
+	if lifted == nil || root.FindElement("//Subject/NameID") != nil {
+		t.Fatal("A did not name Ada by an EncryptedID alone")
+	}
+	if resp := a.callback(b, form); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+
+	// request is a LogoutRequest from issuer, ID id, naming Ada by an
+	// EncryptedID: lifted's when given, else one encrypted to cert.
+	request := func(issuer *samlidp.IdP, id string, cert *x509.Certificate, lifted *etree.Element) *etree.Element {
+		t.Helper()
+		lr := (&saml.LogoutRequest{ID: id, Version: "2.0", IssueInstant: time.Now(), Destination: slo,
+			Issuer: &saml.Issuer{Value: issuer.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org", Format: samlsp.NameIDEmail}}).Element()
+		if lifted == nil {
+			if err := samlidp.EncryptNameID(lr, cert, samlidp.Encryption{Cipher: samlidp.AES256CBC}); err != nil {
+				t.Fatal(err)
+			}
+			return lr
+		}
+		n := lr.FindElement("NameID")
+		lr.InsertChildAt(n.Index(), lifted.Copy())
+		lr.RemoveChild(n)
+		return lr
+	}
+	send := func(signer *samlidp.IdP, lr *etree.Element) *harness.Response {
+		t.Helper()
+		m, err := signer.RedirectMessage(slo, "SAMLRequest", lr, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return harness.NewBrowser(t).NoFollow().Get(m)
+	}
+	// refused checks that resp refused a request for why, and that no
+	// session ended beyond the first before.
+	refused := func(what string, resp *harness.Response, before int, why string) {
+		t.Helper()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, why) || len(events()) != before {
+			t.Errorf("%s: %d %q, sessions ended %+v; want 400 with %q", what, resp.StatusCode, resp.Body, events()[before:], why)
+		}
+	}
+
+	// The control: A logs Ada out by her EncryptedID.
+	control := request(f.A, "id-a-1", spCert, nil)
+	m, err := f.A.RedirectMessage(slo, "SAMLRequest", control, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := harness.NewBrowser(t).NoFollow().Get(m)
+	if ev := events(); resp.StatusCode != http.StatusSeeOther || len(ev) != 1 || ev[0].Subject != "ada@example.org" || ev[0].IdP != f.A.EntityID() {
+		t.Fatalf("A's logout of Ada: %d %s, ended %+v", resp.StatusCode, resp.Body, ev)
+	}
+
+	// A replay, as sent and with the EncryptedID encrypted anew.
+	refused("the request replayed", harness.NewBrowser(t).NoFollow().Get(m), 1, "already used")
+	refused("its ID again, encrypted anew", send(f.A, request(f.A, "id-a-1", spCert, nil)), 1, "already used")
+
+	// Encrypted to another key than the SP's.
+	refused("an EncryptedID to another key", send(f.A, request(f.A, "id-a-2", otherCert, nil)), 1, "names no subject")
+
+	// A's EncryptedID in B's request names a user of B's.
+	resp = send(f.B, request(f.B, "id-b-1", nil, lifted))
+	if ev := events(); resp.StatusCode != http.StatusSeeOther || len(ev) != 2 || ev[1].Subject != "ada@example.org" || ev[1].IdP != f.B.EntityID() {
+		t.Fatalf("B's request with A's EncryptedID: %d %s, ended %+v", resp.StatusCode, resp.Body, ev)
+	}
+	// B cannot speak as A.
+	refused("A as issuer, B's signature", send(f.B, request(f.A, "id-a-3", nil, lifted)), 2, "signature is invalid")
 }

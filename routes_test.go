@@ -650,7 +650,14 @@ func startRuleCases(base, trusted string) []startRuleCase {
 		{"POST", hdr{"cross-site", trusted, ""}, start},
 		{"POST", hdr{"", "https://evil.example", ""}, refuse},
 		{"POST", hdr{"", "null", ""}, refuse},
-		{"POST", hdr{"same-origin", "null", ""}, refuse},
+		// A page of this origin whose referrer policy is no-referrer:
+		// its POSTs carry Origin null, and Sec-Fetch-Site says whose
+		// they are.
+		{"POST", hdr{"same-origin", "null", ""}, start},
+		// A sandboxed frame (an opaque origin) or a redirect through
+		// another origin: never same-origin.
+		{"POST", hdr{"cross-site", "null", ""}, refuse},
+		{"POST", hdr{"same-site", "null", ""}, refuse},
 		{"POST", hdr{"", otherPort, ""}, refuse},
 		{"GET", hdr{"same-orgin", "", ""}, refuse},
 	}
@@ -678,7 +685,7 @@ func TestAuthorizeStartRules(t *testing.T) {
 					t.Error("a refused start set a cookie")
 				}
 			case confirm:
-				if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `<button type="submit">`) ||
+				if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `<button type="submit"`) ||
 					strings.Contains(resp.Body, "<script") || resp.Header.Get("X-Frame-Options") != "DENY" {
 					t.Fatalf("no click-to-continue page that cannot be framed: %d %v\n%s", resp.StatusCode, resp.Header, resp.Body)
 				}

@@ -188,12 +188,18 @@ secret_key_base: LEAK-unrelated-value
 			t.Fatalf("file not read as intended: %v", cfg.Providers())
 		}
 		for _, kind := range []string{"did you mean microblog_secret", "did you mean twitter_key", "UNSET_SITE is not set",
-			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting",
-			"privat_key_new is sent to the provider"} {
+			"plain http", "relay_state is sent to the IdP", "want_assertions_signed is not supported", "oidc_scope is not an extauth setting"} {
 			if !strings.Contains(strings.Join(cfg.Warnings, "\n"), kind) {
 				t.Errorf("no warning %q in %q", kind, cfg.Warnings)
 			}
 		}
+		// What the oidc strategy warns of at start-up, extauth check lists.
+		_, startup, err := cfg.OIDC.ClientKeys()
+		if err != nil || !strings.Contains(strings.Join(startup, "\n"), "privat_key_new is not a setting: it is sent to the provider") ||
+			!strings.Contains(strings.Join(startup, "\n"), "oidc_client_secret is set but unused") {
+			t.Errorf("the strategy's warnings: %v %q", err, startup)
+		}
+		assertNoSecrets(t, "the strategy's warnings", strings.Join(startup, "\n"), secrets)
 		assertNoSecrets(t, "Config", cfg, secrets)
 		assertNoSecrets(t, "*Config", *cfg, secrets)
 		assertNoSecrets(t, "Warnings", strings.Join(cfg.Warnings, "\n"), secrets)

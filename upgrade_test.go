@@ -2,6 +2,7 @@ package extauth_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,32 @@ func (r legacyRecord) identity() *extauth.Identity {
 	return &extauth.Identity{Provider: r.Provider, Tenant: r.Tenant, UID: r.UID, Tokens: extauth.Tokens{
 		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, TokenType: r.TokenType, Expiry: r.Expiry, IDToken: r.IDToken,
 	}}
+}
+
+// issuedBy is r with its ID token's iss set to iss: the recording's
+// OpenID providers listened on ports of their own, and the tests' start
+// on others, so their issuers differ by the port alone. A real provider's
+// issuer stays, and AdoptTokens compares it; the signature is the
+// recording's, which nothing that reads the stored ID token checks.
+func (r legacyRecord) issuedBy(t *testing.T, iss string) legacyRecord {
+	t.Helper()
+	parts := strings.Split(r.IDToken, ".")
+	if len(parts) != 3 {
+		return r
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		t.Fatal(err)
+	}
+	claims["iss"] = iss
+	raw, _ = json.Marshal(claims)
+	parts[1] = base64.RawURLEncoding.EncodeToString(raw)
+	r.IDToken = strings.Join(parts, ".")
+	return r
 }
 
 type legacyCookie struct{ Name, Value, Path string }
@@ -202,6 +229,7 @@ func TestTokensStoredByV020Renew(t *testing.T) {
 
 	t.Run("one issuer: adopted", func(t *testing.T) {
 		lp := startLegacyProviders(t, records, redirect, nil)
+		appOIDC, cityA := appOIDC.issuedBy(t, lp.op.Issuer()), cityA.issuedBy(t, lp.cityA.Issuer())
 		cfg := lp.config(t)
 		cfg.Tenants = nil // the application without its tenant: one issuer per provider
 		logs := &lockedLog{}
@@ -219,6 +247,13 @@ func TestTokensStoredByV020Renew(t *testing.T) {
 		if n := strings.Count(logs.String(), "tokens stored before v0.3.0"); n != 2 {
 			t.Errorf("%d log lines of adopted tokens, want one per provider:\n%s", n, logs)
 		}
+		// Another issuer's tokens (city-a's, whose ID token says so) are
+		// not adopted as the application's on the way.
+		stray := cityA.identity()
+		stray.Tenant = ""
+		if _, err := a.TokenSource(ctx, stray); !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidState}) {
+			t.Errorf("another issuer's tokens adopted by TokenSource: %v", err)
+		}
 		// Revoking them is as renewing them.
 		if err := a.RevokeTokens(ctx, appOIDC.identity()); err != nil || lp.op.Revoked() == 0 {
 			t.Errorf("revoking tokens stored by v0.2.0: %v, %d revoked", err, lp.op.Revoked())
@@ -227,6 +262,7 @@ func TestTokensStoredByV020Renew(t *testing.T) {
 
 	t.Run("several issuers: AdoptTokens", func(t *testing.T) {
 		lp := startLegacyProviders(t, records, redirect, nil)
+		appOIDC, cityA := appOIDC.issuedBy(t, lp.op.Issuer()), cityA.issuedBy(t, lp.cityA.Issuer())
 		a := newAuth(t, lp.config(t), &lockedLog{})
 		for _, r := range []legacyRecord{appOIDC, cityA} {
 			op := lp.op
@@ -254,6 +290,25 @@ func TestTokensStoredByV020Renew(t *testing.T) {
 		}
 		// Every tenant keeps the application's blog_oauth2: one issuer.
 		renew(t, a, blog.identity(), func() int64 { lp.blog.Lock(); defer lp.blog.Unlock(); return int64(lp.blog.TokenCalls) })
+		// Tokens named for the wrong tenant: their ID token says which
+		// issuer issued them, and AdoptTokens does not send them to
+		// another (the refresh token would reach an issuer that never
+		// issued it).
+		for _, tc := range []struct {
+			r      legacyRecord
+			tenant string
+			op     *oidcop.OP
+		}{{cityA, "", lp.op}, {appOIDC, "city-a", lp.cityA}} {
+			id := tc.r.identity()
+			id.Tenant = tc.tenant
+			hits := tc.op.Hits(oidcop.Token)
+			if _, err := a.AdoptTokens(ctx, id); !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidState}) || !strings.Contains(err.Error(), "ID token was issued by") {
+				t.Errorf("tokens of tenant %q adopted at %q: %v", tc.r.Tenant, tc.tenant, err)
+			}
+			if tc.op.Hits(oidcop.Token) != hits {
+				t.Errorf("tokens of tenant %q were sent to the issuer of %q", tc.r.Tenant, tc.tenant)
+			}
+		}
 		// AdoptTokens does not move tokens that say where they belong.
 		moved := appOIDC.identity()
 		moved.Tokens.Issuer, moved.Tenant = lp.op.Issuer(), "city-a"

@@ -3,7 +3,7 @@ module github.com/extauth/extauth/examples
 go 1.26.0
 
 require (
-	github.com/chromedp/cdproto v0.159.3
+	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/crewjam/saml v0.6.3
 	github.com/extauth/extauth v0.0.0-00010101000000-000000000000

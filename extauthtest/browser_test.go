@@ -108,8 +108,14 @@ func TestBrowserFetchMetadata(t *testing.T) {
 		t.Errorf("redirect to a subdomain of localhost (served at 127.0.0.1): %+v", r)
 	}
 	b.PostFrom("https://evil.example/page", a.URL+"/form", nil)
-	if r := s.last(); r.Origin != "https://evil.example" || r.Site != "cross-site" || r.Referer != "" {
-		// No Referer from https to http.
+	if r := s.last(); r.Origin != "null" || r.Site != "cross-site" || r.Referer != "https://evil.example/" {
+		// An https page's Origin is not sent to an http URL (Fetch),
+		// its Referer is to a loopback one, which is trustworthy
+		// (Referrer Policy).
+		t.Errorf("cross-site form from https: %+v", r)
+	}
+	b.PostFrom("http://evil.example/page", a.URL+"/form", nil)
+	if r := s.last(); r.Origin != "http://evil.example" || r.Site != "cross-site" || r.Referer != "http://evil.example/" {
 		t.Errorf("cross-site form: %+v", r)
 	}
 	b.PostFrom(a.URL+"/page?q=1", a.URL+"/form", nil)

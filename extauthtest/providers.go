@@ -174,7 +174,7 @@ func startProviders(baseURL string, o ProvidersOptions, serve func(extauth.Provi
 		which = extauth.BuiltinProviders()
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: localhostTransport()}
+		o.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: (&Browser{}).transport()}
 	}
 	p := &Providers{sites: map[extauth.Provider]string{}, cfg: &extauth.Config{}}
 	for _, prov := range which {

@@ -19,7 +19,12 @@ import (
 )
 
 // Each tenant gets its own SAML IdP and OpenID provider, started for the
-// tenant's base URL, and signs in there, and only there.
+// tenant's base URL, and signs in there, and only there. Each tenant's
+// fakes are served on the tenant's own host: over plain HTTP a SAML
+// callback's cookie is SameSite=Lax, which a browser does not send with
+// an IdP's POST from another site (127.0.0.1 is another site than
+// city-a.localhost), so an IdP elsewhere would fail in a browser, as it
+// does in the test's.
 func TestProvidersForTenants(t *testing.T) {
 	var (
 		mu   sync.Mutex
@@ -32,13 +37,20 @@ func TestProvidersForTenants(t *testing.T) {
 		// the fakes reach at 127.0.0.1.
 		base = strings.Replace(base, "127.0.0.1", "localhost", 1)
 		cfg := &extauth.Config{Tenants: map[string]*extauth.Config{}}
+		mux := http.NewServeMux()
 		for _, tn := range []string{"city-a", "city-b"} {
 			tenantURL[tn] = strings.Replace(base, "localhost", tn+".localhost", 1)
-			fakes := extauthtest.NewProviders(t, tenantURL[tn], extauthtest.ProvidersOptions{
+			tmux := http.NewServeMux()
+			fakes, err := extauthtest.MountProviders(tmux, tenantURL[tn], "/dev/", extauthtest.ProvidersOptions{
 				Only:      []extauth.Provider{extauth.SAML, extauth.OIDC},
 				OIDCUsers: []oidcop.User{{Sub: tn + "-sub", Email: "ada@" + tn + ".example", EmailVerified: true, Name: "Ada"}},
 				SAMLUser:  &samlidp.User{NameID: tn + "-nameid", Email: "ada@" + tn + ".example", DisplayName: "Ada"},
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(fakes.Close)
+			mux.Handle(tn+".localhost/dev/", tmux)
 			cfg.Tenants[tn] = fakes.Config()
 		}
 		a, err := extauth.New(cfg, extauth.Options{
@@ -58,7 +70,6 @@ func TestProvidersForTenants(t *testing.T) {
 		}
 		t.Cleanup(func() { a.Close() })
 		auth = a
-		mux := http.NewServeMux()
 		a.Mount(mux)
 		return mux
 	})

@@ -84,6 +84,9 @@ func siteURL(s string) (string, error) {
 // Name returns "blog_oauth2".
 func (b *BlogOAuth2) Name() string { return "blog_oauth2" }
 
+// DisplayName is the host name of the blog site.
+func (b *BlogOAuth2) DisplayName() string { return hostName(b.conf.Endpoint.AuthURL) }
+
 // Begin returns the authorization URL with state and the PKCE challenge.
 func (b *BlogOAuth2) Begin(_ context.Context, tx *Transaction) (string, error) {
 	return pkceAuthURL(b.authPrefix, tx.State, tx.Verifier), nil

@@ -67,6 +67,14 @@ func NewMicroblog(cfg MicroblogConfig, env Env) (*Microblog, error) {
 // Name returns "microblog".
 func (m *Microblog) Name() string { return "microblog" }
 
+// DisplayName is Twitter for the default site, else the site's host name.
+func (m *Microblog) DisplayName() string {
+	if m.site.String() == DefaultMicroblogSite {
+		return "Twitter"
+	}
+	return m.site.Hostname()
+}
+
 func (m *Microblog) endpoint(path string) *url.URL {
 	u := *m.site
 	u.Path = strings.TrimSuffix(u.Path, "/") + path

@@ -428,9 +428,6 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if o.AssertionAudience == OIDCAudienceTokenEndpoint {
-		s.log.Warn("extauth: "+OIDCAudienceTokenWarning, "provider", name, "setting", settingAudience)
-	}
 	for _, pair := range [][2]string{{c.TLSCertificate, c.TLSKey}, {c.NextTLSCertificate, c.NextTLSKey}} {
 		if pair[0] != "" {
 			p, certErr, keyErr := parseTLSPair(pair[0], pair[1])
@@ -447,12 +444,18 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		}
 		s.client = client
 	}
-	ckeys, warnings, err := clientKeys(c)
+	ckeys, keyWarnings, err := clientKeys(c)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
-		s.log.Warn(name + ": " + w)
+	// The logger names the provider (and the tenant) already. The
+	// warnings name entries of oidc_additional_settings: search_oauth2
+	// has none (its parameters come from the host's code).
+	if name == "oidc" {
+		keyWarnings = append(startupWarnings(c, o), keyWarnings...)
+	}
+	for _, w := range keyWarnings {
+		s.log.Warn("extauth: " + w)
 	}
 	for _, k := range ckeys {
 		s.keys = append(s.keys, k.key)
@@ -480,8 +483,7 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	}
 	s.acrValues = strings.Fields(o.AuthParams["acr_values"])
 	if ma, ok := o.AuthParams["max_age"]; ok {
-		n, _ := strconv.ParseInt(ma, 10, 64)
-		s.maxAge = time.Duration(n) * time.Second
+		s.maxAge, _ = maxAge(ma) // CheckOIDCConfig has held it to the rule
 	}
 	return s, nil
 }
@@ -529,6 +531,15 @@ func (s *OIDC) Name() string { return s.name }
 
 // Issuer returns the configured issuer identifier.
 func (s *OIDC) Issuer() string { return s.issuer }
+
+// DisplayName is what people call the provider: Google for Google's
+// issuer, else the host name of the issuer.
+func (s *OIDC) DisplayName() string {
+	if s.issuer == GoogleIssuer {
+		return "Google"
+	}
+	return hostName(s.issuer)
+}
 
 // Discover fetches the discovery document now if it is not cached yet, for
 // hosts that want to warm up or report readiness. It obeys the back-off like
@@ -1318,7 +1329,7 @@ func (s *OIDC) verifyID(ctx context.Context, d *discovered, rawID, accessToken s
 	if err != nil {
 		return nil, idError("%w", err)
 	}
-	t, err := s.verifyJWT(ctx, d, signed, false)
+	t, err := s.verifyJWT(ctx, d, signed, idTokenRules(d))
 	if err != nil {
 		return nil, idError("%w", err)
 	}

@@ -265,16 +265,19 @@ func clientKeys(c OIDCConfig) ([]roleKey, []string, error) {
 }
 
 // OIDCKeys returns the client keys of c as the oidc strategy uses them,
-// and the warnings it logs at start-up about them (a next or retiring key
-// that is the current one). The error is CheckOIDCConfig's first problem.
+// and every warning the strategy logs at start-up: about the keys (a next
+// or retiring key that is the current one), the assertions' audience, an
+// unused client secret, and authorization parameters that are no setting.
+// The error is CheckOIDCConfig's first problem.
 func OIDCKeys(c OIDCConfig) ([]OIDCKey, []string, error) {
 	if ps := CheckOIDCConfig(c); len(ps) > 0 {
 		return nil, nil, ps[0]
 	}
-	keys, warnings, err := clientKeys(c)
+	keys, keyWarnings, err := clientKeys(c)
 	if err != nil {
 		return nil, nil, err
 	}
+	warnings := append(startupWarnings(c, c.profileOptions()), keyWarnings...)
 	out := make([]OIDCKey, len(keys))
 	for i, k := range keys {
 		out[i] = OIDCKey{Setting: k.setting, Type: keyType(k.key), KID: k.key.kid, EncKID: k.key.encKid, Signs: k.signs, Published: []string{"sig"}}

@@ -118,7 +118,32 @@ func ExampleCheckOIDCConfig() {
 	}
 	// Output:
 	// oidc_additional_settings.id_token_encrypted_response_alg does not suit the EC private_key: use ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW
-	// oidc_additional_settings.max_age must be a whole number of seconds
+	// oidc_additional_settings.max_age must be a number of seconds from 0 to 31622400 (a year), in digits alone
+}
+
+// An authorization parameter that is no setting nor one of OpenID
+// Connect's is warned about by the oidc strategy, naming its entry of
+// oidc_additional_settings; search_oauth2 has no such mapping (Google's
+// parameters come from the host's code) and says nothing.
+func TestOIDCUnknownParameterWarned(t *testing.T) {
+	for _, name := range []string{"oidc", "search_oauth2"} {
+		var logs strings.Builder
+		env := providers.Env{CallbackURL: "https://app.example/cb", HTTPClient: http.DefaultClient, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		o := providers.OIDCOptions{AuthParams: map[string]string{"include_granted_scopes": "true", "ui_locales": "fr"}}
+		var err error
+		if name == "oidc" {
+			_, err = providers.NewOIDC(providers.OIDCConfig{ClientID: "c", ClientSecret: "s", Issuer: "https://id.example", Options: o}, env)
+		} else {
+			_, err = providers.NewSearchOAuth2(providers.SearchOAuth2Config{ClientID: "c", ClientSecret: "s", Options: providers.SearchOAuth2Options{OIDCOptions: o}}, env)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = "extauth: oidc_additional_settings.include_granted_scopes is not a setting: it is sent to the provider as the authorization request parameter include_granted_scopes"
+		if warned := strings.Contains(logs.String(), want); warned != (name == "oidc") || strings.Contains(logs.String(), "ui_locales") {
+			t.Errorf("%s: %s", name, logs.String())
+		}
+	}
 }
 
 // TestOIDCKeyThatIsTheCurrentOneWarned: a private_key_new or
@@ -131,8 +156,8 @@ func TestOIDCKeyThatIsTheCurrentOneWarned(t *testing.T) {
 		cfg  providers.OIDCConfig
 		want string
 	}{
-		{providers.OIDCConfig{NextPrivateKey: key}, "oidc: oidc_additional_settings.private_key_new holds the key of private_key: there is nothing to rotate"},
-		{providers.OIDCConfig{OldPrivateKey: key}, "oidc: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires"},
+		{providers.OIDCConfig{NextPrivateKey: key}, "extauth: oidc_additional_settings.private_key_new holds the key of private_key: there is nothing to rotate"},
+		{providers.OIDCConfig{OldPrivateKey: key}, "extauth: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires"},
 	} {
 		var logs strings.Builder
 		c.cfg.ClientID, c.cfg.Issuer, c.cfg.PrivateKey = "app", "https://id.example.org", key
@@ -149,7 +174,7 @@ func TestOIDCKeyThatIsTheCurrentOneWarned(t *testing.T) {
 			t.Errorf("the JWKS has %d keys, want the key's two halves: %s", n, s.JWKS())
 		}
 		keys, warnings, err := providers.OIDCKeys(c.cfg)
-		if err != nil || len(keys) != 1 || len(warnings) != 1 || !strings.Contains("oidc: "+warnings[0], c.want) {
+		if err != nil || len(keys) != 1 || len(warnings) != 1 || !strings.Contains("extauth: "+warnings[0], c.want) {
 			t.Errorf("OIDCKeys: %+v %q %v", keys, warnings, err)
 		}
 	}

@@ -21,6 +21,8 @@ import (
 	"sync"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/extauth/extauth/internal/challenge"
 )
 
 // DPoP (RFC 9449) binds a sign-in's tokens to a key pair the client holds:
@@ -53,7 +55,8 @@ const (
 	// maxDPoPOrigins bounds the nonces kept: one per origin of the
 	// provider and of the resource servers called.
 	maxDPoPOrigins = 256
-	// maxDPoPNonce bounds a nonce taken from a server.
+	// maxDPoPNonce bounds a nonce taken from a server, cached or sent
+	// back (serverNonce).
 	maxDPoPNonce = 1024
 	// maxDPoPErrorBody bounds what is read of an error answer to see
 	// whether it asks for a nonce.
@@ -256,10 +259,8 @@ func (c *nonceCache) get(origin string) string {
 	return c.m[origin]
 }
 
+// put keeps nonce, which serverNonce has checked, as origin's.
 func (c *nonceCache) put(origin, nonce string) {
-	if len(nonce) > maxDPoPNonce {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -298,7 +299,7 @@ func (t *dpopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	fresh := resp.Header.Get("DPoP-Nonce")
+	fresh := serverNonce(resp.Header)
 	if fresh != "" {
 		t.s.nonces.put(o, fresh)
 	}
@@ -320,11 +321,30 @@ func (t *dpopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp, err = t.send(again, k, fresh)
 	if err == nil {
-		if n := resp.Header.Get("DPoP-Nonce"); n != "" {
+		if n := serverNonce(resp.Header); n != "" {
 			t.s.nonces.put(o, n)
 		}
 	}
 	return resp, err
+}
+
+// serverNonce is the nonce h gives (RFC 9449 8): its one DPoP-Nonce, when
+// that is 1 to maxDPoPNonce characters of RFC 9449's NQCHAR (visible
+// ASCII but the double quote and the backslash), else "". It is the one
+// gate of every nonce the client takes, whether cached or sent back at
+// once: a server's nonce goes into each proof to its origin, so one that
+// is oversized, or could not be sent back as it came, is not taken.
+func serverNonce(h http.Header) string {
+	v := h.Values("DPoP-Nonce")
+	if len(v) != 1 || v[0] == "" || len(v[0]) > maxDPoPNonce {
+		return ""
+	}
+	for i := 0; i < len(v[0]); i++ {
+		if c := v[0][i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return ""
+		}
+	}
+	return v[0]
 }
 
 // send sends r with a proof that carries nonce and, for a request that
@@ -348,14 +368,18 @@ func (t *dpopTransport) send(r *http.Request, k *dpopKey, nonce string) (*http.R
 
 // asksForNonce reports whether resp asks for a fresh DPoP nonce: a 400
 // whose JSON error is use_dpop_nonce (RFC 9449 8) or a 401 whose DPoP
-// challenge says so (RFC 9449 9). An error answer's body is read, within
-// a bound, and handed back unread.
+// challenge says so (RFC 9449 9), wherever it stands among the
+// WWW-Authenticate challenges. An error answer's body is read, within a
+// bound, and handed back unread.
 func asksForNonce(resp *http.Response) (*http.Response, bool, error) {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
-		for _, v := range resp.Header.Values("WWW-Authenticate") {
-			if scheme, params, _ := strings.Cut(strings.TrimSpace(v), " "); strings.EqualFold(scheme, tokenTypeDPoP) &&
-				strings.Contains(params, `error="use_dpop_nonce"`) {
+		cs, ok := challenge.Parse(resp.Header)
+		if !ok {
+			return resp, false, nil
+		}
+		for _, c := range cs {
+			if c.Scheme == "dpop" && c.Params["error"] == "use_dpop_nonce" {
 				return resp, true, nil
 			}
 		}

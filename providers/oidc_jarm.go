@@ -9,9 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
-
-	jose "github.com/go-jose/go-jose/v4"
 )
 
 // JWT-secured authorization responses (JARM, OpenID Foundation 2022):
@@ -71,9 +68,11 @@ func jarmError(format string, args ...any) *Error {
 }
 
 // jarmResponse verifies the JWT-secured authorization response of r
-// (JARM 4.4): signed with an accepted algorithm by a key of the provider,
-// iss the issuer, aud this client, exp in the future, and its state the
-// sign-in's; and returns its parameters.
+// (JARM 4.4) as verifyJWT verifies every JWT of the provider's: signed
+// with an algorithm of authorization_signing_alg_values_supported that
+// extauth accepts by a key of the provider, iss the issuer, aud this
+// client alone, exp in the future, iat and nbf (when present) not; then
+// its state must be the sign-in's. It returns its parameters.
 func (s *OIDC) jarmResponse(ctx context.Context, d *discovered, r *http.Request, state string) (url.Values, error) {
 	raw := r.Form[jarmParam]
 	switch {
@@ -94,33 +93,13 @@ func (s *OIDC) jarmResponse(ctx context.Context, d *discovered, r *http.Request,
 	if err := d.keys.ensure(ctx); err != nil {
 		return nil, AsError(err, s.name, CodeProviderUnavailable)
 	}
-	jws, err := jose.ParseSignedCompact(raw[0], d.jarmAlgs)
+	// The JWT verification of every other token of the provider's, with
+	// JARM's algorithms and audience; iat may be absent (JARM 4.1).
+	c, err := s.verifyJWT(ctx, d, raw[0], jwtRules{algs: d.jarmAlgs, iatOptional: true, soleAudience: true})
 	if err != nil {
 		return nil, jarmError("%w", err)
 	}
-	payload, err := d.keys.verify(ctx, jws)
-	if err != nil {
-		return nil, jarmError("%w", err)
-	}
-	m, err := decodeObject(payload)
-	if err != nil {
-		return nil, jarmError("claims: %w", err)
-	}
-	iss, _ := m["iss"].(string)
-	exp, expErr := numericDate(m["exp"])
-	now := s.now()
-	switch {
-	case iss == "":
-		return nil, jarmError("no issuer (iss)")
-	case iss != d.issuer:
-		return nil, jarmError("issued by %.200q, not %q", iss, d.issuer)
-	case !audienceIs(m["aud"], s.clientID):
-		return nil, jarmError("audience %.200v is not this client", m["aud"])
-	case m["exp"] == nil || expErr != nil:
-		return nil, jarmError("no expiry (exp)")
-	case !now.Before(exp.Add(s.opts.ClockSkew)):
-		return nil, jarmError("expired at %s", exp.UTC().Format(time.RFC3339))
-	}
+	m := c.raw
 	got, _ := m["state"].(string)
 	if subtle.ConstantTimeCompare([]byte(got), []byte(state)) != 1 {
 		return nil, jarmError("its state is not the sign-in's")
@@ -136,16 +115,4 @@ func (s *OIDC) jarmResponse(ctx context.Context, d *discovered, r *http.Request,
 		}
 	}
 	return params, nil
-}
-
-// audienceIs reports whether aud (a string or an array, as decoded) names
-// client and no one else.
-func audienceIs(aud any, client string) bool {
-	switch a := aud.(type) {
-	case string:
-		return a == client
-	case []any:
-		return len(a) == 1 && a[0] == client
-	}
-	return false
 }

@@ -9,8 +9,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Mutual TLS (RFC 8705): the client presents a TLS certificate to the
@@ -101,30 +105,81 @@ func (s *OIDC) tlsJWKs() []jose.JSONWebKey {
 // useMTLSAliases points d at the provider's mtls_endpoint_aliases when the
 // client presents a certificate: the token, pushed authorization request,
 // UserInfo and revocation endpoints, each that the provider aliases.
+//
+// An alias is the endpoint it stands for reached with mutual TLS (RFC
+// 8705 5): another host or port of the same deployment. It gets the
+// connections that present the client's certificate, and the codes,
+// refresh tokens and access tokens sent there, so it must be on the site
+// of the issuer or of the endpoint it stands for (aliasSite); one on
+// another site is refused, not used: a discovery document cannot send the
+// certificate-authenticated requests anywhere it does not already send
+// that endpoint's.
 func (s *OIDC) useMTLSAliases(d *discovered, doc *OIDCDiscovery) error {
 	a := doc.MTLSEndpointAliases
 	if len(s.tls) == 0 || a == nil {
 		return nil
 	}
 	for _, e := range []struct {
-		name, url string
-		dst       *string
+		// top is the endpoint of that name at the document's top level.
+		name, url, top string
+		dst            *string
 	}{
-		{"token_endpoint", a.TokenEndpoint, &d.oauth.Endpoint.TokenURL},
-		{"pushed_authorization_request_endpoint", a.PAREndpoint, &d.parURL},
-		{"userinfo_endpoint", a.UserInfoEndpoint, &d.userInfoURL},
-		{"revocation_endpoint", a.RevocationEndpoint, &d.revocationURL},
+		{"token_endpoint", a.TokenEndpoint, doc.TokenEndpoint, &d.oauth.Endpoint.TokenURL},
+		{"pushed_authorization_request_endpoint", a.PAREndpoint, doc.PAREndpoint, &d.parURL},
+		{"userinfo_endpoint", a.UserInfoEndpoint, doc.UserInfoEndpoint, &d.userInfoURL},
+		{"revocation_endpoint", a.RevocationEndpoint, doc.RevocationEndpoint, &d.revocationURL},
 	} {
 		if e.url == "" {
 			continue
 		}
-		if err := CheckOIDCEndpoint(e.url, s.issuer); err != nil {
+		err := CheckOIDCEndpoint(e.url, s.issuer)
+		if err == nil && !aliasSite(e.url, s.issuer, e.top) {
+			err = fmt.Errorf("is on another site than the issuer and the %s it stands for: an alias gets the connections "+
+				"that present the client's TLS certificate, and the tokens, so it must be on one of theirs", e.name)
+		}
+		if err != nil {
 			return NewError(CodeMisconfigured, "the provider's discovery document has an unusable endpoint",
 				fmt.Errorf("discovery: mtls_endpoint_aliases.%s %.200q: %w", e.name, e.url, err))
 		}
 		*e.dst = e.url
 	}
 	return nil
+}
+
+// aliasSite reports whether the alias URL is on the site of the issuer or
+// of the endpoint it stands for ("" when discovery names none).
+func aliasSite(alias, issuer, endpoint string) bool {
+	host := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return ""
+		}
+		return u.Hostname()
+	}
+	h := host(alias)
+	return sameSite(h, host(issuer)) || endpoint != "" && sameSite(h, host(endpoint))
+}
+
+// sameSite reports whether hosts a and b are of one site: the same host,
+// or hosts of one registrable domain by the public suffix list
+// (mtls.auth.example.com and auth.example.com; oauth2.mtls.example.co.uk
+// and oauth2.example.co.uk, not example.co.uk and other.co.uk). An IP
+// address, or a name without a registrable domain (localhost), is a site
+// of its own.
+func sameSite(a, b string) bool {
+	a, b = strings.TrimSuffix(strings.ToLower(a), "."), strings.TrimSuffix(strings.ToLower(b), ".")
+	if a == "" || b == "" {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	if net.ParseIP(a) != nil || net.ParseIP(b) != nil {
+		return false
+	}
+	ra, errA := publicsuffix.EffectiveTLDPlusOne(a)
+	rb, errB := publicsuffix.EffectiveTLDPlusOne(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // mtlsAliases are the endpoints a provider serves with mutual TLS (RFC

@@ -56,6 +56,19 @@ func (c OIDCConfig) profileOptions() OIDCOptions {
 	return o
 }
 
+// Applied returns the options the oidc strategy runs with for c: c.Options
+// with what the profile implies where they leave it open (the method, the
+// assertions' audience, pushed requests, the algorithms accepted, and with
+// Message Signing request objects and JARM) and DPoP's default algorithm.
+// extauth check prints the profile's rules from it, as applied.
+func (c OIDCConfig) Applied() OIDCOptions {
+	o := c.profileOptions()
+	if o.DPoP && o.DPoPSigningAlg == "" {
+		o.DPoPSigningAlg = DefaultDPoPSigningAlg
+	}
+	return o
+}
+
 // profileAlgs is algs less what the profile forbids.
 func (o *OIDCOptions) profileAlgs(algs []string) []string {
 	if o.Profile == "" {

@@ -150,7 +150,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	case AuthMethodPrivateKeyJWT:
 		needKey("client_auth_method " + AuthMethodPrivateKeyJWT)
 		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.AssertionSigningAlg != "" && !slices.Contains(algs, o.AssertionSigningAlg) {
-			bad(settingAssertionAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
+			bad(settingAssertionAlg, "must be one of %s for the %s private_key%s%s", strings.Join(algs, ", "), keyKind(signing), underProfile(o), caseHint(o.AssertionSigningAlg, algs))
 		}
 	default:
 		if near := spelling.Nearest(o.AuthMethod, OIDCAuthMethods(), 2); near != "" {
@@ -168,7 +168,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 	if o.RequestObject {
 		needKey("request_object")
 		if algs := o.profileAlgs(keyAlgs(signing)); signing != nil && o.RequestObjectSigningAlg != "" && !slices.Contains(algs, o.RequestObjectSigningAlg) {
-			bad(settingRequestAlg, "must be one of %s for the %s private_key", strings.Join(algs, ", "), keyKind(signing))
+			bad(settingRequestAlg, "must be one of %s for the %s private_key%s%s", strings.Join(algs, ", "), keyKind(signing), underProfile(o), caseHint(o.RequestObjectSigningAlg, algs))
 		}
 	} else if o.RequestObjectSigningAlg != "" {
 		bad(settingRequestAlg, "applies only with request_object: true")
@@ -186,14 +186,15 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 		needKey(strings.TrimPrefix(e.alg, OIDCSettingsKey+"."))
 		if e.enc.Enc != "" && !slices.Contains(contentEncs, e.enc.Enc) {
-			bad(e.encEntry, "must be one of %s", strings.Join(contentEncs, ", "))
+			bad(e.encEntry, "must be one of %s%s", strings.Join(contentEncs, ", "), caseHint(e.enc.Enc, contentEncs))
 		}
 		switch {
 		case e.enc.Alg == "RSA1_5":
 			bad(e.alg, "RSA1_5 is refused (its padding is a decryption oracle); use RSA-OAEP-256")
 			continue
 		case !slices.Contains(rsaKeyAlgs, e.enc.Alg) && !slices.Contains(ecKeyAlgs, e.enc.Alg):
-			bad(e.alg, "must be one of %s (RSA key) or %s (EC key)", strings.Join(rsaKeyAlgs, ", "), strings.Join(ecKeyAlgs, ", "))
+			bad(e.alg, "must be one of %s (RSA key) or %s (EC key)%s", strings.Join(rsaKeyAlgs, ", "), strings.Join(ecKeyAlgs, ", "),
+				caseHint(e.enc.Alg, append(slices.Clone(rsaKeyAlgs), ecKeyAlgs...)))
 			continue
 		}
 		for i, k := range []*clientKey{signing, next, old} {
@@ -206,7 +207,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		if !o.DPoP {
 			bad(settingDPoPAlg, "applies only with dpop: true")
 		} else if !slices.Contains(dpopSigningAlgs, o.DPoPSigningAlg) {
-			bad(settingDPoPAlg, "must be one of %s", strings.Join(dpopSigningAlgs, ", "))
+			bad(settingDPoPAlg, "must be one of %s%s", strings.Join(dpopSigningAlgs, ", "), caseHint(o.DPoPSigningAlg, dpopSigningAlgs))
 		}
 	}
 	if o.ResponseMode != "" && !slices.Contains(responseModes, o.ResponseMode) {
@@ -229,7 +230,10 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		for _, a := range []struct{ setting, alg string }{
 			{settingAssertionAlg, o.AssertionSigningAlg}, {settingRequestAlg, o.RequestObjectSigningAlg}, {settingDPoPAlg, o.DPoPSigningAlg},
 		} {
-			if a.alg != "" && !slices.Contains(fapiAlgs, a.alg) {
+			// An algorithm refused above already has its problem, which
+			// names the allowed ones: one rule is stated once.
+			reported := slices.ContainsFunc(ps, func(p *OIDCSettingError) bool { return p.Setting == a.setting })
+			if a.alg != "" && !reported && !slices.Contains(fapiAlgs, a.alg) {
 				bad(a.setting, "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm", o.Profile)
 			}
 		}
@@ -255,26 +259,29 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 	}
 	if ma, ok := o.AuthParams["max_age"]; ok {
-		if n, err := strconv.ParseInt(ma, 10, 64); err != nil || n < 0 {
-			bad(settingMaxAge, "must be a whole number of seconds")
+		if _, ok := maxAge(ma); !ok {
+			bad(settingMaxAge, errMaxAge)
 		}
 	}
 	if c.PrivateKey == "" && len(needers) > 0 {
 		bad(settingPrivateKey, "is missing (%s)", needs(needers))
 	}
 	if o.Prompt != "" {
-		words := strings.Fields(o.Prompt)
-		for _, w := range words {
-			if !slices.Contains(prompts, w) {
-				bad(settingPrompt, "must be none, login, consent or select_account, or several of the last three")
-				break
-			}
-		}
-		if slices.Contains(words, "none") && len(words) > 1 {
-			bad(settingPrompt, "cannot combine none with other values")
+		// One rule for the configured prompt and the per-request one.
+		if why := promptProblem(strings.Fields(o.Prompt)); why != "" {
+			bad(settingPrompt, "%s", why)
 		}
 	}
 	return append(ps, checkOptionConfig(&o)...)
+}
+
+// underProfile is " under profile fapi2" when a profile narrows the
+// algorithms a key may sign with, "" otherwise.
+func underProfile(o OIDCOptions) string {
+	if o.Profile == "" {
+		return ""
+	}
+	return " under profile " + o.Profile
 }
 
 // needs says what needs a setting: "request_object needs it", "a and b

@@ -46,18 +46,41 @@ type tokenClaims struct {
 	notBefore time.Time
 }
 
+// jwtRules say what verifyJWT takes of one kind of the provider's JWTs:
+// the ID tokens (and UserInfo answers) sign with the key set's
+// algorithms and carry every claim it checks; logout tokens and JARM
+// responses leave some out, or ask more.
+type jwtRules struct {
+	// algs are the algorithms the token may be signed with.
+	algs []jose.SignatureAlgorithm
+	// expOptional lets a token without exp through for the caller to
+	// judge (logout tokens of an earlier draft of Back-Channel Logout);
+	// one with exp is checked as ever.
+	expOptional bool
+	// iatOptional lets a token without iat through (JARM 4.1 asks only
+	// iss, aud and exp); one with iat is checked as ever.
+	iatOptional bool
+	// soleAudience wants aud to be this client and no one else (JARM
+	// 4.4), where others take trusted audiences beside it.
+	soleAudience bool
+}
+
+// idTokenRules are the rules of ID tokens and of the tokens that follow
+// them (renewed ID tokens).
+func idTokenRules(d *discovered) jwtRules { return jwtRules{algs: d.keys.algs} }
+
 // verifyJWT verifies a compact JWS signed by the provider (one signature,
-// an algorithm of the allow-list, the key its header names) and the claims
-// every token of the provider's carries, as OIDC Core 3.1.3.7 steps 2 to 9
-// say for ID tokens and Back-Channel Logout 2.6 step 4 repeats for logout
-// tokens: iss is the issuer, every aud is trusted and one is us, azp is us
-// when present and required with several audiences, exp is in the future,
-// iat present and not in the future, nbf (when present) past; each with the
-// clock skew. The callers check the rest. With expOptional, a token without
-// exp is let through for the caller to judge (logout tokens of an earlier
-// draft of Back-Channel Logout); one with exp is checked as ever.
-func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, expOptional bool) (*tokenClaims, error) {
-	jws, err := jose.ParseSignedCompact(raw, d.keys.algs)
+// an algorithm of r.algs, the key its header names) and the claims every
+// token of the provider's carries, as OIDC Core 3.1.3.7 steps 2 to 9 say
+// for ID tokens, Back-Channel Logout 2.6 step 4 repeats for logout tokens
+// and JARM 4.4 for authorization responses: iss is the issuer, every aud
+// is trusted and one is us, azp is us when present and required with
+// several audiences, exp is in the future, iat present and not in the
+// future, nbf (when present) past; each with the clock skew, and each
+// claim it reads of the type RFC 7519 gives it. r says what a kind of
+// token may leave out. The callers check the rest.
+func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, r jwtRules) (*tokenClaims, error) {
+	jws, err := jose.ParseSignedCompact(raw, r.algs)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the token: %w", err)
 	}
@@ -122,11 +145,18 @@ func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, expOpti
 		return nil, err
 	}
 
-	if c.issuer != d.issuer {
+	switch c.issuer {
+	case d.issuer:
+	case "":
+		return nil, errors.New("no issuer (iss)")
+	default:
 		return nil, fmt.Errorf("issued by a different provider: iss %.200q, expected %q", c.issuer, d.issuer)
 	}
 	if len(c.audience) == 0 {
 		return nil, errors.New("no audience (aud)")
+	}
+	if r.soleAudience && (len(c.audience) != 1 || c.audience[0] != s.clientID) {
+		return nil, fmt.Errorf("audience %.200q is not this client alone", c.audience)
 	}
 	ours := false
 	for _, aud := range c.audience {
@@ -145,13 +175,13 @@ func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, expOpti
 		return nil, fmt.Errorf("authorized party (azp) %.200q is not this client", c.azp)
 	}
 	now, skew := s.now(), s.opts.ClockSkew
-	if c.expiry.IsZero() && !expOptional {
+	if c.expiry.IsZero() && !r.expOptional {
 		return nil, errors.New("no expiry (exp)")
 	}
 	if !c.expiry.IsZero() && !now.Before(c.expiry.Add(skew)) {
 		return nil, fmt.Errorf("expired at %s", c.expiry.UTC().Format(time.RFC3339))
 	}
-	if c.issuedAt.IsZero() {
+	if c.issuedAt.IsZero() && !r.iatOptional {
 		return nil, errors.New("no issue time (iat)")
 	}
 	if c.issuedAt.After(now.Add(skew)) {

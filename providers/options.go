@@ -190,7 +190,7 @@ func optionProblem(name, value string) string {
 	case OptionAuthnContext:
 		for _, w := range words {
 			if u, err := url.Parse(w); err != nil || u.Scheme == "" || !isToken(w) {
-				return "must be absolute URIs, space-separated"
+				return "must be an absolute URI, or several separated by spaces (an authentication context class, such as https://refeds.org/profile/mfa)"
 			}
 		}
 	default:
@@ -216,7 +216,7 @@ func promptProblem(words []string) string {
 	return ""
 }
 
-const errMaxAge = "must be a whole number of seconds, at most a year"
+const errMaxAge = "must be a number of seconds from 0 to 31622400 (a year), in digits alone"
 
 // ParseMaxAge reads a max_age: whole seconds, not negative, at most a year
 // of them (a larger one asks nothing a year does not).
@@ -305,8 +305,8 @@ func CheckRequestOptionConfig(setting string, allowed, takes []string, levels ma
 			bad(key, "has a level name that is not a token of visible ASCII characters")
 			continue
 		}
-		if optionProblem(valueOption, strings.Join(values, " ")) != "" {
-			bad(key+"."+level, "holds no value, or one that is not valid as %s", valueOption)
+		if why := optionProblem(valueOption, strings.Join(values, " ")); why != "" {
+			bad(key+"."+level, "%s", why)
 			continue
 		}
 		if len(configured) > 0 {
@@ -371,7 +371,7 @@ func Narrow(tx *Transaction, configured Asked, valueOption string, levels map[st
 	if s := tx.Option(OptionMaxAge); s != "" {
 		d, ok := maxAge(s)
 		if !ok {
-			return out, NewError(CodeInvalidResponse, "a sign-in option is not valid", errors.New("option max_age "+errMaxAge))
+			return out, NewError(CodeInvalidResponse, "the sign-in option max_age is not valid", errors.New("option max_age "+errMaxAge))
 		}
 		if out.MaxAge < 0 || d < out.MaxAge {
 			out.MaxAge = d

@@ -118,6 +118,15 @@ func parseSite(s string) (*url.URL, error) {
 // Name returns "socialnet".
 func (s *Socialnet) Name() string { return "socialnet" }
 
+// DisplayName is Facebook for the default sites, else the host name of the
+// dialog site.
+func (s *Socialnet) DisplayName() string {
+	if s.dialog.String() == DefaultSocialnetDialogSite {
+		return "Facebook"
+	}
+	return s.dialog.Hostname()
+}
+
 func (s *Socialnet) endpoint(base *url.URL, path string) *url.URL {
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + s.version + path

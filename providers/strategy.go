@@ -120,6 +120,53 @@ type Discovery struct {
 	// start the sign-in: a return without it is refused like any
 	// cross-site start.
 	Return func() string
+	// Render answers the request with the page of list (or, with JSON,
+	// the list): the routes' page, in the browser's language, whose
+	// forms carry every field of the start request on to the sign-in.
+	Render func(list DiscoveryList) error
+}
+
+// DiscoveryList is what an IdPChooser found for a discovery page, which
+// Discovery.Render shows.
+type DiscoveryList struct {
+	// Query is the search the page was asked for, as it shows it back.
+	Query string
+	// Last is the IdP this browser chose last, nil when there is none or
+	// it is not one the page may offer.
+	Last *DiscoveryChoice
+	// Choices are the IdPs that match Query, at most a page's worth; none
+	// when Query is empty and there are too many to list.
+	Choices []DiscoveryChoice
+	// Listed is how many IdPs the page could list, whatever the search;
+	// More reports that more IdPs match Query than Choices holds.
+	Listed int
+	More   bool
+}
+
+// DiscoveryChoice is an IdP of a DiscoveryList.
+type DiscoveryChoice struct {
+	EntityID string
+	// Name is the IdP's name in the browser's language where its
+	// metadata has one, and Lang that language.
+	Name, Lang string
+	// Logo is an https URL or a data: image, which the chooser checked;
+	// "" for none. LogoWidth and LogoHeight are its size, 0 when unknown.
+	Logo                  string
+	LogoWidth, LogoHeight int
+}
+
+// DisplayNamer is implemented by strategies that know what people call
+// their provider ("Google", an IdP's name from its metadata): the pages
+// that extauth serves show it.
+type DisplayNamer interface {
+	DisplayName() string
+}
+
+// IdPNamer is implemented by IdPChoosers: the name of one of their IdPs,
+// in the language lang (a BCP 47 tag) where its metadata has one, "" for an
+// IdP they do not know.
+type IdPNamer interface {
+	IdPName(ctx context.Context, entityID, lang string) string
 }
 
 // MetadataPublisher is implemented by strategies that publish a metadata
@@ -165,4 +212,13 @@ type Transaction struct {
 	// federation's entity ID). Sealed with the rest, it is the only one
 	// whose answer the callback accepts.
 	IdP string `json:"d,omitempty"`
+}
+
+// hostName is the host name of rawURL, "" when it has none.
+func hostName(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,11 +272,11 @@ func resign(t *testing.T, k fedKeys, doc []byte, edit func(ref *etree.Element)) 
 	return out
 }
 
-// The discovery page leaves out IdPs that ask to be hidden and those the
-// host's restrictions exclude, shows a hidden one only as the browser's
-// own last choice, escapes what the metadata says and shows only safe
-// logos.
-func TestDiscoverHidesAndEscapes(t *testing.T) {
+// The discovery list leaves out IdPs that ask to be hidden and those the
+// host's restrictions exclude, offers a hidden one only as the browser's
+// own last choice, and keeps only safe logos. (The routes' page escapes
+// what the metadata says: TestSAMLFederationDiscoveryPage.)
+func TestDiscoverHidesAndFilters(t *testing.T) {
 	k := newFedKeys(t)
 	a, ea := testIdPEntity(t, "https://idp-a.example.org/idp", samlidp.Entity{
 		DisplayNames:          map[string]string{"en": `<script>alert("a")</script> University`},
@@ -294,36 +295,45 @@ func TestDiscoverHidesAndEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := func(cfg FederationConfig, last string) string {
+	list := func(cfg FederationConfig, last string) providers.DiscoveryList {
 		cfg.MetadataURL, cfg.SigningCertificatePEM = "http://127.0.0.1:1/agg", pemCert(k.cert)
 		sp := offlineSP(t, Config{IdPMetadataURL: "-", Federation: cfg}, Options{}, time.Now())
 		sp.fed.src.keep(agg, time.Now(), time.Time{}, false)
 		r := httptest.NewRequest(http.MethodGet, "/users/auth/saml", nil)
 		r.ParseForm()
-		w := httptest.NewRecorder()
-		if err := sp.Discover(w, r, providers.Discovery{Action: "/users/auth/saml", LastChoice: last}); err != nil {
+		var got providers.DiscoveryList
+		d := providers.Discovery{Action: "/users/auth/saml", LastChoice: last,
+			Render: func(l providers.DiscoveryList) error { got = l; return nil }}
+		if err := sp.Discover(httptest.NewRecorder(), r, d); err != nil {
 			t.Fatal(err)
 		}
-		return w.Body.String()
+		return got
 	}
-	all := page(FederationConfig{}, "")
-	if !strings.Contains(all, "Other Federation College") || strings.Contains(all, "Hidden College") {
-		t.Errorf("page without restrictions:\n%s", all)
+	ids := func(l providers.DiscoveryList) []string {
+		var out []string
+		for _, c := range l.Choices {
+			out = append(out, c.EntityID)
+		}
+		return out
 	}
-	if strings.Contains(all, "<script>") || !strings.Contains(all, "&lt;script&gt;") || strings.Contains(all, `onerror="alert`) {
-		t.Errorf("metadata not escaped:\n%s", all)
+	all := list(FederationConfig{}, "")
+	if got := ids(all); !slices.Equal(got, []string{a.EntityID(), o.EntityID()}) || all.Listed != 2 || all.Last != nil {
+		t.Errorf("list without restrictions: %v (listed %d, last %v)", got, all.Listed, all.Last)
 	}
-	if strings.Contains(all, "data:text/html") || strings.Contains(all, "http://o.example.org") {
-		t.Errorf("an unsafe logo is shown:\n%s", all)
+	for _, c := range all.Choices {
+		if c.Logo != "" {
+			t.Errorf("%s: an unsafe logo is offered: %q", c.EntityID, c.Logo)
+		}
+		if c.EntityID == a.EntityID() && c.Name != `<script>alert("a")</script> University` {
+			t.Errorf("the name is not the metadata's, as it says it: %q", c.Name)
+		}
 	}
-	if p := page(FederationConfig{}, h.EntityID()); !strings.Contains(p, "Hidden College") || !strings.Contains(p, "Your last choice") {
-		t.Errorf("the hidden IdP the browser chose last is not offered:\n%s", p)
+	if l := list(FederationConfig{}, h.EntityID()); l.Last == nil || l.Last.Name != "Hidden College" || slices.Contains(ids(l), h.EntityID()) {
+		t.Errorf("the hidden IdP the browser chose last is not offered as the last choice only: %+v", l)
 	}
-	if p := page(FederationConfig{RegistrationAuthorities: []string{"https://fed.example.org"}}, ""); strings.Contains(p, "Other Federation College") ||
-		!strings.Contains(p, a.EntityID()) {
-		t.Errorf("registration_authorities:\n%s", p)
+	if l := list(FederationConfig{RegistrationAuthorities: []string{"https://fed.example.org"}}, ""); !slices.Equal(ids(l), []string{a.EntityID()}) {
+		t.Errorf("registration_authorities: %v", ids(l))
 	}
-	_ = o
 }
 
 // The IdPs an SP keeps parsed do not keep a refreshed-away aggregate, and

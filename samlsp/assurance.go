@@ -52,7 +52,7 @@ func (sp *SP) authnOptions(tx *providers.Transaction) (*authnOptions, error) {
 		isPassive:  tx.Option(providers.OptionIsPassive) == "true",
 	}
 	if o.forceAuthn && o.isPassive {
-		return nil, providers.NewError(providers.CodeInvalidResponse, "a sign-in option is not valid",
+		return nil, providers.NewError(providers.CodeInvalidResponse, "the sign-in option IsPassive is not valid with ForceAuthn or max_age",
 			fmt.Errorf("IsPassive cannot be combined with ForceAuthn or max_age"))
 	}
 	if tx.Option(providers.OptionAuthnContext) != "" || tx.Option(providers.OptionLevel) != "" {

@@ -1,18 +1,14 @@
 package samlsp
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -40,33 +36,14 @@ const (
 	maxLogoDataURL = 64 << 10
 )
 
-// discoveryIdP is one IdP as the page shows it.
-type discoveryIdP struct {
-	EntityID string       `json:"entity_id"`
-	Name     string       `json:"name"`
-	Lang     string       `json:"-"`
-	Logo     template.URL `json:"logo,omitempty"`
-	LogoW    int          `json:"-"`
-	LogoH    int          `json:"-"`
-}
-
-type discoveryPage struct {
-	Action, ReturnTo, Query string
-	Last                    *discoveryIdP
-	Results                 []discoveryIdP
-	Status                  string
-}
-
-// Discover answers a sign-in start that names no IdP: a page to choose one,
-// in the browser's language where the metadata has it (Accept-Language),
-// its logos, a search that works without JavaScript (a GET form with q, by
-// name in any language, accents and case aside), and the browser's last
-// choice first. IdPs the host's restrictions leave out, and those of the
-// hide-from-discovery entity category, are not listed (a link that names a
-// hidden one still starts its sign-in). Everything from the metadata is
-// escaped, and a logo is shown only from an https URL or a data: image,
-// under a Content-Security-Policy that lets the page load images and
-// nothing else.
+// Discover answers a sign-in start that names no IdP with the list of IdPs
+// to choose from, which d.Render shows: names in the browser's language
+// where the metadata has them (Accept-Language), logos, a search by name
+// in any language (accents and case aside, at most 100 characters), and
+// the browser's last choice first. IdPs the host's restrictions leave
+// out, and those of the hide-from-discovery entity category, are not
+// listed (a link that names a hidden one still starts its sign-in). A
+// logo is offered only from an https URL or as a data: image.
 //
 // With FederationConfig.DiscoveryURL, the browser goes to that discovery
 // service instead (the SAML IdP Discovery Protocol: entityID, return,
@@ -102,8 +79,7 @@ func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Disco
 	}
 	prefs, _, _ := language.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
 	folded := fold(q)
-	page := discoveryPage{Action: d.Action, ReturnTo: d.ReturnTo, Query: q}
-	listed := 0
+	list := providers.DiscoveryList{Query: q}
 	for _, ref := range refs {
 		agg, e := ref.agg, ref.e
 		if !sp.fed.allows(e) {
@@ -111,62 +87,65 @@ func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Disco
 		}
 		if d.LastChoice != "" && e.entityID == d.LastChoice {
 			v := showIdP(agg, e, prefs)
-			page.Last = &v
+			list.Last = &v
 		}
 		if slices.Contains(e.categories, CategoryHideFromDiscovery) {
 			continue
 		}
-		listed++
+		list.Listed++
 		if q != "" && !matches(e, folded) {
 			continue
 		}
-		if len(page.Results) < maxDiscoveryResults+1 {
-			page.Results = append(page.Results, showIdP(agg, e, prefs))
+		if len(list.Choices) < maxDiscoveryResults+1 {
+			list.Choices = append(list.Choices, showIdP(agg, e, prefs))
 		}
 	}
-	more := len(page.Results) > maxDiscoveryResults
-	switch {
-	case q == "" && listed > maxDiscoveryResults:
-		page.Results = nil
-		page.Status = "Type the name of your organisation to find it."
-	case len(page.Results) == 0 && q != "":
-		page.Status = "No organisation matches \u201c" + q + "\u201d."
-	case len(page.Results) == 0:
-		page.Status = "No organisation is available."
-	case more:
-		page.Results = page.Results[:maxDiscoveryResults]
-		page.Status = "More than " + strconv.Itoa(maxDiscoveryResults) + " organisations match: type more of the name."
-	default:
-		page.Status = strconv.Itoa(len(page.Results)) + " organisations."
-		if len(page.Results) == 1 {
-			page.Status = "1 organisation."
-		}
+	if list.More = len(list.Choices) > maxDiscoveryResults; list.More {
+		list.Choices = list.Choices[:maxDiscoveryResults]
 	}
-	slices.SortStableFunc(page.Results, func(a, b discoveryIdP) int {
+	if q == "" && list.Listed > maxDiscoveryResults {
+		// Too many to list: the page asks for a name instead.
+		list.Choices = nil
+	}
+	slices.SortStableFunc(list.Choices, func(a, b providers.DiscoveryChoice) int {
 		return cmp.Compare(fold(a.Name), fold(b.Name))
 	})
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Vary", "Accept-Language, Cookie")
-	if d.JSON {
-		body, err := json.Marshal(map[string]any{"idps": page.Results, "more": more})
-		if err != nil {
-			return err
+	return d.Render(list)
+}
+
+// IdPName is the name of the federation's IdP entityID in the language
+// lang where its metadata has one, "" for an IdP the federation does not
+// know or lets no user sign in with.
+func (sp *SP) IdPName(ctx context.Context, entityID, lang string) string {
+	if sp.fed == nil {
+		return ""
+	}
+	ref, ok := sp.fedIdP(ctx, entityID)
+	if !ok || !sp.fed.allows(ref.e) {
+		return ""
+	}
+	prefs, _, _ := language.ParseAcceptLanguage(lang)
+	if n, ok := pickName(ref.e.names, prefs); ok {
+		return n.text
+	}
+	return ""
+}
+
+// fedIdP returns the federation's IdP entityID: from the aggregate, or
+// from the MDQ server (its cache first).
+func (sp *SP) fedIdP(ctx context.Context, entityID string) (idpRef, bool) {
+	if sp.fed.mdq != nil {
+		e, perr := sp.fed.mdq.lookup(ctx, entityID)
+		if perr != nil {
+			return idpRef{}, false
 		}
-		h.Set("Content-Type", "application/json")
-		w.Write(append(body, '\n'))
-		return nil
+		return idpRef{e.agg, e.e}, true
 	}
-	var b bytes.Buffer
-	if err := discoveryTemplate.Execute(&b, page); err != nil {
-		return err
+	agg, perr := sp.aggregate(ctx)
+	if perr != nil || agg.byID[entityID] == nil {
+		return idpRef{}, false
 	}
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", discoveryCSP)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	w.Write(b.Bytes())
-	return nil
+	return idpRef{agg, agg.byID[entityID]}, true
 }
 
 // idpRef is an IdP of the index and the document it lies in.
@@ -198,8 +177,8 @@ func (sp *SP) discoverable(ctx context.Context) ([]idpRef, *providers.Error) {
 }
 
 // showIdP is what the page shows of e for the languages prefs.
-func showIdP(agg *aggregate, e *fedIdP, prefs []language.Tag) discoveryIdP {
-	v := discoveryIdP{EntityID: e.entityID}
+func showIdP(agg *aggregate, e *fedIdP, prefs []language.Tag) providers.DiscoveryChoice {
+	v := providers.DiscoveryChoice{EntityID: e.entityID}
 	if n, ok := pickName(e.names, prefs); ok {
 		v.Name, v.Lang = n.text, n.lang
 	} else {
@@ -207,7 +186,7 @@ func showIdP(agg *aggregate, e *fedIdP, prefs []language.Tag) discoveryIdP {
 	}
 	for _, l := range orderByLang(e.logos, prefs) {
 		if u, ok := logoURL(agg.buf[l.start:l.end]); ok {
-			v.Logo, v.LogoW, v.LogoH = u, l.width, l.height
+			v.Logo, v.LogoWidth, v.LogoHeight = u, l.width, l.height
 			break
 		}
 	}
@@ -320,7 +299,7 @@ func isASCII(s string) bool {
 // image (an img element runs no script of an SVG), of bounded size. A logo
 // is the metadata's to choose, and whoever registered the IdP chose it:
 // anything else (javascript:, http:, a data: page) is left out.
-func logoURL(raw []byte) (template.URL, bool) {
+func logoURL(raw []byte) (string, bool) {
 	if len(raw) > maxLogoDataURL*2 {
 		return "", false
 	}
@@ -358,64 +337,11 @@ func logoURL(raw []byte) (template.URL, bool) {
 				return "", false
 			}
 		}
-		return template.URL(s), true
+		return s, true
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
 		return "", false
 	}
-	return template.URL(u.String()), true
+	return u.String(), true
 }
-
-const discoveryStyle = `body{font-family:system-ui,sans-serif;margin:0;color:#111;background:#fff}
-main{max-width:40rem;margin:0 auto;padding:1rem}
-h1{font-size:1.4rem}
-form{margin:0 0 1rem}
-label{display:block;font-weight:600;margin-bottom:.3rem}
-input[type=search]{font:inherit;padding:.5rem;width:100%;box-sizing:border-box;border:1px solid #555;border-radius:.3rem}
-ul{list-style:none;margin:0;padding:0}
-li{margin:.4rem 0}
-button{font:inherit;display:flex;align-items:center;gap:.6rem;width:100%;min-height:2.8rem;padding:.4rem .6rem;text-align:left;background:#f4f4f4;border:1px solid #888;border-radius:.3rem;cursor:pointer}
-button:hover,button:focus{background:#e4ecf7;outline:2px solid #1a4fa0}
-.search{display:flex;gap:.5rem}.search button{width:auto}
-img{max-height:2.5rem;max-width:5rem;object-fit:contain}
-.status{color:#333}`
-
-var (
-	discoveryCSP = func() string {
-		sum := sha256.Sum256([]byte(discoveryStyle))
-		return "default-src 'none'; img-src https: data:; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-			"'; frame-ancestors 'none'; base-uri 'none'"
-	}()
-	discoveryTemplate = template.Must(template.New("discovery").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>Sign in with your organisation</title><style>` + discoveryStyle + `</style></head>
-<body><main>
-<h1>Sign in with your organisation</h1>
-{{- define "idp"}}<button type="submit" name="idp" value="{{.EntityID}}">
-{{- if .Logo}}<img src="{{.Logo}}" alt=""{{if .LogoW}} width="{{.LogoW}}"{{end}}{{if .LogoH}} height="{{.LogoH}}"{{end}} loading="lazy" referrerpolicy="no-referrer">{{end -}}
-<span{{if .Lang}} lang="{{.Lang}}"{{end}}>{{.Name}}</span></button>{{end}}
-{{- if .Last}}
-<form method="post" action="{{.Action}}">{{if .ReturnTo}}<input type="hidden" name="return_to" value="{{.ReturnTo}}">{{end}}
-<h2>Your last choice</h2>
-{{template "idp" .Last}}
-</form>
-{{- end}}
-<form method="get" action="{{.Action}}" role="search">{{if .ReturnTo}}<input type="hidden" name="return_to" value="{{.ReturnTo}}">{{end}}
-<label for="q">Find your organisation</label>
-<div class="search"><input id="q" name="q" type="search" value="{{.Query}}" autocomplete="off" aria-describedby="status"><button type="submit">Search</button></div>
-</form>
-<p id="status" class="status" role="status">{{.Status}}</p>
-{{- if .Results}}
-<form method="post" action="{{.Action}}">{{if .ReturnTo}}<input type="hidden" name="return_to" value="{{.ReturnTo}}">{{end}}
-<ul>
-{{- range .Results}}
-<li>{{template "idp" .}}</li>
-{{- end}}
-</ul>
-</form>
-{{- end}}
-</main></body></html>
-`))
-)

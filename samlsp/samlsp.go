@@ -148,7 +148,9 @@ type Config struct {
 	// left of the CBC decryption oracle (docs/security.md).
 	RefuseCBCEncryption bool
 	// AllowSHA1 (saml_additional_settings.security.allow_sha1) is
-	// Options.AllowSHA1 set from the secrets file: either one accepts SHA-1.
+	// Options.AllowSHA1 set from the secrets file: either one accepts SHA-1,
+	// of the IdP of IdPMetadataURL only (New refuses it with a
+	// federation).
 	AllowSHA1 bool
 	// NameIDEncrypted (saml_additional_settings.security.name_id_encrypted)
 	// sends the NameID of every LogoutRequest as an EncryptedID, to the
@@ -229,7 +231,9 @@ type Options struct {
 	// responses, assertions, logout messages and signed metadata. Off by
 	// default, and New logs a warning when it is on: SHA-1 collisions are
 	// practical, so a signature over SHA-1 no longer binds the IdP to what
-	// it signed.
+	// it signed. It is for the one IdP of Config.IdPMetadataURL: New
+	// refuses it with a federation, where it would hold for every IdP of
+	// the aggregate and for the aggregate's own signature.
 	AllowSHA1 bool
 	// Federations shares federation aggregates between SPs (extauth.New
 	// sets one per Auth, for its tenants); nil gives the SP its own.
@@ -339,6 +343,10 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	var fedCert *x509.Certificate
 	if cfg.Federation.Enabled() {
 		fedURL, mdqURL, fedCert, problems = checkFederation(cfg, problems)
+		if opts.AllowSHA1 {
+			problems = append(problems, errors.New("Options.SAML.AllowSHA1 does not apply to a federation, "+
+				"where it would accept SHA-1 from every IdP of the aggregate and on the aggregate's own signature"))
+		}
 	} else {
 		var err error
 		if idpMeta, err = checkMetadataURL(cfg.IdPMetadataURL); err != nil {
@@ -543,6 +551,13 @@ func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cer
 	if cfg.IdPMetadataCertificatePEM != "" {
 		problems = append(problems, errors.New("saml_additional_settings.idp_metadata_certificate: a federation's aggregate is verified with federation.signing_certificate; leave it empty"))
 	}
+	// SHA-1 is accepted of one IdP, by a setting that names it; in a
+	// federation it would be of every IdP, and of the aggregate's
+	// signature, which vouches for every IdP's keys.
+	if cfg.AllowSHA1 {
+		problems = append(problems, errors.New("saml_additional_settings.security.allow_sha1: does not apply to a federation, "+
+			"where it would accept SHA-1 from every IdP of the aggregate and on the aggregate's own signature; leave it off"))
+	}
 	var err error
 	switch {
 	case f.MetadataURL != "" && f.MDQURL != "":
@@ -598,6 +613,35 @@ func (sp *SP) Close() error {
 
 // Name returns "saml".
 func (sp *SP) Name() string { return Name }
+
+// DisplayName is what people call the IdP: its organisation's display name
+// from the metadata (English first), else the host name of its entity ID;
+// "" in a federation, whose IdPs each have their own (IdPName), and before
+// the first metadata arrives.
+func (sp *SP) DisplayName() string {
+	if sp.fed != nil || sp.md == nil {
+		return ""
+	}
+	md := sp.md.current()
+	if md == nil || md.entity == nil {
+		return ""
+	}
+	if o := md.entity.Organization; o != nil {
+		names := o.OrganizationDisplayNames
+		for _, n := range names {
+			if strings.HasPrefix(strings.ToLower(n.Lang), "en") && strings.TrimSpace(n.Value) != "" {
+				return strings.TrimSpace(n.Value)
+			}
+		}
+		if len(names) > 0 && strings.TrimSpace(names[0].Value) != "" {
+			return strings.TrimSpace(names[0].Value)
+		}
+	}
+	if u, err := url.Parse(md.entity.EntityID); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return ""
+}
 
 // CrossSiteCallback is true: the IdP returns the browser with a cross-site
 // POST, so the transaction cookie must be SameSite=None on the callback path.

@@ -253,6 +253,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 	if len(r.broken[extauth.OIDC]) == 0 {
 		r.clientKeys(t.cfg.OIDC)
 		r.tlsClientCertificates(t.cfg.OIDC)
+		r.oidcProfile(t.cfg.OIDC)
 	}
 	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
@@ -525,11 +526,26 @@ func (r *checkReport) spCertificate(cfg extauth.SAMLConfig) {
 	if old != nil {
 		certRows(s, "SP certificate_old", old, r.now, "decrypts assertions, never signs again; published for signing only")
 	}
-	if next != nil {
-		s.add("Next step", "give the IdP the SP metadata and wait until it has read it (an IdP that verifies our signatures must know certificate_new before it signs); "+
-			"then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key")
+	// In a federation the IdPs read the SP metadata from the federation's
+	// aggregate (or its MDQ answers), which its registry publishes; an IdP
+	// may use an aggregate until its validUntil.
+	federated := a.Federation.MetadataURL != "" || a.Federation.MDQURL != ""
+	const promote = "then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key"
+	switch {
+	case next != nil && federated:
+		s.add("Next step", "give the federation's registry the SP metadata (extauth metadata prints it), which it publishes in the aggregate (or its MDQ answers) "+
+			"for every IdP; wait until it has, and until the last aggregate without certificate_new has expired (its validUntil): an IdP may use an aggregate "+
+			"until then, and one that verifies our signatures must know certificate_new before it signs; "+promote+` (docs/saml.md, "Rotating in a federation")`)
+	case next != nil:
+		s.add("Next step", "give the IdP the SP metadata and wait until it has read it (an IdP that verifies our signatures must know certificate_new before it signs); "+promote)
 	}
-	if old != nil {
+	switch {
+	case old != nil && federated:
+		s.add("Next step", "give the federation's registry the SP metadata (certificate_old is no longer published for encryption); keep certificate_old and "+
+			"private_key_old until the registry has published it and the last aggregate that published certificate_old for encryption has expired (its validUntil, "+
+			"up to max_validity after it was signed), and the application has logged for a day no assertion encrypted to certificate_old; then remove them "+
+			`(docs/saml.md, "Rotating in a federation")`)
+	case old != nil:
 		s.add("Next step", "give the IdP the SP metadata (certificate_old is no longer published for encryption); once it encrypts to certificate "+
 			"(the application logs hourly while it still encrypts to certificate_old), remove certificate_old and private_key_old")
 	}
@@ -565,12 +581,13 @@ func (r *checkReport) metadataCertificate(cfg extauth.SAMLConfig) {
 	}
 }
 
-// clientKeys reports the OpenID Connect client's keys as the strategy
-// uses them: each with its key IDs, whether it signs, that it decrypts,
-// what the JWKS route publishes of it, and, during a key rotation, what to
-// do next. Problems with them are already among the configuration's.
+// clientKeys reports what the oidc strategy warns of at start-up, and the
+// OpenID Connect client's keys as it uses them: each with its key IDs,
+// whether it signs, that it decrypts, what the JWKS route publishes of
+// it, and, during a key rotation, what to do next. Problems with them are
+// already among the configuration's.
 func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
-	if cfg.Additional.PrivateKey.IsZero() {
+	if !cfg.Configured() {
 		return
 	}
 	keys, warnings, err := cfg.ClientKeys()
@@ -579,6 +596,9 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 	}
 	for _, w := range warnings {
 		r.warn("oidc: %s", w)
+	}
+	if cfg.Additional.PrivateKey.IsZero() {
+		return
 	}
 	s := r.section("OIDC")
 	const procedure = `docs/oidc.md, "Keys, the JWKS route and rotation"`
@@ -617,6 +637,50 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 	if old {
 		s.add("Next step", "once the provider has read the JWKS again (private_key_old is no longer published for encryption) "+
 			"and encrypts to private_key, remove private_key_old")
+	}
+}
+
+// oidcProfile reports the rules of the client's security profile as the
+// strategy applies them, what it implies and what it was given, and DPoP
+// with or without a profile: offline, since they are the configuration's.
+func (r *checkReport) oidcProfile(cfg extauth.OIDCConfig) {
+	if !cfg.Configured() {
+		return
+	}
+	o := cfg.Applied()
+	if o.Profile == "" && !o.DPoP {
+		return
+	}
+	// A section is listed where it is first asked for: only when it has
+	// rows to show.
+	s := r.section("OIDC")
+	dpop := "proofs signed " + o.DPoPSigningAlg + " with a key made per sign-in, which the tokens are bound to"
+	bound := ""
+	switch {
+	case o.DPoP:
+		bound = "DPoP: " + dpop
+	case cfg.Additional.TLSClientCertificate != "":
+		bound = "mutual TLS: the tokens are bound to tls_client_certificate"
+	}
+	switch o.Profile {
+	case "":
+		if o.DPoP {
+			s.add("DPoP", dpop+` (docs/oidc.md, "DPoP")`)
+		}
+		return
+	case providers.OIDCProfileFAPI2:
+		s.add("Profile", o.Profile+": the FAPI 2.0 Security Profile's client rules, as applied (docs/oidc.md, \"The profile's rules\")")
+	default:
+		s.add("Profile", o.Profile+": FAPI 2.0 Security Profile and Message Signing client rules, as applied (docs/oidc.md, \"The profile's rules\")")
+	}
+	s.add("", "client authentication: "+o.AuthMethod)
+	s.add("", "pushed authorization requests, PKCE with S256")
+	s.add("", "client assertions' audience: the issuer, as one string")
+	s.add("", "sender-constrained tokens: "+bound)
+	s.add("", "algorithms: "+strings.Join(o.SigningAlgs, ", ")+" only, for what the client signs and the ID tokens it accepts")
+	s.add("", "the iss parameter required in every authorization response")
+	if o.Profile == providers.OIDCProfileFAPI2MessageSigning {
+		s.add("", "signed request objects; authorization responses as signed JWTs (JARM, response_mode "+o.ResponseMode+")")
 	}
 }
 

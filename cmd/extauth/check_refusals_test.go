@@ -113,6 +113,8 @@ func refusals(t *testing.T) []refusal {
 		{msg: "extauth: Options.BaseURL must be an absolute http(s) URL without user, query or fragment", none: byOptions},
 		{msg: "extauth: Options.TrustedOrigins: %q is not an origin (lowercase scheme://host[:port])", none: byOptions},
 		{msg: "extauth: Options.PathPrefix %q must be a clean path that starts and ends with /", none: byOptions},
+		{msg: "Options.Pages.Messages: %s", none: byOptions},
+		{msg: "Options.Pages.Stylesheet: a stylesheet cannot contain </style", none: byOptions},
 		{msg: "extauth: Options.Slugs[%q] = %q is not a lowercase slug", none: byOptions},
 		{msg: "extauth: Options.Slugs gives %q and %q the same slug %q", none: byOptions},
 		{msg: "extauth: provider %q is mounted twice", none: byOptions + " (Slugs, Extra)"},
@@ -241,14 +243,14 @@ func refusals(t *testing.T) []refusal {
 		{msg: "holds the key of private_key_new: a key cannot be retiring and next at once", key: "private_key_old",
 			file: keyed(key, "  private_key_new: |\n"+block(ecKey)+"  private_key_old: |\n"+block(ecKey))},
 		{msg: "is not a method extauth knows (did you mean %s?)", key: "client_auth_method", file: oidcWith("  client_auth_method: private_key_jwk\n")},
-		{msg: "client_auth_method %s", key: "private_key", file: oidcWith("  client_auth_method: private_key_jwt\n")},
+		{msg: "client_auth_method private_key_jwt", key: "private_key", file: oidcWith("  client_auth_method: private_key_jwt\n")},
 		{msg: "applies only to %s and %s", key: "token_endpoint_auth_signing_alg", file: oidcWith("  token_endpoint_auth_signing_alg: RS256\n")},
 		{msg: "must be one of %s with %s", key: "token_endpoint_auth_signing_alg",
 			file: oidcWith("  client_auth_method: client_secret_jwt\n  token_endpoint_auth_signing_alg: RS256\n")},
 		{msg: "is too short for %s: %s needs a secret of at least %d bytes", key: "oidc_client_secret",
 			file: oidcWith("  client_auth_method: client_secret_jwt\n")},
-		{msg: "must be one of %s for the %s private_key", key: "token_endpoint_auth_signing_alg",
-			file: keyed(ecKey, "  token_endpoint_auth_signing_alg: RS256\n")},
+		{msg: "must be one of %s for the %s private_key%s%s", key: "token_endpoint_auth_signing_alg",
+			file: keyed(ecKey, "  token_endpoint_auth_signing_alg: es256\n")},
 		{msg: "must be one of %s, %s, %s, %s, %s, %s", key: "client_auth_method", file: oidcWith("  client_auth_method: magic\n")},
 		{msg: "must be %s or %s", key: "client_assertion_audience",
 			file: keyed(ecKey, "  client_assertion_audience: everyone\n")},
@@ -258,7 +260,7 @@ func refusals(t *testing.T) []refusal {
 			file: keyed(key, "  id_token_encrypted_response_alg: RSA-OAEP-256\n  id_token_encrypted_response_enc: A1GCM\n")},
 		{msg: "RSA1_5 is refused (its padding is a decryption oracle); use RSA-OAEP-256", key: "id_token_encrypted_response_alg",
 			file: keyed(key, "  id_token_encrypted_response_alg: RSA1_5\n")},
-		{msg: "must be one of %s (RSA key) or %s (EC key)", key: "userinfo_encrypted_response_alg",
+		{msg: "must be one of %s (RSA key) or %s (EC key)%s", key: "userinfo_encrypted_response_alg",
 			file: keyed(key, "  userinfo_encrypted_response_alg: magic\n")},
 		{msg: "does not suit the %s %s: use %s", key: "id_token_encrypted_response_alg",
 			file: keyed(ecKey, "  id_token_encrypted_response_alg: RSA-OAEP-256\n")},
@@ -266,11 +268,9 @@ func refusals(t *testing.T) []refusal {
 		{msg: "is a parameter extauth sets itself", key: "state", file: oidcWith("  state: fixed\n")},
 		{msg: "holds a PEM block, but other entries are sent to the provider as authorization request parameters; the key belongs in private_key",
 			key: "privte_key", file: oidcWith("  privte_key: |\n" + block(ecKey))},
-		{msg: "must be a whole number of seconds", key: "max_age", file: oidcWith("  max_age: soon\n")},
-		{msg: "must be none, login, consent or select_account, or several of the last three", key: "prompt", file: oidcWith("  prompt: sometimes\n")},
-		{msg: "cannot combine none with other values", key: "prompt", file: oidcWith("  prompt: none login\n")},
+		{msg: "must be a number of seconds from 0 to 31622400 (a year), in digits alone", key: "max_age", file: oidcWith("  max_age: -5\n")},
 		{msg: "applies only with dpop: true", key: "dpop_signing_alg", file: oidcWith("  dpop_signing_alg: ES256\n")},
-		{msg: "must be one of %s", key: "dpop_signing_alg", file: oidcWith("  dpop: true\n  dpop_signing_alg: RS256\n")},
+		{msg: "must be one of %s%s", key: "dpop_signing_alg", file: oidcWith("  dpop: true\n  dpop_signing_alg: es256\n")},
 		{msg: "must be jwt or query.jwt (JARM); the other modes are chosen by extauth", key: "response_mode", file: oidcWith("  response_mode: form_post\n")},
 		{msg: "must be %s or %s", key: "profile", file: oidcWith("  profile: fapi1\n")},
 		{msg: "cannot be %s under profile %s: FAPI 2.0 authenticates clients with private_key_jwt or mTLS, never with a shared secret",
@@ -280,7 +280,7 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must be true under profile %s, or tls_client_certificate set: FAPI 2.0 requires sender-constrained tokens (DPoP, or mTLS)",
 			key: "dpop", file: keyed(key, "  profile: fapi2\n")},
 		{msg: "must be PS256, ES256 or EdDSA under profile %s: FAPI 2.0 allows no other algorithm",
-			key: "token_endpoint_auth_signing_alg", file: keyed(key, "  profile: fapi2\n  dpop: true\n  token_endpoint_auth_signing_alg: RS256\n")},
+			key: "token_endpoint_auth_signing_alg", file: oidcWith("  profile: fapi2\n  dpop: true\n  token_endpoint_auth_signing_alg: RS256\n")},
 		{msg: "%s accepts ID tokens signed with PS256, ES256 or EdDSA only, but OIDCOptions.SigningAlgs allows %s", none: byOptions + " (Options.OIDC.SigningAlgs)"},
 		{msg: "%s: %w", none: byOptions + " (HTTPClient, whose transport cannot present the TLS certificate tls_client_certificate names)"},
 		{msg: "must be a PEM block of type CERTIFICATE", key: "tls_client_certificate", file: tlsWith("not a certificate", key, "")},
@@ -297,8 +297,6 @@ func refusals(t *testing.T) []refusal {
 			file: oidcWith("  request_options: [login_hint, ForceAuthn]\n")},
 		{msg: "has a level name that is not a token of visible ASCII characters", key: "oidc_additional_settings.assurance_levels",
 			file: oidcWith("  assurance_levels:\n    \"very high\": urn:loa:3\n")},
-		{msg: "holds no value, or one that is not valid as %s", key: "saml_additional_settings.assurance_levels.high",
-			file: samlWith("saml_additional_settings:\n  assurance_levels:\n    high: not-a-uri\n")},
 		{msg: "names a value that %s.%s does not list: a sign-in at this level could not be accepted", key: "oidc_additional_settings.assurance_levels.high",
 			file: oidcWith("  acr_values: urn:loa:2\n  assurance_levels:\n    high: urn:loa:3\n")},
 
@@ -313,6 +311,11 @@ func refusals(t *testing.T) []refusal {
 		{msg: "%ssigning_certificate is required: nothing of the aggregate is used unless its signature verifies with it", key: "signing_certificate",
 			file: fedOnly("saml_additional_settings:\n  federation:\n    metadata_url: https://fed.example.invalid/aggregate.xml\n")},
 		{msg: "%ssigning_certificate: %w", key: "signing_certificate", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", notACertificate, ""))},
+		{msg: "saml_additional_settings.security.allow_sha1: does not apply to a federation, " +
+			"where it would accept SHA-1 from every IdP of the aggregate and on the aggregate's own signature; leave it off",
+			key: "allow_sha1", file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "  security:\n    allow_sha1: true\n"))},
+		{msg: "Options.SAML.AllowSHA1 does not apply to a federation, where it would accept SHA-1 from every IdP of the aggregate and on the aggregate's own signature",
+			none: byOptions},
 		{msg: "%smax_validity: must be positive", key: "max_validity",
 			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    max_validity: -24h\n"))},
 		{msg: "%sbacking_file: must be an absolute path", key: "backing_file",
@@ -554,8 +557,9 @@ func refusalsInCode(t *testing.T) map[string]string {
 		decl *ast.FuncDecl
 		file *ast.File
 	}
-	funcs := map[string][]fn{} // "dir.Name", methods too
-	dirs := []string{""}       // the root package is ""
+	funcs := map[string][]fn{}    // "dir.Name", methods too
+	consts := map[string]string{} // "dir.Name": the string constants, messages shared by two checks
+	dirs := []string{""}          // the root package is ""
 	for _, top := range []string{"providers", "samlsp", "internal"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
 			if err != nil {
@@ -582,8 +586,21 @@ func refusalsInCode(t *testing.T) map[string]string {
 				t.Fatal(err)
 			}
 			for _, decl := range af.Decls {
-				if fd, ok := decl.(*ast.FuncDecl); ok {
-					funcs[d+"."+fd.Name.Name] = append(funcs[d+"."+fd.Name.Name], fn{d, fd, af})
+				switch decl := decl.(type) {
+				case *ast.FuncDecl:
+					funcs[d+"."+decl.Name.Name] = append(funcs[d+"."+decl.Name.Name], fn{d, decl, af})
+				case *ast.GenDecl:
+					if decl.Tok != token.CONST {
+						continue
+					}
+					for _, spec := range decl.Specs {
+						vs := spec.(*ast.ValueSpec)
+						for i, v := range vs.Values {
+							if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING && i < len(vs.Names) {
+								consts[d+"."+vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
+							}
+						}
+					}
 				}
 			}
 		}
@@ -605,10 +622,15 @@ func refusalsInCode(t *testing.T) map[string]string {
 	}
 	found := map[string]string{}
 	// text is the message an expression spells: a literal, or a
-	// concatenation whose other operands stand as %s.
+	// concatenation whose other operands stand as %s, or a string constant
+	// of the package being read (pkg).
+	pkg := ""
 	var text func(e ast.Expr) (string, bool)
 	text = func(e ast.Expr) (string, bool) {
 		switch e := e.(type) {
+		case *ast.Ident:
+			c, ok := consts[pkg+"."+e.Name]
+			return c, ok
 		case *ast.BasicLit:
 			if e.Kind != token.STRING {
 				return "", false
@@ -656,6 +678,7 @@ func refusalsInCode(t *testing.T) map[string]string {
 			t.Fatalf("no %s in the root package", name[1:])
 		}
 		for _, f := range funcs[name] {
+			pkg = f.pkg
 			helpers := map[string]bool{}
 			var visit func(n ast.Node) bool
 			visit = func(n ast.Node) bool {

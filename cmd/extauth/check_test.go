@@ -722,6 +722,54 @@ func TestCheckOIDCFAPI2(t *testing.T) {
 				t.Errorf("exit %d", r.code)
 			}
 			assertNoSecret(t, "check", r.stdout+r.stderr)
+			if c.want == "enabled" {
+				wantRows(t, r, []string{
+					"dpop_signing_alg_values_supported ES256, EdDSA\n",
+					"Profile fapi2: the FAPI 2.0 Security Profile's client rules, as applied",
+					"\n client authentication: private_key_jwt\n pushed authorization requests, PKCE with S256\n" +
+						" client assertions' audience: the issuer, as one string\n" +
+						" sender-constrained tokens: DPoP: proofs signed ES256 with a key made per sign-in, which the tokens are bound to\n" +
+						" algorithms: PS256, ES256, EdDSA only, for what the client signs and the ID tokens it accepts\n" +
+						" the iss parameter required in every authorization response\n",
+				}, []string{"JARM"})
+			}
+		})
+	}
+}
+
+// TestCheckShowsProfileRules: offline too, check prints the rules of the
+// client's profile as the strategy applies them, what the profile implies
+// and what the file gives (mTLS, Message Signing), and DPoP without a
+// profile.
+func TestCheckShowsProfileRules(t *testing.T) {
+	key := string(spPair().keyPEM)
+	cert := string(spPair().certPEM)
+	file := func(entries string) string {
+		path := writeRaw(t, "oidc.yml", "oidc_client_id: app\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n"+entries)
+		return path
+	}
+	for _, c := range []struct {
+		name, entries string
+		want, not     []string
+	}{
+		{"message signing, PS256 proofs", "  profile: fapi2-message-signing\n  dpop: true\n  dpop_signing_alg: PS256\n  private_key: |\n" + block(key),
+			[]string{"Profile fapi2-message-signing: FAPI 2.0 Security Profile and Message Signing client rules, as applied",
+				" sender-constrained tokens: DPoP: proofs signed PS256 with a key made per sign-in",
+				" signed request objects; authorization responses as signed JWTs (JARM, response_mode jwt)\n"}, nil},
+		{"mTLS", "  profile: fapi2\n  tls_client_certificate: |\n" + block(cert) + "  tls_client_key: |\n" + block(key),
+			[]string{" client authentication: tls_client_auth\n",
+				" sender-constrained tokens: mutual TLS: the tokens are bound to tls_client_certificate\n"}, []string{"JARM", "DPoP"}},
+		{"DPoP without a profile", "  client_auth_method: private_key_jwt\n  dpop: true\n  private_key: |\n" + block(key),
+			[]string{"DPoP proofs signed ES256 with a key made per sign-in, which the tokens are bound to (docs/oidc.md, \"DPoP\")\n"},
+			[]string{"Profile fapi"}},
+		{"neither", "  client_auth_method: private_key_jwt\n  private_key: |\n" + block(key), nil, []string{"Profile fapi", "DPoP"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runAt(t, testNow, "check", "-offline", "-config", file(c.entries))
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			wantRows(t, r, c.want, c.not)
 		})
 	}
 }

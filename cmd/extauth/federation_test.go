@@ -119,6 +119,49 @@ func TestCheckFederationMDQ(t *testing.T) {
 	}
 }
 
+// A federation signing certificate that expires within 30 days is warned
+// about, whether the federation is an aggregate or an MDQ server: both are
+// verified with it.
+func TestCheckFederationCertificateExpiring(t *testing.T) {
+	// NewKeyPair's certificate is valid for ten years from its now.
+	key, cert, err := samlidp.NewKeyPair("Expiring Federation", testNow.AddDate(-10, 0, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, idp := federationAt(t, testNow.Add(3*24*time.Hour))
+	signer := &samlidp.MetadataSigner{Key: key, Cert: cert}
+	answer, err := samlidp.SignMetadata(idp.Metadata(), signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aggregate, err := samlidp.Aggregate([][]byte{idp.Metadata()}, samlidp.AggregateOptions{Signer: signer, ValidUntil: testNow.Add(3 * 24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/mdq/") {
+			w.Write(answer)
+			return
+		}
+		w.Write(aggregate)
+	}))
+	defer srv.Close()
+	pinned := indent(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})), "      ")
+	const want = "- saml: the federation's signing certificate CN=Expiring Federation expires in 20 days, on 2030-06-21; " +
+		"pin the next one the federation publishes (saml_additional_settings.federation.signing_certificate)\n"
+	for name, source := range map[string]string{
+		"aggregate": "    metadata_url: " + srv.URL + "/aggregate.xml\n",
+		"MDQ":       "    mdq_url: " + srv.URL + "/mdq/\n    entity_ids: [" + idp.EntityID() + "]\n",
+	} {
+		path := writeRaw(t, "federation.yml", "saml_sp_entity_id: https://app.example.org/saml\nsaml_additional_settings:\n  federation:\n"+
+			source+"    signing_certificate: |\n"+pinned)
+		out := runAt(t, testNow, "check", "-config", path)
+		if out.code != exitOK || !strings.Contains(out.stdout, want) {
+			t.Errorf("%s: exit %d, want the warning %q:\n%s%s", name, out.code, want, out.stdout, out.stderr)
+		}
+	}
+}
+
 // extauth metadata prints what a federation asks of our SP metadata, from
 // sp_metadata: mdui:UIInfo, the organisation, the contacts (the REFEDS
 // security contact among them), entity categories and Sirtfi, and the

@@ -191,7 +191,7 @@ func TestCheckOIDCKeyRotation(t *testing.T) {
 				"-enc (alg RSA-OAEP-256), kid " + kid(a) + "-enc-RSA-OAEP (alg RSA-OAEP)\n",
 		}, nil},
 		{"a leftover secret", file("oidc_client_secret: LEAK-leftover\n", "private_key", a), []string{
-			"- oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret\n",
+			"- oidc: oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret\n",
 		}, []string{"LEAK"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,6 +281,14 @@ func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
 	if doc.RequirePAR {
 		s.add("pushed authorization requests", "required by the provider (sent)")
 	}
+	if o := c.Applied(); o.DPoP {
+		algs := "(not advertised; " + o.DPoPSigningAlg + " is sent)"
+		if len(doc.DPoPSigningAlgs) > 0 {
+			algs = clean(strings.Join(doc.DPoPSigningAlgs, ", "))
+		}
+		// CheckDiscovery refuses a dpop_signing_alg the list lacks.
+		s.add("dpop_signing_alg_values_supported", algs)
+	}
 	if err := c.CheckDiscovery(&doc.OIDCDiscovery); err != nil && authOK {
 		var e *providers.Error
 		if errors.As(err, &e) && e.Err != nil {
@@ -348,10 +357,7 @@ func (pr *prober) federation(ctx context.Context, cfg extauth.SAMLConfig) {
 	if cert == nil {
 		return
 	}
-	s.add("federation signing certificate", describeCert(cert, now))
-	if msg := expiryProblem(cert, now); msg != "" {
-		pr.r.warn("saml: the federation's signing certificate %s %s", clean(cert.Subject.String()), msg)
-	}
+	pr.federationCertificate(s, cert)
 	md, err := samlsp.ParseFederationMetadata(body, samlsp.FederationRules{Certificate: cert, Now: now, MaxValidity: f.MaxValidity,
 		AllowSHA1: cfg.Additional.Security.AllowSHA1, EntityIDs: f.EntityIDs, RegistrationAuthorities: f.RegistrationAuthorities,
 		EntityCategories: f.EntityCategories})
@@ -386,6 +392,18 @@ func (pr *prober) federation(ctx context.Context, cfg extauth.SAMLConfig) {
 	}
 }
 
+// federationCertificate reports the federation's pinned signing
+// certificate, which verifies the aggregate or the MDQ answers alike, and
+// warns when it expires within 30 days: the federation publishes the next
+// one ahead of its key rollover, to be pinned before.
+func (pr *prober) federationCertificate(s *section, cert *x509.Certificate) {
+	s.add("federation signing certificate", describeCert(cert, pr.r.now))
+	if msg := expiryProblem(cert, pr.r.now); msg != "" {
+		pr.r.warn("saml: the federation's signing certificate %s %s; pin the next one the federation publishes (saml_additional_settings.federation.signing_certificate)",
+			clean(cert.Subject.String()), msg)
+	}
+}
+
 // maxMDQProbes bounds the entity_ids check asks an MDQ server for.
 const maxMDQProbes = 20
 
@@ -402,7 +420,7 @@ func (pr *prober) mdq(ctx context.Context, cfg extauth.SAMLConfig) {
 		return
 	}
 	now := pr.r.now
-	s.add("federation signing certificate", describeCert(cert, now))
+	pr.federationCertificate(s, cert)
 	answered := 0
 	for i, id := range f.EntityIDs {
 		if i == maxMDQProbes {

@@ -186,6 +186,33 @@ func TestCheckKeyRotation(t *testing.T) {
 	}
 }
 
+// In a federation, check's next steps of a rotation say what giving the
+// IdP the metadata means there (the registry, the aggregate) and how long
+// certificate_old stays (until the last aggregate that published it for
+// encryption has expired).
+func TestCheckKeyRotationInAFederation(t *testing.T) {
+	cur, next := spPairSoon(), spPair()
+	fed := "  federation:\n    metadata_url: https://fed.example.org/aggregate.xml\n    signing_certificate: |\n" + indent(string(spPair().certPEM), "      ")
+	file := func(cur, next, old *keyPair) string {
+		data, err := os.ReadFile(samlPairsFile(t, cur, next, old, fed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writeRaw(t, "federation.yml", strings.Replace(string(data), "saml_idp_metadata_url: https://idp.example.org/metadata\n", "", 1))
+	}
+	wantRows(t, runAt(t, testNow, "check", "-offline", "-config", file(cur, next, nil)), []string{
+		"Next step give the federation's registry the SP metadata (extauth metadata prints it), which it publishes in the aggregate (or its MDQ answers) " +
+			"for every IdP; wait until it has, and until the last aggregate without certificate_new has expired (its validUntil)",
+		"then promote: certificate and private_key become certificate_old and private_key_old, certificate_new and private_key_new become certificate and private_key" +
+			" (docs/saml.md, \"Rotating in a federation\")\n",
+	}, []string{"give the IdP the SP metadata"})
+	wantRows(t, runAt(t, testNow, "check", "-offline", "-config", file(next, nil, cur)), []string{
+		"Next step give the federation's registry the SP metadata (certificate_old is no longer published for encryption); keep certificate_old and " +
+			"private_key_old until the registry has published it and the last aggregate that published certificate_old for encryption has expired (its validUntil, " +
+			"up to max_validity after it was signed), and the application has logged for a day no assertion encrypted to certificate_old; then remove them",
+	}, []string{"give the IdP the SP metadata"})
+}
+
 // extauth metadata prints what the route serves: no validUntil unless
 // metadata_valid_for asks for one, and during a rotation the current
 // certificate for encryption and signing, the next and the retiring ones

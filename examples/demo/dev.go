@@ -58,6 +58,9 @@ type devProviders struct {
 	// tenantOf and tenantBase tell the tenants apart; nil without tenants.
 	tenantOf   func(*http.Request) (string, error)
 	tenantBase func(string) string
+	// federation are the IdPs of the development federation, which the
+	// tenant federationTenant signs in through.
+	federation []*samlidp.IdP
 }
 
 // mountDevProviders serves the development providers under /dev/ on mux
@@ -120,6 +123,15 @@ func mountDevProviders(mux *http.ServeMux, base string, o serverOptions) (*devPr
 		dev.cfg.Tenants[name] = tf.Config()
 		allowStepUp(dev.cfg.Tenants[name])
 	}
+	fmux := http.NewServeMux()
+	fcfg, idps, err := mountDevFederation(fmux, dev.tenantBase(federationTenant), o.httpClient)
+	if err != nil {
+		dev.close()
+		return nil, err
+	}
+	mux.Handle(federationTenant+".localhost/dev/", fmux)
+	dev.cfg.Tenants[federationTenant] = fcfg
+	dev.federation = idps
 	return dev, nil
 }
 

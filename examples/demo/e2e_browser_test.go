@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,18 +52,57 @@ type demo struct {
 
 func startDemoServer(t *testing.T) *demo {
 	t.Helper()
+	return startDemoServerWith(t, demoSetup{})
+}
+
+// demoSetup is how a test serves the demo beyond the default.
+type demoSetup struct {
+	// host, when set, is the host name of the demo's base URL instead of
+	// 127.0.0.1: a name the browser maps to 127.0.0.1 (plainHost), which
+	// makes the demo a plain-http site that gets no fetch metadata.
+	host string
+	// extra are pages of the test's own, served on the demo's origin
+	// beside the demo's.
+	extra map[string]http.HandlerFunc
+}
+
+func startDemoServerWith(t *testing.T, setup demoSetup) *demo {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &demo{base: "http://" + ln.Addr().String(), log: &syncBuffer{}}
-	demoSrv, err := newServer(d.base, serverOptions{logger: slog.New(slog.NewTextHandler(d.log, nil))})
+	o := serverOptions{logger: slog.New(slog.NewTextHandler(d.log, nil))}
+	if setup.host != "" {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		d.base = "http://" + net.JoinHostPort(setup.host, port)
+		// The demo's own calls to its development providers go to its
+		// base URL's host, at the listener's address.
+		dialer := &net.Dialer{Timeout: 10 * time.Second}
+		o.httpClient = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if h, _, err := net.SplitHostPort(addr); err == nil && h == setup.host {
+				addr = ln.Addr().String()
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}}}
+	}
+	demoSrv, err := newServer(d.base, o)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
 	}
 	d.srv = demoSrv
-	srv := &http.Server{Handler: demoSrv, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = demoSrv
+	if len(setup.extra) > 0 {
+		mux := http.NewServeMux()
+		for path, h := range setup.extra {
+			mux.HandleFunc(path, h)
+		}
+		mux.Handle("/", demoSrv)
+		handler = mux
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -475,6 +515,13 @@ func (tb *tab) saveArtifacts(b *browser) (string, error) {
 		return "", err
 	}
 	stem := filepath.Join(dir, unsafeName.ReplaceAllString(tb.t.Name(), "_"))
+	// A test with several tabs leaves each tab's.
+	for i := 2; ; i++ {
+		if _, err := os.Stat(stem + ".log"); err != nil {
+			break
+		}
+		stem = filepath.Join(dir, unsafeName.ReplaceAllString(tb.t.Name(), "_")+"-"+strconv.Itoa(i))
+	}
 	// The test's own step context may have died with the failure; the tab
 	// lives until the cleanup cancels it.
 	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)

@@ -4,7 +4,9 @@
 // same process, speaking the real protocols, each with a login and consent
 // page so the protocol's steps can be seen. Beside its own site it serves
 // two tenants, http://a.localhost:3000 and http://b.localhost:3000, each
-// with a SAML IdP and an OpenID provider of its own:
+// with a SAML IdP and an OpenID provider of its own, and a third,
+// http://f.localhost:3000, that signs in through a development SAML
+// federation of three IdPs, with a discovery page to choose one:
 //
 //	go run ./examples/demo
 //
@@ -273,6 +275,17 @@ func newServer(base string, o serverOptions) (*server, error) {
 			http.Redirect(w, r, extauth.ReturnTo(r), http.StatusSeeOther)
 		},
 		OnFailure: pages.onFailure,
+		// The pages extauth serves itself (the step-up page, the
+		// discovery page, ...) call the providers what the demo's own
+		// pages call them, at each site.
+		Pages: extauth.Pages{ProviderName: func(tenant string, p extauth.Provider) string {
+			for _, s := range sites.list {
+				if s.tenant == tenant {
+					return s.label(p)
+				}
+			}
+			return ""
+		}},
 	}
 	if tenantOf != nil {
 		opts.TenantBaseURL = func(tenant string) (string, error) { return tenantBase(tenant), nil }
@@ -287,6 +300,8 @@ func newServer(base string, o serverOptions) (*server, error) {
 	mux.Handle("GET /style.css", devpage.Handler())
 	mux.HandleFunc("GET /{$}", pages.home)
 	mux.HandleFunc("GET /me.json", pages.me)
+	adminNeeds := extauth.Assurance{Level: levelHigh, MaxAge: adminMaxAge}
+	mux.Handle("GET /admin", pages.signedIn(a.RequireAssurance(adminNeeds, pages.current)(http.HandlerFunc(pages.admin))))
 	mux.HandleFunc("POST /logout", pages.logout)
 	// In production, serve /metrics where only Prometheus reaches it.
 	mux.Handle("GET /metrics", m.handler)

@@ -25,6 +25,7 @@ func page(file string) *template.Template {
 }
 
 var (
+	adminPage    = page("admin.html")
 	homePage     = page("home.html")
 	failurePage  = page("failure.html")
 	notFoundPage = page("notfound.html")
@@ -84,6 +85,55 @@ func (p *pages) site(w http.ResponseWriter, r *http.Request) *site {
 	return nil
 }
 
+// adminMaxAge is how recent a sign-in the admin area needs.
+const adminMaxAge = 5 * time.Minute
+
+// current is the identity of r's session at r's site, nil for none: what
+// RequireAssurance asks of the host.
+func (p *pages) current(r *http.Request) *extauth.Identity {
+	s := p.sites.of(r)
+	if s == nil {
+		return nil
+	}
+	_, id := p.sessions.current(r, s.tenant)
+	return id
+}
+
+// signedIn lets through the requests of a session at their site, and sends
+// the others home: RequireAssurance, behind it, answers a session that is
+// too weak or too old.
+func (p *pages) signedIn(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.current(r) == nil {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// admin is the page that needs a sign-in at level high made in the last
+// adminMaxAge: RequireAssurance in front of it asks the provider for one
+// first (the step-up page, extauth's own).
+func (p *pages) admin(w http.ResponseWriter, r *http.Request) {
+	s := p.site(w, r)
+	if s == nil {
+		return
+	}
+	id := p.current(r)
+	v := identityFor(s, id)
+	idp := ""
+	if id.SAML != nil {
+		idp = id.SAML.IdP
+	}
+	p.render(w, http.StatusOK, adminPage, struct {
+		view
+		Identity *identityView
+		IdP      string
+		Minutes  int
+	}{p.view(s, "Admin area"), v, idp, int(adminMaxAge / time.Minute)})
+}
+
 type providerView struct{ Slug, Label string }
 
 type noticeView struct{ ID, Class, Title, Text string }
@@ -103,6 +153,8 @@ type identityView struct {
 	// StepUp is the form of the step-up button, nil for a provider that
 	// cannot be asked for the level.
 	StepUp *stepUpView
+	// IdP is the SAML IdP that asserted the identity.
+	IdP string
 }
 
 // stepUpView is the form that starts a fresh sign-in at level high.
@@ -206,6 +258,7 @@ func identityFor(s *site, id *extauth.Identity) *identityView {
 		v.Initial = string(unicode.ToUpper(r))
 	}
 	if id.SAML != nil {
+		v.IdP = id.SAML.IdP
 		names := make([]string, 0, len(id.SAML.Attributes))
 		for name := range id.SAML.Attributes {
 			names = append(names, name)

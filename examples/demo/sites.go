@@ -95,6 +95,10 @@ func newSites(base string, cfg *extauth.Config, tenantBase func(string) string, 
 	slices.Sort(names)
 	for _, name := range names {
 		s := &site{tenant: name, name: "Tenant " + name, base: tenantBase(name), providers: cfg.Tenants[name].Providers()}
+		if name == federationTenant && cfg.Tenants[name].SAML.Additional.Federation.MetadataURL != "" {
+			s.name = federationName
+			s.labels = map[extauth.Provider]string{extauth.SAML: federationName}
+		}
 		if org, ok := orgs[name]; ok {
 			s.name = org.org
 			s.labels = map[extauth.Provider]string{

@@ -47,7 +47,7 @@ func Handler() http.Handler {
 const layout = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>{{template "title" .}} · {{brand}} (development)</title>
 <style>{{css}}</style></head>
 <body class="provider">

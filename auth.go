@@ -507,7 +507,9 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			RefuseCBCEncryption:  c.Additional.Security.RefuseCBCEncryption,
 			AllowSHA1:            c.Additional.Security.AllowSHA1,
 			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
-			Custom:               custom,
+
+			EnforceIdPCertificateDates: c.Additional.Security.EnforceIdPCertificateDates,
+			Custom:                     custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,
 			MetadataValidFor:          c.Additional.MetadataValidFor,

@@ -211,6 +211,11 @@ type SAMLSecurity struct {
 	// NameIDEncrypted (name_id_encrypted) sends the NameID of single
 	// logout requests encrypted to the IdP's encryption certificate.
 	NameIDEncrypted bool
+	// EnforceIdPCertificateDates (enforce_idp_certificate_dates) refuses
+	// responses signed with an IdP certificate outside its validity
+	// dates. By default its dates do not decide: the metadata that
+	// carries the key does (SAML V2.0 Metadata Interoperability Profile).
+	EnforceIdPCertificateDates bool
 }
 
 // SAMLFederation is saml_additional_settings.federation: a federation's

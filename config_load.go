@@ -943,6 +943,8 @@ func (l *loader) security(n *yaml.Node) SAMLSecurity {
 		"refuse_cbc_encryption":  &s.RefuseCBCEncryption,
 		"allow_sha1":             &s.AllowSHA1,
 		"name_id_encrypted":      &s.NameIDEncrypted,
+
+		"enforce_idp_certificate_dates": &s.EnforceIdPCertificateDates,
 	}
 	for _, e := range entries {
 		f, ok := fields[e.key]

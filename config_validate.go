@@ -371,8 +371,10 @@ func (c SAMLConfig) federationProblems() []Problem {
 			bad(pre+"signing_certificate", reason, ErrInvalidSetting)
 		}
 	}
-	if u, err := url.Parse(f.DiscoveryURL); f.DiscoveryURL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "") {
-		bad(pre+"discovery_url", "must be an absolute https URL", ErrInvalidSetting)
+	if f.DiscoveryURL != "" {
+		if err := samlsp.CheckDiscoveryURL(f.DiscoveryURL); err != nil {
+			bad(pre+"discovery_url", err.Error(), ErrInvalidSetting)
+		}
 	}
 	if f.BackingFile != "" && !filepath.IsAbs(f.BackingFile) {
 		bad(pre+"backing_file", "must be an absolute path", ErrInvalidSetting)

@@ -385,6 +385,12 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 			d := providers.Discovery{Action: m.base.Path + m.authorizePath(name), ReturnTo: returnTo, LastChoice: m.lastChoice(r),
 				JSON: format == "json", Return: func() string { return a.discoveryReturn(w, m, carry) },
 				Render: func(list providers.DiscoveryList) error { return a.writeDiscovery(w, r, m, format, carry, list) }}
+			if r.Form.Get(discoveryField) != "" {
+				// Back from the external discovery service without a
+				// choice (a passive service that knows none): sending
+				// the browser there again would loop.
+				d.Return = nil
+			}
 			if err := chooser.Discover(w, r, d); err != nil {
 				a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
 			}
@@ -435,7 +441,9 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	var target string
 	var form url.Values
 	var err error
-	if ps, ok := s.(providers.PostStarter); ok && (chooser != nil && chooser.StartsWithPostAt(r.Context(), tx) || chooser == nil && ps.StartsWithPost()) {
+	if ps, ok := s.(providers.PostStarter); chooser != nil {
+		target, form, err = chooser.BeginAt(r.Context(), tx)
+	} else if ok && ps.StartsWithPost() {
 		target, form, err = ps.BeginPost(r.Context(), tx)
 	} else {
 		target, err = s.Begin(r.Context(), tx)

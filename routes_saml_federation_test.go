@@ -423,6 +423,9 @@ type mdqServer struct {
 	mu   sync.Mutex
 	docs map[string][]byte // by the path's identifier, decoded
 	hits map[string]int
+	// unknown, when set, answers an entity it does not know as pyFF does:
+	// 200 and this signed, empty EntitiesDescriptor, instead of 404.
+	unknown []byte
 }
 
 func newMDQServer(t *testing.T, signer *samlidp.MetadataSigner, sha1IDs bool, entities ...[]byte) *mdqServer {
@@ -450,6 +453,9 @@ func newMDQServer(t *testing.T, signer *samlidp.MetadataSigner, sha1IDs bool, en
 			s.mu.Lock()
 			s.hits[id]++
 			doc := s.docs[id]
+			if doc == nil && ok {
+				doc = s.unknown
+			}
 			s.mu.Unlock()
 			if !ok || doc == nil {
 				http.NotFound(w, r)
@@ -478,13 +484,29 @@ func (s *mdqServer) asked(id string) int {
 // Signing in through an MDQ server: each IdP's metadata fetched when a
 // sign-in needs it and kept; an entity the server does not know refused and
 // remembered as unknown; one outside entity_ids never asked for.
+//
+// An entity the server does not know is answered 404, or, as pyFF
+// answers it, with 200 and a signed EntitiesDescriptor that lists nothing:
+// either way one request, then the negative cache.
 func TestSAMLFederationMDQ(t *testing.T) {
-	for _, sha1IDs := range []bool{false, true} {
-		t.Run(map[bool]string{false: "entity IDs", true: "{sha1} identifiers"}[sha1IDs], func(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		sha1IDs, pyff bool
+	}{{"entity IDs", false, false}, {"{sha1} identifiers", true, false}, {"unknown entities answered as pyFF does", false, true}} {
+		sha1IDs := c.sha1IDs
+		t.Run(c.name, func(t *testing.T) {
 			f := newFederation(t)
 			ea, _ := samlidp.Decorate(f.A.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "University of Aa"}})
 			eb, _ := samlidp.Decorate(f.B.Metadata(), samlidp.Entity{DisplayNames: map[string]string{"en": "Bee College"}})
 			mdq := newMDQServer(t, f.signer, sha1IDs, ea, eb)
+			if c.pyff {
+				empty, err := samlidp.Aggregate(nil, samlidp.AggregateOptions{Signer: f.signer, ValidUntil: time.Now().Add(96 * time.Hour),
+					CacheDuration: time.Hour})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mdq.unknown = empty
+			}
 			const gone = "https://gone.example.org/idp"
 			a := f.start(func(c *extauth.Config, _ *extauth.Options) {
 				c.SAML.Additional.Federation = extauth.SAMLFederation{MDQURL: mdq.URL, MDQSHA1: sha1IDs, SigningCertificate: f.certPEM(),
@@ -605,6 +627,47 @@ func TestSAMLFederationExternalDiscovery(t *testing.T) {
 	md := harness.NewBrowser(t).Get(a.URL + "/users/auth/saml/metadata")
 	if !strings.Contains(md.Body, `<idpdisc:DiscoveryResponse xmlns:idpdisc="urn:oasis:names:tc:SAML:profiles:SSO:idp-discovery-protocol" Binding="urn:oasis:names:tc:SAML:profiles:SSO:idp-discovery-protocol" Location="`+a.URL+`/users/auth/saml" index="0"/>`) {
 		t.Errorf("metadata:\n%s", md.Body)
+	}
+}
+
+// A passive discovery service that knows no choice sends the browser back
+// without an idp: the return shows our own page, never the service again
+// (a loop); with an MDQ server and no entity_ids, there is no list to
+// show, and the answer is an error. A discovery service on a loopback
+// host may be plain http, for development.
+func TestSAMLFederationDiscoveryServiceWithoutChoice(t *testing.T) {
+	f := newFederation(t)
+	var asked atomic.Int64
+	ds := harness.Serve(t, func(string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked.Add(1)
+			http.Redirect(w, r, r.URL.Query().Get("return"), http.StatusFound)
+		})
+	})
+	mdq := newMDQServer(t, f.signer, false, f.A.Metadata())
+	for _, c := range []struct {
+		name string
+		fed  extauth.SAMLFederation
+		want int
+	}{
+		{"aggregate", extauth.SAMLFederation{MetadataURL: f.URL}, http.StatusOK},
+		{"MDQ without entity_ids", extauth.SAMLFederation{MDQURL: mdq.URL}, http.StatusBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := f.start(func(cfg *extauth.Config, _ *extauth.Options) {
+				c.fed.SigningCertificate, c.fed.DiscoveryURL = f.certPEM(), ds.URL+"/ds"
+				cfg.SAML.Additional.Federation = c.fed
+			})
+			b := harness.NewBrowser(t)
+			before := asked.Load()
+			page := b.Get(a.URL + "/users/auth/saml?return_to=/after")
+			if n := asked.Load() - before; n != 1 || page.StatusCode != c.want {
+				t.Fatalf("the service was asked %d times; the page answered %d, want 1 and %d:\n%s", n, page.StatusCode, c.want, page.Body)
+			}
+			if c.want == http.StatusOK && (!strings.Contains(page.Body, "University of Aa") || !strings.Contains(page.Body, `name="return_to" value="/after"`)) {
+				t.Errorf("our own page:\n%s", page.Body)
+			}
+		})
 	}
 }
 

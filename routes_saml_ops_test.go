@@ -405,7 +405,7 @@ func TestSAMLCertificateExpiryThroughRoutes(t *testing.T) {
 			}
 		}
 	})
-	t.Run("expired IdP certificate", func(t *testing.T) {
+	expiredIdP := func(t *testing.T) *samlidp.IdP {
 		key, cert := datedKeyPair(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
 		var idp *samlidp.IdP
 		harness.Serve(t, func(base string) http.Handler {
@@ -415,8 +415,35 @@ func TestSAMLCertificateExpiryThroughRoutes(t *testing.T) {
 			}
 			return idp
 		})
+		return idp
+	}
+	t.Run("expired IdP certificate", func(t *testing.T) {
+		// By default its key verifies (the metadata vouches for it):
+		// ready, a warning that says so.
 		var logs syncBuffer
-		a := newSAMLApp(t, idp, func(c *extauth.Config, o *extauth.Options) {
+		a := newSAMLApp(t, expiredIdP(t), func(c *extauth.Config, o *extauth.Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		if err := a.Auth.Ready(context.Background()); err != nil {
+			t.Fatalf("Ready: %v", err)
+		}
+		b := harness.NewBrowser(t)
+		redirect, _, _ := a.authorize(b, nil)
+		if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in with an expired IdP certificate: %d %s", resp.StatusCode, resp.Body)
+		}
+		line := logLine(t, logs.String(), "an IdP signing certificate has expired")
+		for _, want := range []string{"level=WARN", "goes on verifying with its key", "Metadata Interoperability Profile",
+			"enforce_idp_certificate_dates", "subject=\"CN=expired IdP\""} {
+			if !strings.Contains(line, want) {
+				t.Errorf("log line lacks %q: %s", want, line)
+			}
+		}
+	})
+	t.Run("expired IdP certificate, dates enforced", func(t *testing.T) {
+		var logs syncBuffer
+		a := newSAMLApp(t, expiredIdP(t), func(c *extauth.Config, o *extauth.Options) {
+			c.SAML.Additional.Security.EnforceIdPCertificateDates = true
 			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -480,7 +507,8 @@ func TestSAMLCertificateExpiryPerTenant(t *testing.T) {
 	cfg := &extauth.Config{Tenants: map[string]*extauth.Config{
 		"a": {SAML: extauth.SAMLConfig{SPEntityID: "https://a.example.test/saml", IdPMetadataURL: good.MetadataURL(),
 			Additional: extauth.SAMLAdditionalSettings{Certificate: soon[0], PrivateKey: extauth.NewSecret(soon[1])}}},
-		"b": {SAML: extauth.SAMLConfig{SPEntityID: "https://b.example.test/saml", IdPMetadataURL: bad.MetadataURL()}},
+		"b": {SAML: extauth.SAMLConfig{SPEntityID: "https://b.example.test/saml", IdPMetadataURL: bad.MetadataURL(),
+			Additional: extauth.SAMLAdditionalSettings{Security: extauth.SAMLSecurity{EnforceIdPCertificateDates: true}}}},
 	}}
 	var logs syncBuffer
 	auth, err := extauth.New(cfg, extauth.Options{BaseURL: "https://app.example.test", CookieKey: testKey,

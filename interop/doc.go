@@ -4,6 +4,7 @@
 //
 //	interop/samlify/install.sh        # samlify IdP (npm ci)
 //	interop/oidcprovider/install.sh   # oidc-provider, a certified OpenID provider (npm ci)
+//	interop/pyff/install.sh           # pyFF, the federations' MDQ server (a Python venv from PyPI)
 //	apt-get install xmlsec1 openssl   # independent signature verifiers
 //	apt-get install simplesamlphp php-cli php-xml   # SimpleSAMLphp 1.19 IdP, served by php -S
 //	apt-get install prometheus        # promtool, for the alert rules of docs/operating.md

@@ -87,7 +87,8 @@ type PostStarter interface {
 // of many identity providers, which the user picks: a SAML SP in a
 // federation. When ChoosesIdP reports true, the authorize route takes the
 // IdP from the request's idp field (query or form) into Transaction.IdP,
-// under the usual start rules, and the strategy starts the sign-in there;
+// under the usual start rules, and the strategy starts the sign-in there
+// (BeginAt, instead of Begin or BeginPost);
 // a request that names no IdP is answered by Discover, a page to choose
 // one, which is no sign-in start and so needs none of the start rules.
 type IdPChooser interface {
@@ -95,9 +96,12 @@ type IdPChooser interface {
 	// Discover writes the discovery page (or, with d.JSON, the list of
 	// IdPs) for r; an error, written nothing, is the routes' to answer.
 	Discover(w http.ResponseWriter, r *http.Request, d Discovery) error
-	// StartsWithPostAt is PostStarter.StartsWithPost for the IdP the
-	// sign-in tx names.
-	StartsWithPostAt(ctx context.Context, tx *Transaction) bool
+	// BeginAt starts the sign-in at the IdP tx names, as Begin does, with
+	// the binding that IdP takes: it returns the URL to redirect the
+	// browser to and a nil form, or the URL and the form the browser
+	// posts there (as PostStarter.BeginPost). One call, so that the IdP is
+	// looked up once per sign-in.
+	BeginAt(ctx context.Context, tx *Transaction) (action string, form url.Values, err error)
 }
 
 // Discovery is what the routes tell an IdPChooser's discovery page.
@@ -118,7 +122,9 @@ type Discovery struct {
 	// the URL the service sends the browser back to with its choice in the
 	// idp field, and arms the cookie that lets that cross-site return
 	// start the sign-in: a return without it is refused like any
-	// cross-site start.
+	// cross-site start. It is nil when the browser has just come back
+	// from that service without a choice: sending it there again would
+	// loop.
 	Return func() string
 	// Render answers the request with the page of list (or, with JSON,
 	// the list): the routes' page, in the browser's language, whose

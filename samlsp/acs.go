@@ -305,7 +305,7 @@ func (sp *SP) noteDecryptedWith(key *rsa.PrivateKey) {
 }
 
 func (sp *SP) verifier(md *idpMetadata) *verifier {
-	return &verifier{certs: md.certs, now: sp.env.Now, policy: sp.policy}
+	return &verifier{certs: md.certs, now: sp.env.Now, policy: sp.policy, keysOnly: !sp.cfg.EnforceIdPCertificateDates}
 }
 
 // failedStatus returns the top-level status code of a Response when it is

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +33,12 @@ const (
 	nsMDUI   = "urn:oasis:names:tc:SAML:metadata:ui"
 	nsMDRPI  = "urn:oasis:names:tc:SAML:metadata:rpi"
 	nsMDAttr = "urn:oasis:names:tc:SAML:metadata:attribute"
-	// entityCategory is the attribute of entity categories
-	// (https://macedir.org/entity-category).
-	entityCategory = "http://macedir.org/entity-category"
+	// entityCategory is the attribute of the entity categories an entity
+	// belongs to, entityCategorySupport of those an IdP says it supports
+	// (https://macedir.org/entity-category): an IdP declares Research and
+	// Scholarship, CoCo and the like with the latter.
+	entityCategory        = "http://macedir.org/entity-category"
+	entityCategorySupport = "http://macedir.org/entity-category-support"
 	// CategoryHideFromDiscovery marks an IdP that asks to be left out of
 	// discovery pages (REFEDS).
 	CategoryHideFromDiscovery = "http://refeds.org/category/hide-from-discovery"
@@ -78,12 +82,39 @@ type fedIdP struct {
 	start, end int
 	qname      string
 	ns         []nsBind
-	// validUntil is the earliest of its own and its ancestors'.
+	// validUntil is the earliest of its own, its IDPSSODescriptor's and
+	// its ancestors'.
 	validUntil            time.Time
 	registrationAuthority string
-	categories            []string
-	names                 []langText
-	logos                 []logoRef
+	// categories are the entity categories it belongs to, supports those
+	// it supports.
+	categories, supports []string
+	names                []langText
+	logos                []logoRef
+	// sso are the SAML 2.0 single sign-on bindings it offers that we can
+	// use (ssoRedirect, ssoPOST); signingKey is set when it publishes a
+	// key for signing (use="signing", or no use).
+	sso        uint8
+	signingKey bool
+}
+
+// The SSO bindings of fedIdP.sso.
+const (
+	ssoRedirect uint8 = 1 << iota
+	ssoPOST
+)
+
+// unusable says why no sign-in can start at e, "" when one can: an IdP
+// whose only single sign-on endpoints are SAML 1 or HTTP-Artifact ones, or
+// which publishes no signing key, is listed by federations all the same.
+func (e *fedIdP) unusable() string {
+	switch {
+	case e.sso == 0:
+		return "it has no SAML 2.0 single sign-on endpoint with the HTTP-Redirect or HTTP-POST binding"
+	case !e.signingKey:
+		return "its metadata has no signing key"
+	}
+	return ""
 }
 
 // langText is a name and its xml:lang; org marks an
@@ -532,10 +563,13 @@ type scanner struct {
 	// EntitiesDescriptors (zero for none).
 	validity []time.Time
 	// entity is the IdP being read, nil outside an EntityDescriptor; path
-	// is the element path inside it, entityDepth its depth.
+	// is the element path inside it, entityDepth its depth; isIdP is set
+	// once it has a SAML 2.0 IDPSSODescriptor, inRole while that role is
+	// open.
 	entity      *fedIdP
 	entityDepth int
 	isIdP       bool
+	inRole      bool
 	path        []xml.Name
 	// text gathers the text of the element being read, when it matters.
 	text      []byte
@@ -690,7 +724,7 @@ func (s *scanner) startElement(t xml.StartElement, off, depth int, omit bool) er
 			s.entity = &fedIdP{entityID: rawAttr(t.Attr, "entityID"), start: off, qname: string(appendQName(nil, t.Name)),
 				validUntil: vu, ns: s.inherited()}
 			s.entityDepth = depth
-			s.isIdP = false
+			s.isIdP, s.inRole = false, false
 			s.path = s.path[:0]
 		}
 		return nil
@@ -714,18 +748,40 @@ func (s *scanner) startElement(t xml.StartElement, off, depth int, omit bool) er
 	}
 	switch {
 	case at("IDPSSODescriptor") && ns == nsMetadata:
-		if strings.Contains(rawAttr(t.Attr, "protocolSupportEnumeration"), nsProtocol) {
-			s.isIdP = true
+		s.inRole = slices.Contains(strings.Fields(rawAttr(t.Attr, "protocolSupportEnumeration")), nsProtocol)
+		if !s.inRole {
+			return nil
+		}
+		s.isIdP = true
+		// A role's validUntil bounds the IdP as its entity's does.
+		vu, err := s.validUntil(t)
+		if err != nil {
+			return err
+		}
+		if !vu.IsZero() && (e.validUntil.IsZero() || vu.Before(e.validUntil)) {
+			e.validUntil = vu
+		}
+	case at("IDPSSODescriptor", "SingleSignOnService") && ns == nsMetadata && s.inRole:
+		switch rawAttr(t.Attr, "Binding") {
+		case BindingRedirect:
+			e.sso |= ssoRedirect
+		case BindingPOST:
+			e.sso |= ssoPOST
+		}
+	case at("IDPSSODescriptor", "KeyDescriptor") && ns == nsMetadata && s.inRole:
+		if u := rawAttr(t.Attr, "use"); u == "" || u == "signing" {
+			e.signingKey = true
 		}
 	case at("Extensions", "RegistrationInfo") && ns == nsMDRPI:
 		e.registrationAuthority = rawAttr(t.Attr, "registrationAuthority")
 	case at("Extensions", "EntityAttributes", "Attribute") && ns == nsAssertion && p[1].Space == nsMDAttr:
 		s.attrName = rawAttr(t.Attr, "Name")
-	case at("Extensions", "EntityAttributes", "Attribute", "AttributeValue") && ns == nsAssertion && s.attrName == entityCategory:
+	case at("Extensions", "EntityAttributes", "Attribute", "AttributeValue") && ns == nsAssertion &&
+		(s.attrName == entityCategory || s.attrName == entityCategorySupport):
 		s.gather(t)
-	case at("IDPSSODescriptor", "Extensions", "UIInfo", "DisplayName") && ns == nsMDUI && p[0].Space == nsMetadata:
+	case at("IDPSSODescriptor", "Extensions", "UIInfo", "DisplayName") && ns == nsMDUI && p[0].Space == nsMetadata && s.inRole:
 		s.gather(t)
-	case at("IDPSSODescriptor", "Extensions", "UIInfo", "Logo") && ns == nsMDUI && p[0].Space == nsMetadata:
+	case at("IDPSSODescriptor", "Extensions", "UIInfo", "Logo") && ns == nsMDUI && p[0].Space == nsMetadata && s.inRole:
 		s.gather(t)
 		s.logoStart, s.logoEnd = -1, -1
 	case at("Organization", "OrganizationDisplayName") && ns == nsMetadata:
@@ -785,6 +841,9 @@ func (s *scanner) endElement(end int) error {
 	}
 	p := s.path
 	s.path = p[:len(p)-1]
+	if len(p) == 1 && p[0].Local == "IDPSSODescriptor" {
+		s.inRole = false
+	}
 	if !s.gathering || len(p) == 0 {
 		return nil
 	}
@@ -793,8 +852,12 @@ func (s *scanner) endElement(end int) error {
 	last := p[len(p)-1].Local
 	switch last {
 	case "AttributeValue":
-		if len(e.categories) < maxCategories {
-			e.categories = append(e.categories, strings.TrimSpace(string(s.text)))
+		v := strings.TrimSpace(string(s.text))
+		switch {
+		case s.attrName == entityCategory && len(e.categories) < maxCategories:
+			e.categories = append(e.categories, v)
+		case s.attrName == entityCategorySupport && len(e.supports) < maxCategories:
+			e.supports = append(e.supports, v)
 		}
 	case "DisplayName", "OrganizationDisplayName":
 		if len(e.names) >= maxIdPNames {
@@ -806,15 +869,6 @@ func (s *scanner) endElement(end int) error {
 		}
 		if t == "" {
 			return nil
-		}
-		// An OrganizationDisplayName only stands in for a missing
-		// mdui:DisplayName (it comes after the IDPSSODescriptor).
-		if last == "OrganizationDisplayName" {
-			for _, n := range e.names {
-				if !n.org {
-					return nil
-				}
-			}
 		}
 		e.names = append(e.names, langText{lang: s.lang, text: t, org: last == "OrganizationDisplayName"})
 	case "Logo":

@@ -45,6 +45,10 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 	if perr != nil {
 		return "", perr
 	}
+	return sp.beginRedirect(md, tx)
+}
+
+func (sp *SP) beginRedirect(md *idpMetadata, tx *providers.Transaction) (string, error) {
 	t := md.authn[0]
 	if t == nil {
 		return "", noSSO(BindingRedirect)
@@ -61,32 +65,52 @@ func (sp *SP) Begin(ctx context.Context, tx *providers.Transaction) (string, err
 // when the IdP metadata lists no HTTP-Redirect single sign-on service but an
 // HTTP-POST one. (A saml_idp_sso_service_url override is a redirect
 // endpoint unless the option says otherwise.) Without metadata yet, it waits
-// for a fetch under way as Begin does.
+// for a fetch under way as Begin does. In a federation, where the IdP of
+// each sign-in decides, it is false: the routes call BeginAt.
 func (sp *SP) StartsWithPost() bool {
 	if sp.fed != nil {
-		// Which IdP, and so which binding, the sign-in's transaction says:
-		// the routes ask StartsWithPostAt.
 		return false
 	}
-	// The wait for metadata is bounded where it happens (metadataWait).
-	return sp.StartsWithPostAt(context.Background(), &providers.Transaction{})
-}
-
-// StartsWithPostAt is StartsWithPost for the sign-in tx, which names the
-// IdP of a federation (tx.IdP): whether that IdP takes AuthnRequests by
-// HTTP-POST only, unless Options.AuthnRequestBinding says otherwise.
-func (sp *SP) StartsWithPostAt(ctx context.Context, tx *providers.Transaction) bool {
 	switch sp.opts.AuthnRequestBinding {
 	case BindingPOST:
 		return true
 	case BindingRedirect:
 		return false
 	}
-	if sp.cfg.IdPSSOServiceURL != "" {
+	// The wait for metadata is bounded where it happens (metadataWait).
+	md, err := sp.metadata(context.Background())
+	return err == nil && sp.postsTo(md)
+}
+
+// postsTo reports whether a sign-in at md's IdP starts with an HTTP-POST
+// AuthnRequest.
+func (sp *SP) postsTo(md *idpMetadata) bool {
+	switch sp.opts.AuthnRequestBinding {
+	case BindingPOST:
+		return true
+	case BindingRedirect:
 		return false
 	}
-	md, err := sp.idpFor(ctx, tx.IdP)
-	return err == nil && md.authn[0] == nil && md.authn[1] != nil
+	return sp.cfg.IdPSSOServiceURL == "" && md.authn[0] == nil && md.authn[1] != nil
+}
+
+// BeginAt starts a sign-in at the IdP of the federation that tx names
+// (tx.IdP), with the binding that IdP takes: it returns the URL to
+// redirect the browser to and a nil form, or, for an IdP that takes
+// AuthnRequests by HTTP-POST only (or with Options.AuthnRequestBinding),
+// the URL and the form the browser posts there. It fills tx as Begin and
+// BeginPost do, after one look-up of the IdP: with an MDQ server, one
+// request at most.
+func (sp *SP) BeginAt(ctx context.Context, tx *providers.Transaction) (action string, form url.Values, err error) {
+	md, perr := sp.idpFor(ctx, tx.IdP)
+	if perr != nil {
+		return "", nil, perr
+	}
+	if sp.postsTo(md) {
+		return sp.beginPost(md, tx)
+	}
+	action, err = sp.beginRedirect(md, tx)
+	return action, nil, err
 }
 
 // BeginPost is Begin for the HTTP-POST binding: it fills tx as Begin does
@@ -99,6 +123,10 @@ func (sp *SP) BeginPost(ctx context.Context, tx *providers.Transaction) (action 
 	if perr != nil {
 		return "", nil, perr
 	}
+	return sp.beginPost(md, tx)
+}
+
+func (sp *SP) beginPost(md *idpMetadata, tx *providers.Transaction) (action string, form url.Values, err error) {
 	t := md.authn[1]
 	if t == nil {
 		return "", nil, noSSO(BindingPOST)
@@ -133,9 +161,10 @@ func (sp *SP) BeginPost(ctx context.Context, tx *providers.Transaction) (action 
 var _ providers.PostStarter = (*SP)(nil)
 
 func noSSO(binding string) *providers.Error {
+	b := strings.TrimPrefix(binding, "urn:oasis:names:tc:SAML:2.0:bindings:")
 	return &providers.Error{Code: providers.CodeMisconfigured, Provider: Name,
-		Message: "the IdP metadata has no " + strings.TrimPrefix(binding, "urn:oasis:names:tc:SAML:2.0:bindings:") +
-			" single sign-on endpoint; set saml_idp_sso_service_url or Options.AuthnRequestBinding"}
+		Message: "the IdP metadata has no " + b + " single sign-on endpoint; set saml_idp_sso_service_url or Options.AuthnRequestBinding",
+		Err:     fmt.Errorf("no SingleSignOnService with the %s binding in the IdP metadata", b)}
 }
 
 // record keeps in tx what the callback needs: the request ID, the

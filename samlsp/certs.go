@@ -94,9 +94,10 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 }
 
 // ReadyError says why the SP cannot sign anyone in: it has no copy of the
-// IdP metadata yet, or no IdP signing certificate of that copy is within
-// its validity dates now, so that no response can be verified. It is nil
-// when the SP can sign users in. An expired SP certificate does not make
+// IdP metadata yet, or, with Config.EnforceIdPCertificateDates, no IdP
+// signing certificate of that copy is within its validity dates now, so
+// that no response can be verified. It is nil when the SP can sign users
+// in. An expired SP certificate does not make
 // the SP unready: it goes on signing and decrypting with it (see
 // docs/saml.md, "Certificates and expiry").
 func (sp *SP) ReadyError() error {
@@ -106,6 +107,10 @@ func (sp *SP) ReadyError() error {
 	md := sp.md.current()
 	if md == nil {
 		return errors.New("no copy of the identity provider's metadata yet")
+	}
+	if !sp.cfg.EnforceIdPCertificateDates {
+		// The metadata vouches for the keys, whatever their dates.
+		return nil
 	}
 	now := sp.env.Now()
 	var latest time.Time
@@ -226,6 +231,18 @@ func (sp *SP) logExpiry(c CertExpiry, state certState, now time.Time, idpValid i
 			sp.log.Warn("saml: the federation's signing certificate expires soon; the federation publishes the next one ahead of its key rollover: pin it", attrs...)
 		} else {
 			sp.log.Error("saml: the federation's signing certificate has expired: no aggregate verifies with it, and sign-ins fail once the last good copy expires", attrs...)
+		}
+	case !sp.cfg.EnforceIdPCertificateDates:
+		// Its dates decide nothing: say so, at Warn, since nothing fails.
+		attrs = append(attrs, "idp_signing_certs_valid", idpValid)
+		if state == certExpiring {
+			sp.log.Warn("saml: an IdP signing certificate expires soon; extauth goes on verifying with its key after that, "+
+				"as the IdP's metadata vouches for it (SAML V2.0 Metadata Interoperability Profile); "+
+				"an IdP that rolls its key over publishes the next one in its metadata", attrs...)
+		} else {
+			sp.log.Warn("saml: an IdP signing certificate has expired; extauth goes on verifying with its key, "+
+				"as the IdP's metadata vouches for it (SAML V2.0 Metadata Interoperability Profile); "+
+				"with saml_additional_settings.security.enforce_idp_certificate_dates, responses signed with it would be refused", attrs...)
 		}
 	default:
 		attrs = append(attrs, "idp_signing_certs_valid", idpValid)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -48,7 +49,10 @@ const (
 // With FederationConfig.DiscoveryURL, the browser goes to that discovery
 // service instead (the SAML IdP Discovery Protocol: entityID, return,
 // returnIDParam=idp), which sends it back to the authorize route with its
-// choice.
+// choice. When it comes back without one (d.Return is then nil), the page
+// lists the IdPs of the aggregate or of entity_ids instead; with neither,
+// the answer is an error, never the service again, which a passive
+// service would answer the same way in a loop.
 func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Discovery) error {
 	if ds := sp.cfg.Federation.DiscoveryURL; ds != "" && d.Return != nil {
 		q := url.Values{"entityID": {sp.cfg.SPEntityID}, "return": {d.Return()}, "returnIDParam": {"idp"}}
@@ -68,6 +72,13 @@ func (sp *SP) Discover(w http.ResponseWriter, r *http.Request, d providers.Disco
 		w.Header().Set("Location", ds+sep+q.Encode())
 		w.WriteHeader(http.StatusSeeOther)
 		return nil
+	}
+	if sp.cfg.Federation.DiscoveryURL != "" && sp.fed.mdq != nil && len(sp.cfg.Federation.EntityIDs) == 0 {
+		// Back from the discovery service without a choice, and no list
+		// of our own to offer instead.
+		return invalid("the discovery service did not say which identity provider to use",
+			errors.New("the external discovery service (federation.discovery_url) sent the browser back without an idp, "+
+				"and with an MDQ server and no federation.entity_ids there is no list of IdPs to offer instead"))
 	}
 	refs, perr := sp.discoverable(r.Context())
 	if perr != nil {
@@ -160,7 +171,7 @@ func (sp *SP) discoverable(ctx context.Context) ([]idpRef, *providers.Error) {
 	var refs []idpRef
 	if sp.fed.mdq != nil {
 		for _, id := range sp.cfg.Federation.EntityIDs {
-			if e, perr := sp.fed.mdq.lookup(ctx, id); perr == nil {
+			if e, perr := sp.fed.mdq.lookup(ctx, id); perr == nil && sp.usable(e.e) == nil {
 				refs = append(refs, idpRef{e.agg, e.e})
 			}
 		}
@@ -171,7 +182,9 @@ func (sp *SP) discoverable(ctx context.Context) ([]idpRef, *providers.Error) {
 		return nil, perr
 	}
 	for _, e := range agg.idps {
-		refs = append(refs, idpRef{agg, e})
+		if sp.usable(e) == nil {
+			refs = append(refs, idpRef{agg, e})
+		}
 	}
 	return refs, nil
 }
@@ -194,8 +207,10 @@ func showIdP(agg *aggregate, e *fedIdP, prefs []language.Tag) providers.Discover
 }
 
 // pickName chooses among an IdP's names the one in the most preferred
-// language the metadata has, else English, else the first; mdui names
-// before the organisation's.
+// language the metadata has, else in English, else the first: in each
+// language its mdui:DisplayName before its OrganizationDisplayName, so
+// that an IdP named in Finnish and Swedish by mdui and in English by its
+// organisation shows the English name to a browser that prefers English.
 func pickName(names []langText, prefs []language.Tag) (langText, bool) {
 	if len(names) == 0 {
 		return langText{}, false
@@ -207,13 +222,16 @@ func orderNames(names []langText, prefs []language.Tag) []langText {
 	out := slices.Clone(names)
 	rank := langRank(prefs)
 	slices.SortStableFunc(out, func(a, b langText) int {
-		if a.org != b.org {
-			if a.org {
-				return 1
-			}
-			return -1
+		if r := cmp.Compare(rank(a.lang), rank(b.lang)); r != 0 {
+			return r
 		}
-		return cmp.Compare(rank(a.lang), rank(b.lang))
+		switch {
+		case a.org == b.org:
+			return 0
+		case a.org:
+			return 1
+		}
+		return -1
 	})
 	return out
 }

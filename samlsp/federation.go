@@ -1,17 +1,13 @@
 package samlsp
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,8 +18,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/extauth/extauth/internal/docfetch"
 	"github.com/extauth/extauth/internal/outbound"
-	"github.com/extauth/extauth/internal/telemetry"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -91,8 +87,6 @@ const (
 	// DefaultIdPCacheSize bounds the IdPs whose parsed metadata an SP
 	// keeps.
 	DefaultIdPCacheSize = 512
-	// aggregateTimeout bounds the fetch of an aggregate, body included.
-	aggregateTimeout = 5 * time.Minute
 )
 
 // Federations shares federation aggregates between the SPs that use the
@@ -120,13 +114,13 @@ type aggregateSource struct {
 	refresh     time.Duration
 	retry       time.Duration
 	allowSHA1   bool
-	client      *http.Client
+	docs        *docfetch.Fetcher
 	now         func() time.Time
 	log         *slog.Logger
 
 	cur atomic.Pointer[aggCopy]
-	// etag and lastModified validate the copy in use (loop only).
-	etag, lastModified string
+	// validators validate the copy in use (loop only).
+	validators docfetch.Validators
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -162,7 +156,7 @@ func (fs *Federations) acquire(sp *SP, cert *x509.Certificate, u *url.URL) *aggr
 	}
 	s := &aggregateSource{set: fs, key: key, refs: 1, url: u, cert: cert, backing: f.BackingFile,
 		maxValidity: maxValidity, maxBytes: maxBytes, refresh: sp.opts.MetadataRefresh, retry: sp.opts.MetadataRetry,
-		allowSHA1: allowSHA1, client: outbound.WithBounds(sp.env.HTTPClient, aggregateTimeout, maxBytes),
+		allowSHA1: allowSHA1, docs: aggregateDocuments(sp.env.HTTPClient, maxBytes),
 		now: sp.env.Now, log: sp.log, done: make(chan struct{})}
 	s.init()
 	if fs.sources == nil {
@@ -269,76 +263,39 @@ func (s *aggregateSource) keep(agg *aggregate, now, fetched time.Time, fromFile 
 // fetch gets the aggregate, conditionally on the copy in use, verifies and
 // indexes it, and keeps it (and writes the backing file).
 func (s *aggregateSource) fetch(ctx context.Context) (*aggCopy, error) {
-	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(outbound.Document(ctx), telemetry.EndpointMetadata), http.MethodGet, s.url.String(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("federation metadata request: %w", err)
-	}
-	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml;q=0.9, text/xml;q=0.8")
+	var v docfetch.Validators
 	cur := s.current()
 	if cur != nil && !cur.fromFile {
-		if s.etag != "" {
-			req.Header.Set("If-None-Match", s.etag)
-		}
-		if s.lastModified != "" {
-			req.Header.Set("If-Modified-Since", s.lastModified)
-		}
+		v = s.validators
 	}
-	resp, err := s.client.Do(req)
+	doc, err := s.docs.Get(ctx, s.url.String(), v)
 	if err != nil {
-		return nil, providers.TransportError(err, "federation metadata")
+		return nil, err
 	}
-	defer resp.Body.Close()
 	now := s.now()
-	switch {
-	case resp.StatusCode == http.StatusNotModified && cur != nil:
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	if doc.NotModified {
 		// Still the copy we have: it is used on its own terms, validUntil
 		// first.
 		if !cur.agg.validUntil.After(now) {
 			return nil, fmt.Errorf("federation metadata: not modified, but our copy expired on %s", cur.agg.validUntil.UTC().Format(time.RFC3339))
 		}
 		return s.keep(cur.agg, now, cur.fetched, cur.fromFile), nil
-	case resp.StatusCode != http.StatusOK:
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("federation metadata: HTTP status %d", resp.StatusCode)
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
-		return nil, fmt.Errorf("federation metadata: %w", ErrHTMLMetadata)
-	}
-	buf, err := readBody(resp, s.maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	agg, err := scanAggregate(buf, s.rules())
+	agg, err := scanAggregate(doc.Body, s.rules())
 	if err != nil {
 		return nil, fmt.Errorf("federation metadata: %w", err)
 	}
 	c := s.keep(agg, now, time.Time{}, false)
-	s.etag, s.lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	s.validators = doc.Validators
 	s.log.Info("saml: federation metadata loaded", "url", outbound.Redact(s.url), "entities", agg.entities, "idps", len(agg.idps),
 		"expired_idps", agg.expired, "valid_until", agg.validUntil.UTC().Format(time.RFC3339),
 		"next_refresh", c.refreshAt.Sub(now).Round(time.Second).String())
 	if s.backing != "" {
-		if err := writeFileAtomic(s.backing, buf); err != nil {
+		if err := writeFileAtomic(s.backing, doc.Body); err != nil {
 			s.log.Warn("saml: cannot write the federation's backing file", "file", s.backing, "err", err)
 		}
 	}
 	return c, nil
-}
-
-// readBody reads a response body of at most max bytes into one buffer of
-// the size it announces, so that a large document is not copied while it
-// grows.
-func readBody(resp *http.Response, max int64) ([]byte, error) {
-	size := int64(64 << 10)
-	if resp.ContentLength > 0 && resp.ContentLength <= max {
-		size = resp.ContentLength + 1
-	}
-	b := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := b.ReadFrom(resp.Body); err != nil {
-		return nil, providers.TransportError(err, "federation metadata")
-	}
-	return b.Bytes(), nil
 }
 
 // writeFileAtomic replaces path with data, so that a reader (a restart)
@@ -419,10 +376,33 @@ func (f *idpFilter) allows(e *fedIdP) bool {
 	if f.authority != nil && !f.authority[e.registrationAuthority] {
 		return false
 	}
-	if f.categories != nil && !slices.ContainsFunc(e.categories, func(c string) bool { return f.categories[c] }) {
+	// An IdP declares the categories whose rules it follows (Research and
+	// Scholarship, CoCo) as ones it supports; those it belongs to count
+	// too.
+	in := func(c string) bool { return f.categories[c] }
+	if f.categories != nil && !slices.ContainsFunc(e.supports, in) && !slices.ContainsFunc(e.categories, in) {
 		return false
 	}
 	return true
+}
+
+// errUnusableIdP is the cause of a sign-in for an IdP of the federation
+// that no sign-in can start at (fedIdP.unusable).
+var errUnusableIdP = errors.New("the identity provider cannot be used")
+
+// usable refuses a sign-in at e when none can start there, or when its
+// validUntil has passed since its aggregate was read.
+func (sp *SP) usable(e *fedIdP) *providers.Error {
+	if why := e.unusable(); why != "" {
+		return &providers.Error{Code: providers.CodeInvalidResponse, Provider: Name,
+			Message: "the identity provider cannot be used for sign-in here",
+			Err:     fmt.Errorf("%.200q: %s: %w", e.entityID, why, errUnusableIdP)}
+	}
+	if !e.validUntil.IsZero() && !sp.env.Now().Before(e.validUntil) {
+		return invalid("the identity provider is not one this application accepts",
+			fmt.Errorf("%.200q: its metadata expired on %s (validUntil): %w", e.entityID, e.validUntil.UTC().Format(time.RFC3339), errUnknownIdP))
+	}
+	return nil
 }
 
 // aggregate returns the aggregate in use, waiting for a first one as a
@@ -431,8 +411,13 @@ func (sp *SP) aggregate(ctx context.Context) (*aggregate, *providers.Error) {
 	src := sp.fed.src
 	c := waitFor(ctx, &src.refresher, src.current)
 	if c == nil {
+		err := src.err()
+		if err == nil {
+			// The first fetch is under way: an aggregate takes seconds.
+			err = errNotLoaded
+		}
 		return nil, &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name,
-			Message: "the federation's metadata is not available yet", Err: src.err()}
+			Message: "the federation's metadata is not available yet", Err: err}
 	}
 	if !c.agg.validUntil.After(sp.env.Now()) {
 		return nil, &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name,
@@ -479,6 +464,10 @@ func (sp *SP) federationReadyError() error {
 	return nil
 }
 
+// errNotLoaded is the cause of a sign-in that finds no aggregate while the
+// first fetch of one is still under way.
+var errNotLoaded = errors.New("federation metadata not loaded yet: the first fetch of the aggregate is under way")
+
 // errUnknownIdP is the cause of a sign-in for an IdP the federation does
 // not list, or the host's restrictions leave out.
 var errUnknownIdP = errors.New("not an IdP of the federation that this application accepts")
@@ -497,6 +486,9 @@ func (sp *SP) idpFor(ctx context.Context, entityID string) (*idpMetadata, *provi
 		if perr != nil {
 			return nil, perr
 		}
+		if perr := sp.usable(e.e); perr != nil {
+			return nil, perr
+		}
 		return e.md, nil
 	}
 	agg, perr := sp.aggregate(ctx)
@@ -506,6 +498,9 @@ func (sp *SP) idpFor(ctx context.Context, entityID string) (*idpMetadata, *provi
 	e := agg.byID[entityID]
 	if e == nil || !sp.fed.allows(e) {
 		return nil, invalid("the identity provider is not one this application accepts", fmt.Errorf("%.200q: %w", entityID, errUnknownIdP))
+	}
+	if perr := sp.usable(e); perr != nil {
+		return nil, perr
 	}
 	if c, ok := sp.fed.cache.get(entityID); ok && c.agg.Value() == agg {
 		return c.md, nil
@@ -544,6 +539,15 @@ type FederationMetadata struct {
 	// lists the rules' entity IDs the aggregate does not list as IdPs.
 	Allowed int
 	Missing []string
+	// Unusable counts the allowed IdPs no sign-in can start at (no SAML
+	// 2.0 single sign-on endpoint with the HTTP-Redirect or HTTP-POST
+	// binding, no signing key, metadata that does not parse): the
+	// discovery page leaves them out. Included in Allowed.
+	Unusable int
+	// OutOfDate counts the allowed, usable IdPs none of whose signing
+	// certificates is within its validity dates now: their keys verify
+	// all the same unless Config.EnforceIdPCertificateDates.
+	OutOfDate int
 	// ValidUntil and CacheDuration are the aggregate's own.
 	ValidUntil    time.Time
 	CacheDuration time.Duration
@@ -585,8 +589,24 @@ func ParseFederationMetadata(body []byte, rules FederationRules) (*FederationMet
 	out := &FederationMetadata{Entities: agg.entities, IdPs: len(agg.idps), ExpiredIdPs: agg.expired,
 		ValidUntil: agg.validUntil, CacheDuration: agg.cacheDuration, SignatureMethod: agg.sigMethod, DigestMethod: agg.digestMethod}
 	for _, e := range agg.idps {
-		if f.allows(e) {
-			out.Allowed++
+		if !f.allows(e) {
+			continue
+		}
+		out.Allowed++
+		if e.unusable() != "" {
+			out.Unusable++
+			continue
+		}
+		pm, err := ParseIdPMetadata(standalone(agg.buf[e.start:e.end], e.qname, e.ns),
+			MetadataRules{EntityID: e.entityID, Now: rules.Now, AllowSHA1: rules.AllowSHA1})
+		if err != nil {
+			out.Unusable++
+			continue
+		}
+		if !slices.ContainsFunc(pm.SigningCerts, func(c *x509.Certificate) bool {
+			return !rules.Now.Before(c.NotBefore) && !rules.Now.After(c.NotAfter)
+		}) {
+			out.OutOfDate++
 		}
 	}
 	for _, id := range rules.EntityIDs {

@@ -6,16 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/extauth/extauth/internal/outbound"
-	"github.com/extauth/extauth/internal/telemetry"
+	"github.com/extauth/extauth/internal/docfetch"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -225,6 +222,12 @@ func mdqEscape(s string) string {
 }
 
 // fetch asks the server for the entity, revalidating old when there is one.
+//
+// An entity the server does not know is answered 404 by some servers and,
+// by pyFF (SeamlessAccess's and many federations'), with 200 and a signed,
+// empty EntitiesDescriptor: either way, a verified answer that does not
+// describe the entity is an unknown entity, remembered as one, not a
+// failure of the server.
 func (c *mdqClient) fetch(ctx context.Context, entityID string, old *mdqEntry) (*mdqEntry, *providers.Error) {
 	sp := c.sp
 	fail := func(err error) (*mdqEntry, *providers.Error) {
@@ -236,62 +239,62 @@ func (c *mdqClient) fetch(ctx context.Context, entityID string, old *mdqEntry) (
 		return nil, &providers.Error{Code: providers.CodeProviderUnavailable, Provider: Name,
 			Message: "the identity provider's metadata is not available", Err: err}
 	}
-	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(outbound.Document(ctx), telemetry.EndpointMetadata), http.MethodGet, c.entityURL(entityID), nil)
-	if err != nil {
-		return fail(err)
+	unknown := func(now time.Time, why string) (*mdqEntry, *providers.Error) {
+		c.count(MDQUnknown)
+		c.unknown.put(entityID, now.Add(mdqUnknownFor))
+		sp.log.Info("saml: the MDQ server does not know the IdP; remembered as unknown", "entity_id", entityID,
+			"for", mdqUnknownFor.String(), "answer", why)
+		return nil, invalid("the identity provider is not one this application accepts",
+			fmt.Errorf("%.200q: the MDQ server does not know it (%s): %w", entityID, why, errUnknownIdP))
 	}
-	req.Header.Set("Accept", "application/samlmetadata+xml")
-	if old != nil && old.etag != "" {
-		req.Header.Set("If-None-Match", old.etag)
+	var v docfetch.Validators
+	if old != nil {
+		v.ETag = old.etag
 	}
-	resp, err := sp.env.HTTPClient.Do(req)
-	if err != nil {
-		return fail(providers.TransportError(err, "MDQ"))
-	}
-	defer resp.Body.Close()
+	doc, err := sp.entityDocs.Get(ctx, c.entityURL(entityID), v)
 	now := sp.env.Now()
 	switch {
-	case resp.StatusCode == http.StatusNotModified && old != nil:
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	case errors.Is(err, docfetch.ErrNotFound):
+		return unknown(now, "not found")
+	case err != nil:
+		return fail(err)
+	case doc.NotModified:
 		if !now.Before(old.agg.validUntil) {
-			return fail(errors.New("not modified, but our copy has expired"))
+			return fail(errors.New("MDQ: not modified, but our copy has expired"))
 		}
 		e := *old
 		e.expires = mdqExpiry(old.agg, now)
 		c.cache.put(entityID, &e)
 		c.count(MDQFetched)
 		return &e, nil
-	case resp.StatusCode == http.StatusNotFound:
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		c.count(MDQUnknown)
-		c.unknown.put(entityID, now.Add(mdqUnknownFor))
-		return nil, invalid("the identity provider is not one this application accepts",
-			fmt.Errorf("%.200q: the MDQ server does not know it: %w", entityID, errUnknownIdP))
-	case resp.StatusCode != http.StatusOK:
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return fail(fmt.Errorf("MDQ: HTTP status %d", resp.StatusCode))
 	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fail(providers.TransportError(err, "MDQ"))
-	}
-	agg, err := scanAggregate(body, sp.aggRules())
+	agg, err := scanAggregate(doc.Body, sp.aggRules())
 	if err != nil {
 		return fail(fmt.Errorf("MDQ answer for %.200q: %w", entityID, err))
 	}
 	e := agg.byID[entityID]
-	if e == nil {
-		return fail(fmt.Errorf("the MDQ answer for %.200q does not describe that IdP", entityID))
-	}
-	if !sp.fed.allows(e) {
+	switch {
+	case e == nil && agg.entities == 0:
+		return unknown(now, "a signed answer listing no entity")
+	case e == nil:
+		// The server knows something, but not an IdP of that entity ID
+		// that is valid now (a service provider, an expired IdP).
+		c.count(MDQNotListed)
+		return nil, invalid("the identity provider is not one this application accepts",
+			fmt.Errorf("%.200q: the MDQ answer describes no IdP of that entity ID that is valid now: %w", entityID, errUnknownIdP))
+	case !sp.fed.allows(e):
 		c.count(MDQNotListed)
 		return nil, invalid("the identity provider is not one this application accepts", fmt.Errorf("%.200q: %w", entityID, errUnknownIdP))
+	}
+	if perr := sp.usable(e); perr != nil {
+		c.count(MDQNotListed)
+		return nil, perr
 	}
 	md, err := sp.parseEntity(agg, e)
 	if err != nil {
 		return fail(err)
 	}
-	entry := &mdqEntry{agg: agg, e: e, md: md, expires: mdqExpiry(agg, now), etag: resp.Header.Get("ETag")}
+	entry := &mdqEntry{agg: agg, e: e, md: md, expires: mdqExpiry(agg, now), etag: doc.ETag}
 	c.cache.put(entityID, entry)
 	c.count(MDQFetched)
 	return entry, nil

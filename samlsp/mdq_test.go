@@ -2,6 +2,7 @@ package samlsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -139,5 +140,70 @@ func TestFederationsShareAggregates(t *testing.T) {
 	fs.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d sources after the last SP closed", n)
+	}
+}
+
+// A sign-in start looks its IdP up once: one MDQ request, counted once,
+// whichever binding the IdP takes.
+func TestMDQOneLookupPerStart(t *testing.T) {
+	k := newFedKeys(t)
+	idp, entity := testIdPEntity(t, "https://idp-a.example.org/idp", samlidp.Entity{})
+	signed, err := samlidp.SignMetadata(entity, k.signer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Write(signed)
+	}))
+	defer srv.Close()
+	sp := mdqSP(t, srv, k, time.Now(), idp.EntityID())
+	tx := newTx()
+	tx.IdP = idp.EntityID()
+	if _, _, err := sp.BeginAt(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	if st := sp.MDQStats(); asked.Load() != 1 || st[MDQFetched] != 1 || st[MDQHit] != 0 {
+		t.Fatalf("one start: %d requests, look-ups %v; want 1 request, 1 look-up", asked.Load(), st)
+	}
+}
+
+// pyFF answers an entity it does not know with 200 and a signed, empty
+// EntitiesDescriptor: an unknown entity, refused with a 4xx, remembered,
+// counted as unknown; an answer that does not verify stays a failure.
+func TestMDQUnknownAsPyFFAnswers(t *testing.T) {
+	k := newFedKeys(t)
+	empty, err := samlidp.Aggregate(nil, samlidp.AggregateOptions{Signer: k.signer(), ValidUntil: time.Now().Add(96 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/samlmetadata+xml")
+		w.Write(empty)
+	}))
+	defer srv.Close()
+	const id = "https://unknown.example.org/idp"
+	sp := mdqSP(t, srv, k, time.Now(), id)
+	for range 3 {
+		_, perr := sp.idpFor(context.Background(), id)
+		if perr == nil || perr.Code.HTTPStatus() != http.StatusBadRequest || !errors.Is(perr, errUnknownIdP) {
+			t.Fatalf("an entity answered with an empty aggregate: %v", perr)
+		}
+	}
+	if st := sp.MDQStats(); asked.Load() != 1 || st[MDQUnknown] != 3 || st[MDQError] != 0 {
+		t.Fatalf("%d requests, stats %v; want 1 request and 3 unknown", asked.Load(), st)
+	}
+
+	// Signed by another key: not a verified answer, so not "unknown".
+	other := newFedKeys(t)
+	sp = mdqSP(t, srv, other, time.Now(), id)
+	if _, perr := sp.idpFor(context.Background(), id); perr == nil || perr.Code != providers.CodeProviderUnavailable {
+		t.Fatalf("an empty answer that does not verify: %v", perr)
+	}
+	if st := sp.MDQStats(); st[MDQError] != 1 || st[MDQUnknown] != 0 {
+		t.Fatalf("stats %v", st)
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,8 +16,8 @@ import (
 	"github.com/beevik/etree"
 	"github.com/crewjam/saml"
 
+	"github.com/extauth/extauth/internal/docfetch"
 	"github.com/extauth/extauth/internal/outbound"
-	"github.com/extauth/extauth/internal/telemetry"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -112,35 +109,14 @@ func (c *metadataCache) run(ctx context.Context) {
 	})
 }
 
-// fetch downloads, bounds and parses the metadata.
+// fetch downloads and parses the metadata. The metadata may have moved
+// (http to https, a CDN): its fetch follows up to three safe redirects.
 func (c *metadataCache) fetch(ctx context.Context) (*idpMetadata, error) {
-	// The metadata may have moved (http to https, a CDN): its fetch follows
-	// up to three safe redirects.
-	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(outbound.Document(ctx), telemetry.EndpointMetadata), http.MethodGet, c.sp.idpMeta.String(), nil)
+	doc, err := c.sp.entityDocs.Get(ctx, c.sp.idpMeta.String(), docfetch.Validators{})
 	if err != nil {
-		return nil, fmt.Errorf("metadata request: %w", err)
+		return nil, err
 	}
-	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml;q=0.9, text/xml;q=0.8")
-	resp, err := c.sp.env.HTTPClient.Do(req)
-	if err != nil {
-		return nil, providers.TransportError(err, "saml metadata")
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("saml metadata: HTTP status %d", resp.StatusCode)
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
-		return nil, fmt.Errorf("saml metadata: %w", ErrHTMLMetadata)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, DefaultMetadataMaxBytes+1))
-	if err != nil {
-		return nil, providers.TransportError(err, "saml metadata")
-	}
-	if len(body) > DefaultMetadataMaxBytes {
-		return nil, fmt.Errorf("saml metadata: too large (over %d bytes)", DefaultMetadataMaxBytes)
-	}
-	return c.sp.parseMetadata(body)
+	return c.sp.parseMetadata(doc.Body)
 }
 
 // parseMetadata reads the metadata with ParseIdPMetadata, under the SP's

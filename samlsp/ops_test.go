@@ -344,8 +344,16 @@ func (r *records) count(level slog.Level, msg string) int {
 // the SP looks at its certificates and the IdP's; what expires within 30
 // days is a warning, what has expired an error, each logged when it enters
 // that state and then at most daily however often the metadata is
-// refreshed. CertificateExpiries shows the same certificates.
+// refreshed. CertificateExpiries shows the same certificates. An IdP's
+// certificate past its dates is an error and makes the SP unready only
+// with EnforceIdPCertificateDates: by default its key goes on verifying,
+// and the log says so in warnings.
 func TestCertificateExpiryWatch(t *testing.T) {
+	t.Run("enforced", func(t *testing.T) { certificateExpiryWatch(t, true) })
+	t.Run("default", func(t *testing.T) { certificateExpiryWatch(t, false) })
+}
+
+func certificateExpiryWatch(t *testing.T, enforce bool) {
 	start := time.Now()
 	var clock atomic.Int64
 	clock.Store(start.UnixNano())
@@ -358,7 +366,8 @@ func TestCertificateExpiryWatch(t *testing.T) {
 		p.Set(func(k *samlidp.Knobs) { k.ExtraCerts = []*x509.Certificate{expired, soon} })
 	}))
 	logs := &records{}
-	sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: f.idp.MetadataURL(), CertificatePEM: spCert, PrivateKeyPEM: spKey},
+	sp, err := New(Config{SPEntityID: testEntityID, IdPMetadataURL: f.idp.MetadataURL(), CertificatePEM: spCert, PrivateKeyPEM: spKey,
+		EnforceIdPCertificateDates: enforce},
 		providers.Env{CallbackURL: testACS, HTTPClient: f.env(nil).HTTPClient, Store: store.NewMemory(nil, 0), Now: now, Logger: slog.New(logs)},
 		Options{MetadataRefresh: 20 * time.Millisecond, MetadataRetry: 20 * time.Millisecond})
 	if err != nil {
@@ -380,12 +389,24 @@ func TestCertificateExpiryWatch(t *testing.T) {
 	}
 	refreshes(5)
 	const (
-		idpExpired  = "saml: an IdP signing certificate has expired; responses signed with it are refused"
-		idpExpiring = "saml: an IdP signing certificate expires soon"
-		spExpiring  = "saml: the SP certificate expires soon"
+		idpExpiredRefused = "saml: an IdP signing certificate has expired; responses signed with it are refused"
+		idpExpiredUsed    = "saml: an IdP signing certificate has expired; extauth goes on verifying with its key"
+		idpExpiring       = "saml: an IdP signing certificate expires soon"
+		spExpiring        = "saml: the SP certificate expires soon"
 	)
-	if n := logs.count(slog.LevelError, idpExpired); n != 1 {
-		t.Errorf("%d errors about the expired IdP certificate after 5 refreshes, want 1", n)
+	// expired counts the lines about an expired IdP certificate, of the
+	// kind the mode logs.
+	expiredLines := func() int {
+		if enforce {
+			return logs.count(slog.LevelError, idpExpiredRefused)
+		}
+		if n := logs.count(slog.LevelError, "saml: an IdP signing certificate"); n != 0 {
+			t.Errorf("%d errors about IdP certificates whose dates do not decide", n)
+		}
+		return logs.count(slog.LevelWarn, idpExpiredUsed)
+	}
+	if n := expiredLines(); n != 1 {
+		t.Errorf("%d lines about the expired IdP certificate after 5 refreshes, want 1", n)
 	}
 	if n := logs.count(slog.LevelWarn, idpExpiring); n != 1 {
 		t.Errorf("%d warnings about the expiring IdP certificate, want 1", n)
@@ -400,22 +421,32 @@ func TestCertificateExpiryWatch(t *testing.T) {
 	// A day later, the same again, once.
 	clock.Add(int64(25 * time.Hour))
 	refreshes(5)
-	if a, b := logs.count(slog.LevelError, idpExpired), logs.count(slog.LevelWarn, idpExpiring); a != 2 || b != 2 {
-		t.Errorf("a day later: %d errors, %d warnings; want 2 and 2", a, b)
+	if a, b := expiredLines(), logs.count(slog.LevelWarn, idpExpiring); a != 2 || b != 2 {
+		t.Errorf("a day later: %d lines about the expired one, %d warnings; want 2 and 2", a, b)
 	}
 
 	// Ten years on, everything has expired: the SP certificate is an error
-	// that says signing goes on, and the SP is not ready.
+	// that says signing goes on; with the dates enforced, the SP is not
+	// ready.
 	clock.Add(int64(11 * 365 * 24 * time.Hour))
 	refreshes(3)
 	if n := logs.count(slog.LevelError, "saml: the SP certificate has expired; extauth goes on signing"); n != 1 {
 		t.Errorf("%d errors about the expired SP certificate, want 1", n)
 	}
-	if n := logs.count(slog.LevelError, "saml: an IdP signing certificate has expired, and no other is valid"); n != 3 {
-		t.Errorf("%d errors about IdP certificates with none valid, want 3 (one each)", n)
-	}
-	if err := sp.ReadyError(); err == nil || !strings.Contains(err.Error(), "every IdP signing certificate has expired") {
-		t.Errorf("ReadyError = %v", err)
+	if enforce {
+		if n := logs.count(slog.LevelError, "saml: an IdP signing certificate has expired, and no other is valid"); n != 3 {
+			t.Errorf("%d errors about IdP certificates with none valid, want 3 (one each)", n)
+		}
+		if err := sp.ReadyError(); err == nil || !strings.Contains(err.Error(), "every IdP signing certificate has expired") {
+			t.Errorf("ReadyError = %v", err)
+		}
+	} else {
+		if n := expiredLines(); n != 5 {
+			t.Errorf("%d warnings about expired IdP certificates, want 5 (2 before, one each now)", n)
+		}
+		if err := sp.ReadyError(); err != nil {
+			t.Errorf("ReadyError with every IdP certificate past its dates, not enforced: %v", err)
+		}
 	}
 
 	got := sp.CertificateExpiries()

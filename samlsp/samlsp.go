@@ -36,6 +36,7 @@ import (
 	"github.com/crewjam/saml"
 	dsig "github.com/russellhaering/goxmldsig"
 
+	"github.com/extauth/extauth/internal/docfetch"
 	"github.com/extauth/extauth/internal/outbound"
 	"github.com/extauth/extauth/internal/safepath"
 	"github.com/extauth/extauth/providers"
@@ -157,6 +158,17 @@ type Config struct {
 	// IdP's encryption certificate; without it, only the NameIDs the IdP
 	// itself sent encrypted go back encrypted (LogoutSession.NameIDEncrypted).
 	NameIDEncrypted bool
+	// EnforceIdPCertificateDates (saml_additional_settings.security.
+	// enforce_idp_certificate_dates) refuses signatures made with an IdP
+	// signing certificate outside its validity dates. By default, as the
+	// SAML V2.0 Metadata Interoperability Profile says and Shibboleth,
+	// SimpleSAMLphp and pysaml2 do, a certificate in the IdP's metadata is
+	// only the carrier of a key: the metadata that was verified (its
+	// signature, its validUntil, the HTTPS fetch) vouches for the key,
+	// whatever the certificate's dates say. It applies to the one IdP's
+	// metadata and to every IdP of a federation alike; never to the
+	// federation's own signing certificate, which is pinned here.
+	EnforceIdPCertificateDates bool
 	// Custom entries are sent to the IdP as query parameters of the sign-in
 	// redirect, in order.
 	Custom []Param
@@ -302,6 +314,9 @@ type SP struct {
 	// customQuery is Config.Custom, encoded once.
 	customQuery string
 
+	// entityDocs fetches one entity's metadata: the one IdP's, or an MDQ
+	// server's answers.
+	entityDocs *docfetch.Fetcher
 	// md is the one IdP's metadata; fed, instead, a federation's IdPs.
 	md  *metadataCache
 	fed *federation
@@ -511,6 +526,7 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 		sp.log.Warn("saml: rsa-1_5 key transport is accepted (extauth.Options.SAML.AllowRSA15KeyTransport): " +
 			"it is open to Bleichenbacher's attack; move the IdP to RSA-OAEP")
 	}
+	sp.entityDocs = entityDocuments(env.HTTPClient)
 	switch {
 	case mdqURL != nil:
 		sp.fed = newFederation(sp, nil)
@@ -583,8 +599,8 @@ func checkFederation(cfg Config, problems []error) (aggregate, mdq *url.URL, cer
 		problems = append(problems, fmt.Errorf("%ssigning_certificate: %w", pre, err))
 	}
 	if f.DiscoveryURL != "" {
-		if u, err := url.Parse(f.DiscoveryURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Fragment != "" {
-			problems = append(problems, errors.New(pre+"discovery_url: must be an absolute https URL"))
+		if err := CheckDiscoveryURL(f.DiscoveryURL); err != nil {
+			problems = append(problems, fmt.Errorf("%sdiscovery_url: %w", pre, err))
 		}
 	}
 	if f.MaxValidity < 0 {
@@ -702,6 +718,21 @@ func reservedParam(name string) bool {
 	return false
 }
 
+// CheckDiscoveryURL reports what is wrong with an external discovery
+// service's URL (federation.discovery_url): it must be absolute, without a
+// fragment, and https; plain http only on a loopback host, for a discovery
+// service run beside the application in development.
+func CheckDiscoveryURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "":
+		return errors.New("must be an absolute https URL without a fragment")
+	case u.Scheme == "https", u.Scheme == "http" && outbound.IsLoopback(u.Hostname()):
+		return nil
+	}
+	return errors.New("must be an absolute https URL (plain http only on a loopback host)")
+}
+
 // checkMetadataURL requires an absolute URL, HTTPS unless the host is a
 // loopback address: the metadata carries the keys we trust, so fetching it
 // in clear text would let anyone on the path choose them.
@@ -811,6 +842,10 @@ func (sp *SP) crewjamSP(md *idpMetadata) *saml.ServiceProvider {
 
 // unavailable is the error of every operation before the first metadata.
 func unavailable(cause error) *providers.Error {
+	if cause == nil {
+		// No fetch has ended yet: the log must say so, not err=<nil>.
+		cause = errors.New("IdP metadata not loaded yet: the first fetch is under way")
+	}
 	return &providers.Error{
 		Code:     providers.CodeProviderUnavailable,
 		Provider: Name,

@@ -106,6 +106,12 @@ type verifier struct {
 	// wholeDocument also accepts a Reference with URI="" (the whole
 	// document), as signed metadata may have: only for a document's root.
 	wholeDocument bool
+	// keysOnly uses the certificates as carriers of keys, whatever their
+	// validity dates say (the Metadata Interoperability Profile): for
+	// the IdP's keys from its verified metadata, unless
+	// Config.EnforceIdPCertificateDates. A pinned certificate is held to
+	// its dates.
+	keysOnly bool
 }
 
 // signatureOf checks the shape and the algorithms of el's own signature
@@ -219,6 +225,11 @@ func (v *verifier) verify(el *etree.Element) (*etree.Element, error) {
 		vc := dsig.NewDefaultValidationContext(&dsig.MemoryX509CertificateStore{Roots: []*x509.Certificate{cert}})
 		vc.IdAttribute = "ID"
 		vc.Clock = dsig.NewFakeClockAt(v.now())
+		if v.keysOnly {
+			// goxmldsig reads the clock for nothing but the
+			// certificate's dates: at its NotBefore, they pass.
+			vc.Clock = dsig.NewFakeClockAt(cert.NotBefore)
+		}
 		out, err := vc.Validate(el)
 		if err == nil {
 			return out, nil
@@ -259,9 +270,9 @@ func (v *verifier) verifyQuery(signed, sigAlg string, signature []byte) error {
 	}
 	now := v.now()
 	for _, c := range v.certs {
-		// As goxmldsig does for XML signatures: a certificate outside its
-		// validity verifies nothing.
-		if now.Before(c.NotBefore) || now.After(c.NotAfter) {
+		// As for XML signatures: a certificate outside its validity
+		// verifies nothing, unless it only carries a key.
+		if !v.keysOnly && (now.Before(c.NotBefore) || now.After(c.NotAfter)) {
 			continue
 		}
 		if c.CheckSignature(alg, []byte(signed), signature) == nil {

@@ -329,8 +329,12 @@ func refusals(t *testing.T) []refusal {
 		{msg: "%sbacking_file: applies to an aggregate (metadata_url), not to an MDQ server", key: "backing_file",
 			file: fedOnly(mdqFederation("https://mdq.example.invalid/", cert, "    entity_ids: [https://idp.example.invalid/idp]\n    backing_file: /tmp/x.xml\n"))},
 
-		{msg: "%sdiscovery_url: must be an absolute https URL", key: "discovery_url",
+		{msg: "%sdiscovery_url: %w", key: "discovery_url",
 			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    discovery_url: http://ds.example.invalid/ds\n"))},
+		{msg: "must be an absolute https URL (plain http only on a loopback host)", key: "discovery_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    discovery_url: http://ds.example.invalid/ds\n"))},
+		{msg: "must be an absolute https URL without a fragment", key: "discovery_url",
+			file: fedOnly(federation("https://fed.example.invalid/aggregate.xml", cert, "    discovery_url: https://ds.example.invalid/ds#x\n"))},
 
 		// Config.Validate, which the tenant builder runs.
 		{msg: "must be an absolute https URL", none: byValidate},

@@ -308,10 +308,12 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 			f.idp.serve("/metadata", "text/xml", m.xml(t))
 		}, nil, "broken: IdP metadata: no signing certificate, so no response could be verified"},
 		{"every certificate expired", func(f *providersFixture) {
+			// The metadata vouches for the key: a warning, and
+			// TestCheckSAMLCertificateDatesEnforced for the switch.
 			m := valid(f)
 			m.certs = []*x509.Certificate{idpCert(t, "old", testNow.AddDate(-3, 0, 0), testNow.AddDate(0, 0, -1))}
 			f.idp.serve("/metadata", "text/xml", m.xml(t))
-		}, nil, "broken: IdP metadata: no signing certificate is valid now, so every response would be refused"},
+		}, nil, "enabled"},
 		{"POST binding only", func(f *providersFixture) {
 			m := valid(f)
 			m.sso = []saml.Endpoint{{Binding: saml.HTTPPostBinding, Location: f.idp.URL + "/sso"}}
@@ -357,6 +359,33 @@ func TestCheckSAMLMetadataFailures(t *testing.T) {
 				t.Errorf("exit %d, want %d", r.code, wantCode)
 			}
 		})
+	}
+}
+
+// TestCheckSAMLCertificateDatesEnforced: an IdP whose only signing
+// certificate has expired is a warning by default, since its key verifies
+// all the same, and a failure with security.enforce_idp_certificate_dates.
+func TestCheckSAMLCertificateDatesEnforced(t *testing.T) {
+	for _, c := range []struct {
+		file, line, note string
+		code             int
+	}{
+		{"saml_only.yml", "enabled", "extauth verifies with their keys all the same", exitOK},
+		{"saml_dates.yml", "broken: IdP metadata: no signing certificate is valid now, and security.enforce_idp_certificate_dates is set, " +
+			"so every response would be refused", "", exitFail},
+	} {
+		f := newProvidersFixture(t)
+		f.idp.serve("/metadata", "text/xml", idpMetadata{
+			entityID: "https://idp.example.org/saml",
+			sso:      []saml.Endpoint{{Binding: saml.HTTPRedirectBinding, Location: f.idp.URL + "/sso"}},
+			certs:    []*x509.Certificate{idpCert(t, "old", testNow.AddDate(-3, 0, 0), testNow.AddDate(0, 0, -1))},
+		}.xml(t))
+		path, repl := f.config(t, c.file, nil)
+		r := runAt(t, testNow, "check", "-config", path)
+		out := repl.apply(r.stdout)
+		if line := providerLine(out, "saml"); line != c.line || r.code != c.code || !strings.Contains(out, c.note) {
+			t.Errorf("%s: saml %q, exit %d; want %q, %d and %q\n%s", c.file, line, r.code, c.line, c.code, c.note, out)
+		}
 	}
 }
 

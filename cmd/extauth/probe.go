@@ -170,9 +170,15 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 			valid++
 		}
 	}
-	// The signature check refuses a certificate outside its validity.
-	if valid == 0 {
-		pr.r.fail(extauth.SAML, "IdP metadata: no signing certificate is valid now, so every response would be refused")
+	switch {
+	case valid > 0:
+	case cfg.Additional.Security.EnforceIdPCertificateDates:
+		pr.r.fail(extauth.SAML, "IdP metadata: no signing certificate is valid now, and security.enforce_idp_certificate_dates is set, so every response would be refused")
+	default:
+		// The metadata vouches for the key, not the certificate's dates.
+		pr.r.warn("saml: no IdP signing certificate is valid now; extauth verifies with their keys all the same, as the IdP's metadata " +
+			"vouches for them (SAML V2.0 Metadata Interoperability Profile); with saml_additional_settings.security." +
+			"enforce_idp_certificate_dates every response would be refused")
 	}
 	if wantSigned && !cfg.Additional.HasKeyPair() {
 		pr.r.warn("saml: the IdP wants signed authentication requests (WantAuthnRequestsSigned), but saml_additional_settings has no certificate and private_key; make them with extauth keygen")
@@ -381,6 +387,11 @@ func (pr *prober) federation(ctx context.Context, cfg extauth.SAMLConfig) {
 	for _, id := range md.Missing {
 		pr.r.warn("saml: saml_additional_settings.federation.entity_ids names %s, which the aggregate does not list as an IdP", clean(id))
 	}
+	if md.Unusable > 0 {
+		pr.r.warn("saml: %d IdPs of the federation cannot be used for sign-in (no SAML 2.0 single sign-on endpoint with the HTTP-Redirect "+
+			"or HTTP-POST binding, or no signing key): the discovery page leaves them out", md.Unusable)
+	}
+	pr.certificateDates(cfg, md.OutOfDate, "IdPs of the federation sign")
 	s.add("valid until", md.ValidUntil.UTC().Format(time.RFC3339))
 	if md.CacheDuration > 0 {
 		s.add("cache duration", md.CacheDuration.String())
@@ -389,6 +400,20 @@ func (pr *prober) federation(ctx context.Context, cfg extauth.SAMLConfig) {
 		if st, err := os.Stat(filepath.Dir(f.BackingFile)); err != nil || !st.IsDir() {
 			pr.r.warn("saml: the directory of saml_additional_settings.federation.backing_file does not exist here; the application cannot keep its copy of the aggregate")
 		}
+	}
+}
+
+// certificateDates says what happens to n IdPs that sign (what says how
+// they are named) with no certificate within its validity dates.
+func (pr *prober) certificateDates(cfg extauth.SAMLConfig, n int, what string) {
+	switch {
+	case n == 0:
+	case cfg.Additional.Security.EnforceIdPCertificateDates:
+		pr.r.warn("saml: %d %s only with certificates outside their validity dates: with "+
+			"saml_additional_settings.security.enforce_idp_certificate_dates set, their responses are refused", n, what)
+	default:
+		pr.r.warn("saml: %d %s only with certificates outside their validity dates; extauth verifies with their keys all the same, "+
+			"as the federation's signed metadata vouches for them (SAML V2.0 Metadata Interoperability Profile)", n, what)
 	}
 }
 
@@ -445,6 +470,7 @@ func (pr *prober) mdq(ctx context.Context, cfg extauth.SAMLConfig) {
 		}
 		answered++
 		s.add("IdP", clean(id)+", valid until "+md.ValidUntil.UTC().Format(time.RFC3339))
+		pr.certificateDates(cfg, md.OutOfDate, "IdP ("+clean(id)+") signs")
 	}
 	if answered == 0 {
 		pr.r.fail(extauth.SAML, "federation MDQ server: no IdP of entity_ids has a verified answer")

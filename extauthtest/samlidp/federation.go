@@ -1,12 +1,18 @@
 package samlidp
 
 import (
+	"bytes"
+	"crypto/rsa"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/beevik/etree"
+	dsig "github.com/russellhaering/goxmldsig"
 )
 
 // Namespaces of the metadata extensions a federation adds to its entities.
@@ -139,36 +145,201 @@ type AggregateOptions struct {
 	Name string
 }
 
+// aggregateID is the ID of the EntitiesDescriptor, which its signature
+// references.
+const aggregateID = "_aggregate-1"
+
 // Aggregate returns a federation's aggregate of entities (metadata
 // documents, each an md:EntityDescriptor): an md:EntitiesDescriptor that
-// lists them, signed as federations sign theirs.
+// lists them, signed as federations sign theirs, of any size (a
+// federation's 8 000 entities take a few seconds).
+//
+// No library canonicalizes a document of that size (goxmldsig stops at a
+// thousand elements), so none is asked to: the aggregate is written in its
+// exclusive canonical form, each entity canonicalized on its own, and the
+// signature's digest is that of its bytes. An entity canonicalized alone
+// is what it is inside the aggregate but for the namespaces that the
+// aggregate's element renders and the entity uses: md, which an
+// md:EntityDescriptor's canonical form declares first thing and which is
+// then left out. (Should an entity use md otherwise, the aggregate's
+// element takes the first of md1, md2, ... that no entity declares.)
 func Aggregate(entities [][]byte, o AggregateOptions) ([]byte, error) {
-	root := etree.NewElement("md:EntitiesDescriptor")
-	root.CreateAttr("xmlns:md", nsMD)
-	root.CreateAttr("ID", "_aggregate-1")
-	if o.Name != "" {
-		root.CreateAttr("Name", o.Name)
-	}
-	if !o.ValidUntil.IsZero() {
-		root.CreateAttr("validUntil", o.ValidUntil.UTC().Format(time.RFC3339))
-	}
-	if o.CacheDuration > 0 {
-		root.CreateAttr("cacheDuration", "PT"+strconv.Itoa(int(o.CacheDuration/time.Second))+"S")
-	}
-	for _, e := range entities {
-		el, err := Parse(e)
+	canon := make([][]byte, len(entities))
+	declared := map[string]bool{}
+	apexMD := make([]bool, len(entities))
+	size := 0
+	for i, e := range entities {
+		root, err := Parse(e)
 		if err != nil {
 			return nil, err
 		}
-		root.AddChild(el)
+		if root.Tag != "EntityDescriptor" || root.NamespaceURI() != nsMD {
+			return nil, fmt.Errorf("samlidp: entity %d is not an md:EntityDescriptor", i)
+		}
+		d := map[string]bool{}
+		walkDeclarations(root, d)
+		// md on the apex, bound to the metadata namespace, is md as the
+		// aggregate's element binds it.
+		apexMD[i] = root.Space == "md"
+		for p := range d {
+			declared[p] = declared[p] || p != "md" || !apexMD[i]
+		}
+		if canon[i], err = dsig.MakeC14N10ExclusiveCanonicalizerWithPrefixList("").Canonicalize(root); err != nil {
+			return nil, fmt.Errorf("samlidp: entity %d: %w", i, err)
+		}
+		size += len(canon[i]) + 1
 	}
+	prefix := "md"
+	for n := 1; declared[prefix]; n++ {
+		prefix = "md" + strconv.Itoa(n)
+	}
+	if prefix == "md" {
+		for i, c := range canon {
+			if apexMD[i] {
+				canon[i] = bytes.Replace(c, []byte(` xmlns:md="`+nsMD+`"`), nil, 1)
+			}
+		}
+	}
+
+	var b bytes.Buffer
+	b.Grow(size + 4096)
+	// The canonical start tag: the declaration, then the attributes in
+	// the order of their names.
+	b.WriteString("<" + prefix + ":EntitiesDescriptor xmlns:" + prefix + `="` + nsMD + `" ID="` + aggregateID + `"`)
+	if o.Name != "" {
+		b.WriteString(` Name="`)
+		b.Write(escapeCanonicalAttr(o.Name))
+		b.WriteString(`"`)
+	}
+	if o.CacheDuration > 0 {
+		b.WriteString(` cacheDuration="PT` + strconv.Itoa(int(o.CacheDuration/time.Second)) + `S"`)
+	}
+	if !o.ValidUntil.IsZero() {
+		b.WriteString(` validUntil="` + o.ValidUntil.UTC().Format(time.RFC3339) + `"`)
+	}
+	b.WriteString(">")
+	afterStart := b.Len()
+	for _, c := range canon {
+		b.WriteByte('\n')
+		b.Write(c)
+	}
+	b.WriteString("\n</" + prefix + ":EntitiesDescriptor>")
+	doc := b.Bytes()
 	if o.Signer == nil {
-		return Serialize(root)
+		return doc, nil
 	}
-	sig, err := signEnveloped(root, o.Signer.Key, o.Signer.Cert, o.Signer.Sign)
+	sig, err := signCanonical(doc, aggregateID, o.Signer)
 	if err != nil {
 		return nil, err
 	}
-	root.InsertChildAt(0, sig)
-	return Serialize(root)
+	out := make([]byte, 0, len(doc)+len(sig))
+	out = append(out, doc[:afterStart]...)
+	out = append(out, sig...)
+	return append(out, doc[afterStart:]...), nil
+}
+
+// walkDeclarations records the namespace prefixes declared in el's
+// subtree.
+func walkDeclarations(el *etree.Element, declared map[string]bool) {
+	for _, a := range el.Attr {
+		if a.Space == "xmlns" {
+			declared[a.Key] = true
+		}
+	}
+	for _, c := range el.ChildElements() {
+		walkDeclarations(c, declared)
+	}
+}
+
+// signCanonical returns the enveloped signature of doc, which is in
+// exclusive canonical form already, by its document element of ID id: the
+// digest is that of doc's bytes, the signature over SignedInfo written in
+// its canonical form too.
+func signCanonical(doc []byte, id string, s *MetadataSigner) ([]byte, error) {
+	o := s.Sign
+	if o.SignatureMethod == "" {
+		o.SignatureMethod = RSASHA256
+	}
+	if o.DigestMethod == "" {
+		o.DigestMethod = DigestSHA256
+	}
+	dh, ok := digestHashes[o.DigestMethod]
+	if !ok {
+		return nil, fmt.Errorf("samlidp: unknown digest %s", o.DigestMethod)
+	}
+	ctx := dsig.NewDefaultSigningContext(dsig.TLSCertKeyStore(tls.Certificate{Certificate: [][]byte{s.Cert.Raw}, PrivateKey: s.Key, Leaf: s.Cert}))
+	if err := ctx.SetSignatureMethod(o.SignatureMethod); err != nil {
+		return nil, err
+	}
+	p := o.Prefix
+	if p == "" && !o.Default {
+		p = "ds"
+	}
+	q := func(local string) string {
+		if p == "" {
+			return local
+		}
+		return p + ":" + local
+	}
+	decl := ` xmlns="` + dsig.Namespace + `"`
+	if p != "" {
+		decl = ` xmlns:` + p + `="` + dsig.Namespace + `"`
+	}
+	el := func(b *bytes.Buffer, local, attrs, content string) {
+		b.WriteString("<" + q(local) + attrs + ">" + content + "</" + q(local) + ">")
+	}
+	d := dh.New()
+	d.Write(doc)
+	var transforms, ref, si bytes.Buffer
+	el(&transforms, "Transform", ` Algorithm="`+string(dsig.EnvelopedSignatureAltorithmId)+`"`, "")
+	el(&transforms, "Transform", ` Algorithm="`+string(dsig.CanonicalXML10ExclusiveAlgorithmId)+`"`, "")
+	el(&ref, "Transforms", "", transforms.String())
+	el(&ref, "DigestMethod", ` Algorithm="`+o.DigestMethod+`"`, "")
+	el(&ref, "DigestValue", "", base64.StdEncoding.EncodeToString(d.Sum(nil)))
+	var inner bytes.Buffer
+	el(&inner, "CanonicalizationMethod", ` Algorithm="`+string(dsig.CanonicalXML10ExclusiveAlgorithmId)+`"`, "")
+	el(&inner, "SignatureMethod", ` Algorithm="`+o.SignatureMethod+`"`, "")
+	el(&inner, "Reference", ` URI="#`+id+`"`, ref.String())
+	// SignedInfo canonicalized alone declares its prefix itself.
+	el(&si, "SignedInfo", decl, inner.String())
+	sh := ctx.Hash.New()
+	sh.Write(si.Bytes())
+	value, err := rsa.SignPKCS1v15(nil, s.Key, ctx.Hash, sh.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	var keyInfo, x509Data, sig bytes.Buffer
+	el(&x509Data, "X509Certificate", "", base64.StdEncoding.EncodeToString(s.Cert.Raw))
+	el(&keyInfo, "X509Data", "", x509Data.String())
+	var body bytes.Buffer
+	el(&body, "SignedInfo", "", inner.String())
+	el(&body, "SignatureValue", "", base64.StdEncoding.EncodeToString(value))
+	el(&body, "KeyInfo", "", keyInfo.String())
+	el(&sig, "Signature", decl, body.String())
+	return sig.Bytes(), nil
+}
+
+// escapeCanonicalAttr escapes an attribute value as canonical XML writes
+// it.
+func escapeCanonicalAttr(s string) []byte {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '&':
+			b = append(b, "&amp;"...)
+		case '<':
+			b = append(b, "&lt;"...)
+		case '"':
+			b = append(b, "&quot;"...)
+		case '\t':
+			b = append(b, "&#x9;"...)
+		case '\n':
+			b = append(b, "&#xA;"...)
+		case '\r':
+			b = append(b, "&#xD;"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }

@@ -9,5 +9,7 @@
 //	apt-get install xmlsec1 openssl   # independent signature verifiers
 //	apt-get install simplesamlphp php-cli php-xml   # SimpleSAMLphp 1.19 IdP, served by php -S
 //	apt-get install prometheus        # promtool, for the alert rules of docs/operating.md
+//	apt-get install openjdk-17-jre-headless maven   # for Keycloak, then:
+//	interop/keycloak/install.sh       # Keycloak's distribution from Maven Central, built and cached
 //	go test -tags interop ./interop/...
 package interop

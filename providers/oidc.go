@@ -485,7 +485,7 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 			s.oldKey = k.key
 		}
 	}
-	if s.jwks, err = jwks(ckeys, s.tlsJWKs()); err != nil {
+	if s.jwks, err = jwks(ckeys, s.tlsJWKs(), encAlgs(o)); err != nil {
 		return nil, err
 	}
 	if name == "oidc" {

@@ -628,7 +628,7 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 		use := "decrypts, signs nothing; published for signing only"
 		switch {
 		case k.Signs:
-			use = "signs, decrypts; published for signing, and for encryption as kid " + k.EncKID
+			use = "signs, decrypts; published for signing, and for encryption as " + encryptionEntries(k.Encryption)
 		case name == "private_key_old":
 			use = "decrypts, never signs again; published for signing only"
 		}
@@ -820,4 +820,17 @@ func only(cfg *extauth.Config, p extauth.Provider) *extauth.Config {
 		out.OIDC = cfg.OIDC
 	}
 	return &out
+}
+
+// encryptionEntries says how the JWKS publishes a key's encryption half:
+// "kid K" without an algorithm, else "kid K (alg A)" for each entry.
+func encryptionEntries(es []providers.OIDCPublishedKey) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = "kid " + e.KID
+		if e.Alg != "" {
+			parts[i] += " (alg " + e.Alg + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

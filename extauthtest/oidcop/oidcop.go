@@ -106,6 +106,11 @@ const (
 	JWKSDown Fault = "jwks_down"
 	// TokenServerError answers 500 at the token endpoint.
 	TokenServerError Fault = "token_server_error"
+	// TokenRefused refuses every grant at the token endpoint with 400
+	// invalid_request and an error_description in a provider's words that
+	// echoes what it was sent (the code or refresh token) and carries a
+	// line break, as a client's log must not keep them.
+	TokenRefused Fault = "token_refused"
 	// TokenHang never answers the token endpoint; the handler returns
 	// when the request's context ends.
 	TokenHang Fault = "token_hang"
@@ -180,6 +185,13 @@ type Config struct {
 	// request object signed with the client's key
 	// (require_signed_request_object).
 	RequireRequestObject bool
+	// EncryptionKeyByAlg picks the client's encryption key as Keycloak
+	// does: among the keys published with use "enc", the first whose
+	// alg is the encryption's algorithm, a key without alg counting as
+	// a signing key of its type (RS256 for RSA, ES256 for EC P-256), so
+	// that one is never picked. Otherwise the provider takes the last
+	// key of the right type not published for signing, alg or none.
+	EncryptionKeyByAlg bool
 	// IDTokenEncryption, when its Alg is set, encrypts ID tokens and
 	// logout tokens to the client's key (nested: signed, then encrypted);
 	// UserInfoEncryption encrypts UserInfo's claims.
@@ -1132,6 +1144,11 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if op.fault(TokenRefused) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request",
+			"error_description": "Invalid grant " + f.Get("code") + f.Get("refresh_token") + ":\nsee the provider's log"})
+		return
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":
@@ -1187,7 +1204,9 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	}
 	idToken, err := op.idToken(&idg, access, now)
 	if err != nil {
-		tokenError(w, http.StatusInternalServerError, "server_error")
+		// As providers do, the answer says what went wrong, here why
+		// the ID token could not be encrypted to the client.
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error", "error_description": err.Error()})
 		return
 	}
 	tokenType := "Bearer"

@@ -477,6 +477,9 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			Options:      o.SearchOAuth2,
 		}, env)
 	case OIDC:
+		if cfg.OIDC.choosesProvider() {
+			return providers.NewOIDCFederationChooser(cfg.OIDC.strategyConfig(o.OIDC), env)
+		}
 		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML

@@ -320,8 +320,14 @@ type OIDCConfig struct {
 }
 
 // Configured reports whether OIDC has its required settings: the client
-// ID, the issuer, and the secret, or private_key_jwt and its key.
+// ID, the issuer, and the secret, or private_key_jwt and its key; in a
+// federation, the provider's entity identifier and the key.
 func (c OIDCConfig) Configured() bool {
+	if f := c.Additional.Federation; f != nil {
+		// The client ID is our entity identifier, the key authenticates;
+		// without an issuer, users choose among the federation's providers.
+		return (c.Issuer != "" || c.choosesProvider()) && !c.Additional.PrivateKey.IsZero()
+	}
 	return c.ClientID != "" && c.Issuer != "" && (!c.ClientSecret.IsZero() || c.keyOnly())
 }
 

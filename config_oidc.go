@@ -136,6 +136,9 @@ type OIDCAdditionalSettings struct {
 	// GraphURL (graph_url), with preset entra, is Microsoft Graph's base
 	// URL when the discovery document's msgraph_host is not the one.
 	GraphURL string
+	// Federation (federation) makes the client a relying party of an
+	// OpenID Federation; nil without one.
+	Federation *OIDCFederationSettings
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -191,7 +194,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 	}
 	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
 		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero() &&
-		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 && len(s.Tenants) == 0
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 && len(s.Tenants) == 0 && s.Federation == nil
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -231,6 +234,8 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
 		case "dpop":
 			s.DPoP = l.boolean(OIDC, key, e.val)
+		case "federation":
+			s.Federation = l.oidcFederation(e.val)
 		default:
 			// Warned about, with a suggestion when it looks like a
 			// setting, by the strategy at start-up and by extauth check.
@@ -268,7 +273,7 @@ func profileForbidsOff(profile, entry string) string {
 // than a missing secret.
 func (a OIDCAdditionalSettings) secretNotNeeded() bool {
 	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
-	return a.secretless() ||
+	return a.secretless() || a.Federation != nil ||
 		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
@@ -362,6 +367,7 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		TLSKey:             a.TLSClientKey.Value(),
 		NextTLSCertificate: a.TLSClientCertificateNew,
 		NextTLSKey:         a.TLSClientKeyNew.Value(),
+		Federation:         a.Federation.strategy(),
 		Options:            o,
 	}
 }

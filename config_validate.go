@@ -213,6 +213,8 @@ func (c *Config) problems(base *Config) []Problem {
 			v := f.get()
 			switch {
 			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
+				!(f.str == &c.OIDC.ClientID && c.OIDC.Additional.Federation != nil) &&
+				!(f.str == &c.OIDC.Issuer && c.OIDC.choosesProvider()) &&
 				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				if f.sec == &c.OIDC.ClientSecret {
 					if typo := c.OIDC.Additional.misspeltSecretless(); typo != nil {

@@ -251,6 +251,26 @@ func TestOIDCHighAssuranceVariants(t *testing.T) {
 				t.Errorf("UserInfo asked %d times, identity %+v", a.OP.Hits(oidcop.UserInfo), id)
 			}
 		}},
+		// Keycloak picks a client's encryption key by its alg: the JWKS
+		// route publishes one entry per algorithm registered.
+		{"a provider that picks the encryption key by alg, as Keycloak does: RSA-OAEP for ID tokens, RSA-OAEP-256 for UserInfo", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+			c.EncryptionKeyByAlg = true
+			c.SparseIDToken = true
+			c.IDTokenEncryption = oidcop.Encryption{Alg: "RSA-OAEP", Enc: "A256GCM"}
+			c.UserInfoEncryption = oidcop.Encryption{Alg: "RSA-OAEP-256", Enc: "A128GCM"}
+			s.IDTokenEncryptedResponseAlg, s.IDTokenEncryptedResponseEnc = "RSA-OAEP", "A256GCM"
+			s.UserInfoEncryptedResponseAlg, s.UserInfoEncryptedResponseEnc = "RSA-OAEP-256", "A128GCM"
+		}, func(t *testing.T, a *oidcApp) {
+			if id := a.identities()[0]; a.OP.Hits(oidcop.UserInfo) != 1 || id.Email != oidcop.DemoUsers()[0].Email {
+				t.Errorf("UserInfo asked %d times, identity %+v", a.OP.Hits(oidcop.UserInfo), id)
+			}
+		}},
+		{"a provider that picks the encryption key by alg, EC key, ECDH-ES+A256KW", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+			c.EncryptionKeyByAlg = true
+			c.IDTokenEncryption = oidcop.Encryption{Alg: "ECDH-ES+A256KW", Enc: "A256GCM"}
+			s.PrivateKey = extauth.NewSecret(ec.pem)
+			s.IDTokenEncryptedResponseAlg, s.IDTokenEncryptedResponseEnc = "ECDH-ES+A256KW", "A256GCM"
+		}, nil},
 		{"client_secret_jwt", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
 			c.AuthMethod, c.ClientSecret = "client_secret_jwt", longSecret
 			s.ClientAuthMethod = "client_secret_jwt"

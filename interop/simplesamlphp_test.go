@@ -326,12 +326,15 @@ func waitStarted(out *lockedBuffer, port string, exited <-chan error) error {
 	return nil
 }
 
-// sspApp is our app, configured for SimpleSAMLphp, recording what its hooks
-// see.
+// sspApp is our app, configured for a SAML IdP (SimpleSAMLphp, Keycloak),
+// recording what its hooks see.
 type sspApp struct {
-	URL     string
-	t       *testing.T
-	idp     *simpleSAMLphp
+	URL string
+	t   *testing.T
+	// metadataURL is the IdP's metadata.
+	metadataURL string
+	// logs, when set, receives the application's log.
+	logs    *lockedBuffer
 	handler atomic.Pointer[http.Handler]
 
 	mu         sync.Mutex
@@ -374,7 +377,17 @@ func (a *sspApp) last() *extauth.Identity {
 // pair (nil: none), signing its LogoutRequests when signLogout is set.
 func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) *sspApp {
 	t.Helper()
-	a := &sspApp{t: t, idp: idp}
+	a := serveSSPApp(t)
+	a.metadataURL = idp.MetadataURL()
+	a.configure(keys, nil, nil, signLogout)
+	return a
+}
+
+// serveSSPApp starts the server of an app that configure deploys later,
+// answering 503 until then: the IdP may need its URL first.
+func serveSSPApp(t *testing.T) *sspApp {
+	t.Helper()
+	a := &sspApp{t: t}
 	srv := harness.Serve(t, func(string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if h := a.handler.Load(); h != nil {
@@ -385,7 +398,6 @@ func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) 
 		})
 	})
 	a.URL = srv.URL
-	a.configure(keys, nil, nil, signLogout)
 	return a
 }
 
@@ -398,7 +410,7 @@ func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	t.Helper()
 	cfg := &extauth.Config{SAML: extauth.SAMLConfig{
 		SPEntityID:     a.URL + "/saml",
-		IdPMetadataURL: a.idp.MetadataURL(),
+		IdPMetadataURL: a.metadataURL,
 	}}
 	if keys != nil {
 		cfg.SAML.Additional.Certificate = keys.certPEM
@@ -416,8 +428,12 @@ func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	if a.edit != nil {
 		a.edit(cfg)
 	}
+	logger := slog.New(slog.DiscardHandler)
+	if a.logs != nil {
+		logger = slog.New(slog.NewTextHandler(a.logs, nil))
+	}
 	opts := extauth.Options{BaseURL: a.URL, CookieKey: bytes.Repeat([]byte{7}, 32),
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: logger,
 		OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
 			a.mu.Lock()
 			a.failures = append(a.failures, err)

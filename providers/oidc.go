@@ -262,7 +262,12 @@ type OIDCConfig struct {
 	// has read it, it becomes TLSCertificate.
 	NextTLSCertificate string
 	NextTLSKey         string `redact:"secret"`
-	Options            OIDCOptions
+	// Federation, when set, makes the client a relying party of an
+	// OpenID Federation: Issuer is then the provider's entity identifier,
+	// whose trust chain replaces its discovery document (see
+	// OIDCFederation).
+	Federation *OIDCFederation
+	Options    OIDCOptions
 }
 
 // OIDC signs users in with an OpenID Connect provider: discovery, the
@@ -322,6 +327,13 @@ type OIDC struct {
 	// authentication (OIDC Core 3.1.2.1); maxAge < 0 when it asks nothing.
 	acrValues []string
 	maxAge    time.Duration
+	// userInfoClaims: the claims parameter asks for UserInfo claims (OIDC
+	// Core 5.5), which only UserInfo answers, as SPID and CIE providers
+	// release attributes.
+	userInfoClaims bool
+
+	// fed is the federation state, nil without one.
+	fed *federation
 
 	disc atomic.Pointer[discovered]
 
@@ -405,6 +417,16 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		return nil, fmt.Errorf("%s: presets are for the oidc provider only", name)
 	}
 	c.Issuer = presetIssuer(c)
+	if c.Federation != nil {
+		if name != "oidc" {
+			return nil, fmt.Errorf("%s: a federation is for the oidc provider only", name)
+		}
+		f := *c.Federation
+		c.Federation = &f
+		if err := federationDefaults(&c, &c.Options, strings.TrimSuffix(env.CallbackURL, "/callback")); err != nil {
+			return nil, err
+		}
+	}
 	o := c.profileOptions()
 	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "" || c.OldPrivateKey != "" || c.TLSCertificate != "" || c.TLSKey != "") {
 		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
@@ -513,11 +535,17 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 			s.oldKey = k.key
 		}
 	}
-	if s.jwks, err = jwks(ckeys, s.tlsJWKs()); err != nil {
+	if s.jwks, err = jwks(ckeys, s.tlsJWKs(), encAlgs(o)); err != nil {
 		return nil, err
 	}
 	if name == "oidc" {
 		s.routes = map[string]http.Handler{PurposeJWKS: http.HandlerFunc(s.serveJWKS)}
+	}
+	if c.Federation != nil {
+		if s.fed, err = newFederation(s, c.Federation); err != nil {
+			return nil, err
+		}
+		s.routes[PurposeFederation] = http.HandlerFunc(s.serveEntityConfiguration)
 	}
 	for _, a := range o.TrustedAudiences {
 		s.audiences[a] = true
@@ -535,6 +563,8 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		return nil, err
 	}
 	s.acrValues = strings.Fields(o.AuthParams["acr_values"])
+	var claims map[string]json.RawMessage
+	s.userInfoClaims = json.Unmarshal([]byte(o.AuthParams["claims"]), &claims) == nil && claims["userinfo"] != nil
 	if ma, ok := o.AuthParams["max_age"]; ok {
 		s.maxAge, _ = maxAge(ma) // CheckOIDCConfig has held it to the rule
 	}
@@ -800,6 +830,9 @@ type OIDCDiscovery struct {
 // The key set of old carries over when the jwks_uri and algorithms are the
 // same, so a refresh does not refetch the keys.
 func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered, error) {
+	if s.fed != nil {
+		return s.fetchFederation(ctx, old)
+	}
 	wellKnown := strings.TrimSuffix(s.issuer, "/") + "/.well-known/openid-configuration"
 	resp, body, err := fetchDocument(telemetry.WithEndpoint(ctx, telemetry.EndpointDiscovery), s.client, wellKnown, "discovery")
 	if err != nil {
@@ -815,6 +848,19 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		return nil, NewError(CodeMisconfigured, "the provider's issuer differs from the configured one",
 			fmt.Errorf("discovery at %s names issuer %.200q, %w", wellKnown, doc.Issuer, err))
 	}
+	d, err := s.discoveredFrom(&doc, lifetime, nil, old)
+	if err != nil {
+		return nil, err
+	}
+	d.entra = entra
+	return d, nil
+}
+
+// discoveredFrom builds a copy from the provider's metadata, fresh for
+// lifetime: its discovery document, or its resolved metadata in a
+// federation, which may give its keys by value (keys; nil reads
+// jwks_uri).
+func (s *OIDC) discoveredFrom(doc *OIDCDiscovery, lifetime time.Duration, keys *keySet, old *discovered) (*discovered, error) {
 	for _, ep := range []struct{ name, url string }{
 		{"authorization_endpoint", doc.AuthorizationEndpoint},
 		{"token_endpoint", doc.TokenEndpoint},
@@ -824,7 +870,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		{"pushed_authorization_request_endpoint", doc.PAREndpoint},
 		{"revocation_endpoint", doc.RevocationEndpoint},
 	} {
-		if ep.url == "" && ep.name != "authorization_endpoint" && ep.name != "token_endpoint" && ep.name != "jwks_uri" {
+		if ep.url == "" && (ep.name != "authorization_endpoint" && ep.name != "token_endpoint" && ep.name != "jwks_uri" || ep.name == "jwks_uri" && keys != nil) {
 			continue
 		}
 		if err := CheckOIDCEndpoint(ep.url, s.issuer); err != nil {
@@ -838,13 +884,14 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 	if err != nil {
 		return nil, err
 	}
-	keys := newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
-	if old != nil && old.keys.url == keys.url && slices.Equal(old.keys.algs, keys.algs) {
-		keys = old.keys
+	if keys == nil {
+		keys = newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
+		if old != nil && old.keys.url == keys.url && slices.Equal(old.keys.algs, keys.algs) {
+			keys = old.keys
+		}
 	}
 	d := &discovered{
 		issuer:    doc.Issuer,
-		entra:     entra,
 		graphHost: graphHost(doc.MSGraphHost),
 		oauth: oauth2.Config{
 			ClientID:     s.clientID,
@@ -867,7 +914,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		parURL:        doc.PAREndpoint,
 		revocationURL: doc.RevocationEndpoint,
 	}
-	if err := s.register(d, &doc); err != nil {
+	if err := s.register(d, doc); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -1317,7 +1364,7 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 // needUserInfo reports whether the ID token lacks a claim that a requested
 // scope should have brought: some providers put those in UserInfo only.
 func (s *OIDC) needUserInfo(c *idClaims) bool {
-	return (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
+	return s.userInfoClaims || (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
 		(c.Name == "" && slices.Contains(s.scopes, oidc.ScopeProfile))
 }
 

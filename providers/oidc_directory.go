@@ -64,16 +64,16 @@ func (s *OIDC) directory(ctx context.Context, d *discovered, claims map[string]a
 	dir := &Directory{}
 	if o.Preset == OIDCPresetEntra {
 		dir.TenantID = tenantOf(claims)
-		dir.WIDs, _ = stringList(claims["wids"])
+		dir.WIDs, _ = claimStrings(claims["wids"])
 	}
 	if o.Preset == OIDCPresetGoogleWorkspace {
 		dir.Domain = str(claims, "hd")
 	}
 	if o.RolesClaim != "" {
-		dir.Roles, _ = stringList(claims[o.RolesClaim])
+		dir.Roles, _ = claimStrings(claims[o.RolesClaim])
 	}
 	if o.GroupsClaim != "" {
-		if groups, ok := stringList(claims[o.GroupsClaim]); ok {
+		if groups, ok := claimStrings(claims[o.GroupsClaim]); ok {
 			dir.Groups, dir.GroupsSource = groups, GroupsFromToken
 		}
 	}
@@ -103,10 +103,10 @@ func groupsOverage(claims map[string]any) bool {
 	return isTrue(claims["hasgroups"])
 }
 
-// stringList reads a claim that lists strings: an array of strings (the
+// claimStrings reads a claim that lists strings: an array of strings (the
 // entries that are not strings are left out), or a single string; ok is
 // false when the claim is absent or neither.
-func stringList(v any) ([]string, bool) {
+func claimStrings(v any) ([]string, bool) {
 	switch v := v.(type) {
 	case string:
 		return []string{v}, true

@@ -162,10 +162,10 @@ func TestEntraClaims(t *testing.T) {
 			t.Errorf("scopes %q allow Graph: %v", tc.scopes, got)
 		}
 	}
-	if got, ok := stringList([]any{"a", json.Number("2"), "b"}); !ok || strings.Join(got, ",") != "a,b" {
-		t.Errorf("stringList: %v %v", got, ok)
+	if got, ok := claimStrings([]any{"a", json.Number("2"), "b"}); !ok || strings.Join(got, ",") != "a,b" {
+		t.Errorf("claimStrings: %v %v", got, ok)
 	}
-	if _, ok := stringList(map[string]any{}); ok {
-		t.Errorf("stringList of an object")
+	if _, ok := claimStrings(map[string]any{}); ok {
+		t.Errorf("claimStrings of an object")
 	}
 }

@@ -263,6 +263,9 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingMaxAge, errMaxAge)
 		}
 	}
+	if c.Federation != nil {
+		needKey("federation")
+	}
 	if c.PrivateKey == "" && len(needers) > 0 {
 		bad(settingPrivateKey, "is missing (%s)", needs(needers))
 	}
@@ -273,6 +276,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 		}
 	}
 	ps = append(ps, checkPreset(c, o)...)
+	ps = append(ps, checkFederation(c)...)
 	return append(ps, checkOptionConfig(&o)...)
 }
 

@@ -18,6 +18,7 @@ var oidcEntries = []string{
 	settingTLSCert, settingTLSKey, settingTLSCertNew, settingTLSKeyNew,
 	OIDCSettingsKey + ".scope", OIDCSettingsKey + ".acr_values", OIDCSettingsKey + ".request_options", OIDCSettingsKey + ".assurance_levels",
 	settingPreset, settingTenants, settingHostedDomain, settingGroupsClaim, settingRolesClaim, settingGroupsOverage, settingGraphURL,
+	settingFederation,
 }
 
 // authRequestParams are the authorization request parameters a provider

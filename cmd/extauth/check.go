@@ -293,7 +293,12 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value() + "\x00" + a.PrivateKeyOld.Value()))
 			a.PrivateKey, a.PrivateKeyNew, a.PrivateKeyOld = extauth.Secret{}, extauth.Secret{}, extauth.Secret{}
 			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
-			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
+			if c.Additional.Federation != nil {
+				base := buildBaseURL(t.cfg, t.baseURL)
+				ck.probe(r, key+" "+base, func(pr *prober) { pr.oidcFederation(ctx, c, base) })
+			} else {
+				ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
+			}
 		}
 	}
 	return r
@@ -624,7 +629,7 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 		use := "decrypts, signs nothing; published for signing only"
 		switch {
 		case k.Signs:
-			use = "signs, decrypts; published for signing, and for encryption as kid " + k.EncKID
+			use = "signs, decrypts; published for signing, and for encryption as " + encryptionEntries(k.Encryption)
 		case name == "private_key_old":
 			use = "decrypts, never signs again; published for signing only"
 		}
@@ -833,4 +838,17 @@ func only(cfg *extauth.Config, p extauth.Provider) *extauth.Config {
 		out.OIDC = cfg.OIDC
 	}
 	return &out
+}
+
+// encryptionEntries says how the JWKS publishes a key's encryption half:
+// "kid K" without an algorithm, else "kid K (alg A)" for each entry.
+func encryptionEntries(es []providers.OIDCPublishedKey) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = "kid " + e.KID
+		if e.Alg != "" {
+			parts[i] += " (alg " + e.Alg + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -80,6 +80,16 @@ func refusals(t *testing.T) []refusal {
 	}
 	const notACertificate = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
 	cert, key := string(spPair().certPEM), string(spPair().keyPEM)
+	// oidcFederation is a federation relying party with extra entries of
+	// oidc_additional_settings.federation.
+	_, clientKey := ecPair(t)
+	_, fedKey := ecPair(t)
+	oidcFederation := func(extra string) string {
+		return "oidc_issuer: https://op.example.invalid\noidc_additional_settings:\n  private_key: |\n" + block(clientKey) +
+			"  federation:\n    federation_key: |\n" + indented(fedKey, "      ") + "    authority_hints: [https://ta.example.invalid]\n" +
+			"    trust_anchors:\n      https://ta.example.invalid: '{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"k\"," +
+			"\"x\":\"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU\",\"y\":\"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0\"}]}'\n" + extra
+	}
 	// oidcWith is a client with the entries of oidc_additional_settings.
 	oidcWith := func(entries string) string {
 		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n" + entries
@@ -393,8 +403,36 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must hold an RSA public key", none: byValidate},
 		{msg: "is missing (%s is set; the key pair needs both)", none: byValidate},
 		{msg: "does not match the public key of %s", none: byValidate},
+		// OpenID Federation (oidc_additional_settings.federation).
+		{msg: "%s: a federation is for the oidc provider only", none: "only oidc_additional_settings has a federation"},
+		{msg: "an RSA federation key must have 2048 bits or more", none: byFederationKey},
+		{msg: "an EC federation key must be on P-256, P-384 or P-521", none: byFederationKey},
+		{msg: "a federation key must be RSA, EC or Ed25519, not %T", none: byFederationKey},
+		{msg: "%.200q is not an https URL without query or fragment", none: byValidate},
+		{msg: "%.200q must be https", none: byValidate},
+		{msg: "is missing (the federation needs a key to sign our entity configuration)", none: byValidate},
+		{msg: "holds the client's private_key: the federation key must be another (OpenID Federation 1.0, 3.1)", none: byValidate},
+		{msg: "is missing (our immediate superiors in the federation)", none: byValidate},
+		{msg: "is missing (the trust anchors, each with its entity identifier and JWKS)", none: byValidate},
+		{msg: "needs trust_mark_type (or id) and trust_mark", none: byValidate},
+		{msg: "must be %s in a federation (there is no secret to register)", none: byValidate},
+		{msg: "must be the entity identifier in a federation, or be left out", none: byValidate},
+		{msg: "jwks must be a JSON Web Key Set ({\"keys\": [...]})", none: byValidate},
+		{msg: "jwks has no key", none: byValidate},
+		{msg: "jwks must hold public keys, each with a kid", none: byValidate},
+		{msg: "%s.%s: %w", none: byValidate + " (trust_anchors' keys, checked before they are parsed again)"},
+		{msg: "a chooser of providers needs a federation and no oidc_issuer", none: "New builds the chooser only for a federation without oidc_issuer"},
+		{msg: "%s or %s is needed without oidc_issuer: the providers users may choose", none: "New builds the chooser only when providers or list_providers is set"},
+		{msg: "%s: %w", none: byValidate + " (each of providers is an entity identifier)"},
+		{msg: "%s %q: extauth serves the entity configuration under the oidc routes, so the entity identifier must be %s (or left out)",
+			file: oidcFederation("    entity_id: https://elsewhere.example.org/rp\n"), key: "oidc_additional_settings.federation.entity_id",
+			baseURL: "https://app.example.org"},
 	}
 }
+
+// byFederationKey: federation keys are parsed as the client's are
+// (ParseOIDCPrivateKey), which refuses these first, naming the entry.
+const byFederationKey = "ParseOIDCPrivateKey refuses such a federation_key first (RSA of 2048 bits or more, EC P-256), a problem Config.Validate reports"
 
 // Every message with which the code that builds the providers can refuse
 // a configuration has a row in refusals, and every row a message that is

@@ -18,6 +18,7 @@ package oidcop
 
 import (
 	"cmp"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -47,6 +48,7 @@ import (
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
+	"github.com/extauth/extauth/internal/oidfed"
 )
 
 // Fault is one way the provider misbehaves.
@@ -104,6 +106,11 @@ const (
 	JWKSDown Fault = "jwks_down"
 	// TokenServerError answers 500 at the token endpoint.
 	TokenServerError Fault = "token_server_error"
+	// TokenRefused refuses every grant at the token endpoint with 400
+	// invalid_request and an error_description in a provider's words that
+	// echoes what it was sent (the code or refresh token) and carries a
+	// line break, as a client's log must not keep them.
+	TokenRefused Fault = "token_refused"
 	// TokenHang never answers the token endpoint; the handler returns
 	// when the request's context ends.
 	TokenHang Fault = "token_hang"
@@ -190,6 +197,13 @@ type Config struct {
 	// request object signed with the client's key
 	// (require_signed_request_object).
 	RequireRequestObject bool
+	// EncryptionKeyByAlg picks the client's encryption key as Keycloak
+	// does: among the keys published with use "enc", the first whose
+	// alg is the encryption's algorithm, a key without alg counting as
+	// a signing key of its type (RS256 for RSA, ES256 for EC P-256), so
+	// that one is never picked. Otherwise the provider takes the last
+	// key of the right type not published for signing, alg or none.
+	EncryptionKeyByAlg bool
 	// IDTokenEncryption, when its Alg is set, encrypts ID tokens and
 	// logout tokens to the client's key (nested: signed, then encrypted);
 	// UserInfoEncryption encrypts UserInfo's claims.
@@ -280,6 +294,11 @@ type Config struct {
 	// provider's own (a tenant ID, groups, a version), after the
 	// standard and profile claims and before any fault.
 	Claims func(u User, scope string, claims map[string]any)
+	// Federation, when set, makes the provider an OpenID Federation OP
+	// that registers its client automatically (see Federation): ClientID
+	// is then the client's entity identifier, and RedirectURIs and the
+	// client's keys come from its trust chain.
+	Federation *Federation
 }
 
 // Endpoint names one of the provider's endpoints, for Hits.
@@ -343,6 +362,8 @@ type OP struct {
 	clientJWKSReads atomic.Int64
 	// answer is the authentication AnswerAt chose.
 	answer Authentication
+	// fed is the provider's federation, nil without one.
+	fed *opFederation
 }
 
 type signingKey struct {
@@ -413,7 +434,12 @@ func New(cfg Config) (*OP, error) {
 		cfg.AuthMethod = "client_secret_basic"
 	}
 	secretless := cfg.AuthMethod == "private_key_jwt" || cfg.AuthMethod == "tls_client_auth" || cfg.AuthMethod == "self_signed_tls_client_auth"
-	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 {
+	if cfg.Federation != nil {
+		// Clients register automatically: their redirect URIs and keys
+		// come from their trust chains.
+		cfg.AuthMethod, cfg.RequireRequestObject, secretless = "private_key_jwt", true, true
+	}
+	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 && cfg.Federation == nil {
 		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
 	}
 	switch cfg.AuthMethod {
@@ -459,7 +485,12 @@ func New(cfg Config) (*OP, error) {
 	op.pushed = expiring.New[*pushedRequest](0, op.now)
 	op.seenJTIs = expiring.New[struct{}](0, op.now)
 	op.proofJTIs = expiring.New[struct{}](0, op.now)
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS} {
+	if cfg.Federation != nil {
+		if op.fed, err = newOPFederation(op, cfg.Federation); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS, EntityConfiguration} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -613,6 +644,14 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path {
 	case "/.well-known/openid-configuration":
 		e = Discovery
+	case oidfed.WellKnownPath:
+		if op.fed == nil {
+			http.NotFound(w, r)
+			return
+		}
+		op.hits[EntityConfiguration].Add(1)
+		op.serveFederation(w, r)
+		return
 	case jwksPath:
 		e = JWKS
 	case "/authorize":
@@ -720,6 +759,14 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		w.Write(op.cfg.Document)
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+	_ = json.NewEncoder(w).Encode(op.discoveryDocument())
+}
+
+// discoveryDocument is the provider's metadata: its discovery document,
+// and in a federation its openid_provider metadata.
+func (op *OP) discoveryDocument() map[string]any {
 	iss := op.cfg.Issuer
 	base := strings.TrimSuffix(iss, "/")
 	tokenPath, jwksPath := op.paths()
@@ -776,9 +823,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["backchannel_logout_session_supported"] = true
 	doc["frontchannel_logout_supported"] = true
 	doc["frontchannel_logout_session_supported"] = true
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
-	_ = json.NewEncoder(w).Encode(doc)
+	return doc
 }
 
 func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
@@ -856,7 +901,15 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		return nil, &requestError{code: "invalid_client", plain: "unknown client"}
 	}
 	redirectURI := q.Get("redirect_uri")
-	if !slices.Contains(op.cfg.RedirectURIs, redirectURI) {
+	registered := op.cfg.RedirectURIs
+	if op.fed != nil {
+		md, err := op.fed.client(context.Background(), op.cfg.ClientID)
+		if err != nil {
+			return nil, &requestError{code: "invalid_client", plain: "the client has no valid trust chain: " + err.Error()}
+		}
+		registered = stringList(md["redirect_uris"])
+	}
+	if !slices.Contains(registered, redirectURI) {
 		return nil, &requestError{code: "invalid_request", plain: "redirect_uri is not registered for this client"}
 	}
 	state := q.Get("state")
@@ -1195,6 +1248,11 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if op.fault(TokenRefused) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request",
+			"error_description": "Invalid grant " + f.Get("code") + f.Get("refresh_token") + ":\nsee the provider's log"})
+		return
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":
@@ -1250,7 +1308,9 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	}
 	idToken, err := op.idToken(&idg, access, now)
 	if err != nil {
-		tokenError(w, http.StatusInternalServerError, "server_error")
+		// As providers do, the answer says what went wrong, here why
+		// the ID token could not be encrypted to the client.
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error", "error_description": err.Error()})
 		return
 	}
 	tokenType := "Bearer"

@@ -26,6 +26,11 @@ type (
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
 	}
+	// trustChainStatus: an OpenID provider's trust chain (OpenID
+	// Federation), which stands for its discovery document.
+	trustChainStatus interface {
+		TrustChainStatus() (expires time.Time, federated bool)
+	}
 )
 
 // Certificate is one certificate a strategy relies on, for the expiry
@@ -52,6 +57,14 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 	case discoveryStatus:
 		doc = "discovery"
 		fetched, next, failed = s.DiscoveryStatus()
+	}
+	if s, ok := p.strategy.(trustChainStatus); ok {
+		if expires, federated := s.TrustChainStatus(); federated {
+			doc = "trust_chain"
+			if !expires.IsZero() {
+				o.ObserveFloat64(t.chainExpiry, expires.Sub(now).Seconds(), metric.WithAttributes(p.base...))
+			}
+		}
 	}
 	if doc != "" {
 		attrs := metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyDocument.String(doc))...)

@@ -461,37 +461,37 @@ func TestEntraGroupsOverage(t *testing.T) {
 func TestEntraStepUpBindsTheTenant(t *testing.T) {
 	twin := bob
 	twin.Sub, twin.ObjectID = ada.Sub, ada.ObjectID
-	a, fx := newEntraApp(t, entraSetup{authority: "organizations",
+	a, _ := newEntraApp(t, entraSetup{authority: "organizations",
 		additional: func(s *extauth.OIDCAdditionalSettings) { s.Tenants = []string{"any"} },
 		entra: func(c *enterprise.EntraConfig) {
-			// organizations signs in its first user: tenant B's twin.
-			c.Tenants = []enterprise.EntraTenant{{ID: tenantB, Users: []enterprise.EntraUser{twin}}, {ID: tenantA, Users: []enterprise.EntraUser{ada}}}
+			c.AutoApprove = false
+			c.Tenants = []enterprise.EntraTenant{{ID: tenantA, Users: []enterprise.EntraUser{ada}}, {ID: tenantB, Users: []enterprise.EntraUser{twin}}}
 		}})
 	b := harness.NewBrowser(t)
-	if resp := b.Get(a.URL + "/users/auth/oidc"); resp.Body != "signed in as "+ada.Sub {
+	if resp := a.signInAs(b, tenantA+"/"+ada.Sub); resp.Body != "signed in as "+ada.Sub {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
 	}
-	twinID := a.only()
-	if twinID.Directory.TenantID != tenantB {
-		t.Fatalf("signed in from %s", twinID.Directory.TenantID)
+	adaID := a.only()
+	if adaID.Directory.TenantID != tenantA {
+		t.Fatalf("signed in from %s", adaID.Directory.TenantID)
 	}
-	stepUp := func(account *extauth.Identity) *harness.Response {
+	// stepUp starts a step-up of Ada's account and has the provider's
+	// page sign user in.
+	stepUp := func(user string) *harness.Response {
 		t.Helper()
-		action, fields, err := a.Auth.StartForm(httptest.NewRequest(http.MethodGet, a.URL+"/", nil), extauth.OIDC, extauth.SignInOptions{Account: account})
+		action, fields, err := a.Auth.StartForm(httptest.NewRequest(http.MethodGet, a.URL+"/", nil), extauth.OIDC, extauth.SignInOptions{Account: adaID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b.PostForm(a.URL+action, fields)
+		page := b.PostForm(a.URL+action, fields)
+		return submitForm(t, b, page, url.Values{"user": {user}, "decision": {"approve"}})
 	}
-	// The twin's own account steps up.
-	if resp := stepUp(twinID); resp.Body != "signed in as "+ada.Sub {
+	// Ada herself steps up.
+	if resp := stepUp(tenantA + "/" + ada.Sub); resp.Body != "signed in as "+ada.Sub {
 		t.Fatalf("step-up of the same account: %d %s\n%s", resp.StatusCode, resp.Body, a.Logs)
 	}
-	// Ada's, as her sign-in at tenant A recorded it: same sub, tenant
-	// A's issuer. Tenant B's twin comes back: refused.
-	adaID := *twinID
-	adaID.Tokens.Issuer = fx.Issuer(tenantA)
-	wantCode(t, stepUp(&adaID), http.StatusForbidden, "access_denied")
+	// Tenant B's twin, same sub and oid: refused.
+	wantCode(t, stepUp(tenantB+"/"+ada.Sub), http.StatusForbidden, "access_denied")
 	if n := len(a.identities()); n != 2 {
 		t.Errorf("hook called %d times", n)
 	}

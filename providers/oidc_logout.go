@@ -185,7 +185,7 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 	if !fresh {
 		return LogoutEvent{}, NewError(CodeReplayed, "this logout token was already used", errors.New("logout token: jti replayed"))
 	}
-	return LogoutEvent{Subject: t.subject, Session: t.sid}, nil
+	return LogoutEvent{Subject: t.subject, Session: t.sid, Issuer: t.issuer}, nil
 }
 
 // FrontchannelLogout checks a front-channel logout request (Front-Channel
@@ -201,5 +201,5 @@ func (s *OIDC) FrontchannelLogout(_ context.Context, iss, sid string) (LogoutEve
 		return LogoutEvent{}, NewError(CodeInvalidResponse, "the logout request names no session",
 			errors.New("front-channel logout: sid missing or too long"))
 	}
-	return LogoutEvent{Session: sid}, nil
+	return LogoutEvent{Session: sid, Issuer: iss}, nil
 }

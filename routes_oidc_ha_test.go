@@ -699,3 +699,44 @@ func TestOIDCJWKSRoutePerTenant(t *testing.T) {
 		}
 	}
 }
+
+// A provider that refuses to revoke one of the tokens (Keycloak refuses a
+// confidential client's DPoP-bound refresh token) still has the other
+// revoked, and RevokeTokens reports the refusal.
+func TestOIDCRevokeTriesEachToken(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{
+		config: func(c *extauth.Config) { c.OIDC.Additional.Scope = "openid email profile offline_access" },
+		opts: func(o *extauth.Options) {
+			o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if strings.HasSuffix(r.URL.Path, "/revoke") {
+					body, _ := io.ReadAll(r.Body)
+					if form, _ := url.ParseQuery(string(body)); form.Get("token_type_hint") == "refresh_token" {
+						return &http.Response{StatusCode: http.StatusBadRequest, Header: http.Header{"Content-Type": {"application/json"}},
+							Body: io.NopCloser(strings.NewReader(`{"error":"invalid_token"}`)), Request: r}, nil
+					}
+					r.Body = io.NopCloser(bytes.NewReader(body))
+				}
+				return http.DefaultTransport.RoundTrip(r)
+			})}
+		},
+	})
+	if resp := a.signIn(t); resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
+	}
+	id := a.identities()[0]
+	if id.Tokens.RefreshToken == "" {
+		t.Fatal("no refresh token")
+	}
+	err := a.Auth.RevokeTokens(context.Background(), id)
+	if !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidResponse}) || !strings.Contains(err.Error(), "invalid_token") {
+		t.Errorf("a refused refresh token's revocation: %v", err)
+	}
+	if n := a.OP.Revoked(); n != 1 {
+		t.Errorf("%d tokens revoked, want the access token", n)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -799,6 +799,10 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 		return err
 	}
 	ctx = withDPoP(ctx, key)
+	// Each token is revoked on its own: a provider that refuses one
+	// (Keycloak refuses a confidential client's DPoP-bound refresh token)
+	// still revokes the other, and the refusal is the answer.
+	var refused error
 	for _, tok := range []struct{ value, hint string }{{t.RefreshToken, "refresh_token"}, {t.AccessToken, "access_token"}} {
 		if tok.value == "" {
 			continue
@@ -808,9 +812,9 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 		if err != nil {
 			return err
 		}
-		if status != http.StatusOK {
-			return endpointError(status, body, "revocation", "the provider refused to revoke the tokens", s.clientSecret, tok.value)
+		if status != http.StatusOK && refused == nil {
+			refused = endpointError(status, body, "revocation", "the provider refused to revoke the tokens", s.clientSecret, tok.value)
 		}
 	}
-	return nil
+	return refused
 }

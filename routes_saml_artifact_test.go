@@ -1,6 +1,7 @@
 package extauth_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -408,4 +409,94 @@ func TestSAMLArtifactBackChannelTLS(t *testing.T) {
 			t.Fatalf("got %d %s, want a time-out", resp.StatusCode, resp.Body)
 		}
 	})
+}
+
+// TestSAMLArtifactLogout: an IdP that sends its logout messages by
+// artifact, configured from a secrets file: the LogoutResponse of an
+// SP-initiated logout and an IdP's LogoutRequest both come to the single
+// logout URL as artifacts, are resolved and checked as on the other
+// bindings; a LogoutRequest signed by nobody, in an unsigned
+// ArtifactResponse, is refused.
+func TestSAMLArtifactLogout(t *testing.T) {
+	idp := newArtifactIdP(t)
+	idp.Set(func(k *samlidp.Knobs) { k.Artifact.Always = true })
+	certPEM, keyPEM := spKeyPair(t)
+	client := harness.NewCert(t, "extauth artifact client", nil, harness.TLSClient)
+	var done []*extauth.Error
+	var ended []extauth.LogoutEvent
+	fl := &failureLog{}
+	a := newSAMLApp(t, idp.IdP, func(c *extauth.Config, o *extauth.Options) {
+		fromSecrets(t, samlSecretsYAML(idp.IdP, certPEM, keyPEM, "")+"  response_binding: artifact\n  artifact:\n"+
+			"    tls_certificate: |\n"+indent(indent(indent(client.CertPEM)))+"    tls_private_key: |\n"+indent(indent(indent(client.KeyPEM)))+
+			"    idp_tls_certificate: |\n"+indent(indent(indent(idp.ca.CertPEM)))+"    want_response_signed: true\n", fl)(c, o)
+		o.HTTPClient = idp.client()
+		o.Logout.Session = func(*http.Request, extauth.Provider) (extauth.LogoutSession, bool) {
+			return extauth.LogoutSession{NameID: "ada@example.org", NameIDFormat: samlsp.NameIDEmail, SessionIndex: "idx-1"}, true
+		}
+		o.Logout.Done = func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
+			done = append(done, err)
+			io.WriteString(w, "done")
+		}
+		o.Logout.OnProviderLogout = func(_ context.Context, e extauth.LogoutEvent) error {
+			ended = append(ended, e)
+			return nil
+		}
+	})
+	b := harness.NewBrowser(t)
+	resp := b.Get(a.URL + "/users/auth/saml/logout")
+	if resp.StatusCode != http.StatusOK || len(done) != 1 || done[0] != nil {
+		t.Fatalf("SP-initiated logout: %d %s, Done saw %v; %s", resp.StatusCode, resp.Body, done, fl.last())
+	}
+	if rs := idp.ArtifactResolves(); len(rs) != 1 || !rs[0].Found || rs[0].ClientCertificate == nil || !rs[0].ClientCertificate.Equal(client.Cert) {
+		t.Fatalf("ArtifactResolves = %+v", rs)
+	}
+
+	slo := a.URL + "/users/auth/saml/logout"
+	logoutRequest := func(id string) []byte {
+		el := (&saml.LogoutRequest{ID: id, Version: "2.0", IssueInstant: time.Now(), Destination: slo,
+			Issuer: &saml.Issuer{Value: idp.EntityID()}, NameID: &saml.NameID{Value: "ada@example.org", Format: samlsp.NameIDEmail}}).Element()
+		x, err := samlidp.Serialize(el)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	// The IdP logs Ada out by artifact; the ArtifactResponse is signed,
+	// the LogoutRequest inside is not: the former covers it.
+	resp = harness.NewBrowser(t).NoFollow().Get(samlidp.ArtifactURL(slo, idp.IssueArtifact(logoutRequest("id-idp-1")), ""))
+	if resp.StatusCode != http.StatusSeeOther || len(ended) != 1 || ended[0].Subject != "ada@example.org" {
+		t.Fatalf("IdP-initiated logout by artifact: %d %s, ended %+v; %s", resp.StatusCode, resp.Body, ended, fl.last())
+	}
+	// Neither signed: refused, as an unsigned logout message is on every
+	// binding (want_response_signed refuses it first here).
+	idp.Set(func(k *samlidp.Knobs) { k.Artifact.Unsigned = true })
+	resp = harness.NewBrowser(t).NoFollow().Get(samlidp.ArtifactURL(slo, idp.IssueArtifact(logoutRequest("id-idp-2")), ""))
+	if len(ended) != 1 || len(done) != 2 || done[1] == nil || done[1].Code != extauth.CodeInvalidResponse {
+		t.Fatalf("unsigned logout by artifact: %d %s, ended %+v, done %v", resp.StatusCode, resp.Body, ended, done)
+	}
+}
+
+// TestSAMLArtifactUnsolicited: with AllowIDPInitiated an IdP may start a
+// sign-in with an artifact alone; its source ID must be the IdP's.
+func TestSAMLArtifactUnsolicited(t *testing.T) {
+	idp := newArtifactIdP(t)
+	other := newArtifactIdP(t)
+	a := newArtifactApp(t, idp, func(_ *extauth.Config, o *extauth.Options) { o.SAML.AllowIDPInitiated = true })
+	acs := a.URL + "/users/auth/saml/callback"
+	for _, tc := range []struct {
+		name string
+		from *artifactIdP
+		want int
+	}{{"the IdP", idp, http.StatusOK}, {"another IdP", other, http.StatusBadRequest}} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, err := tc.from.Forge(tc.from.DefaultSpec(samlEntityID, acs, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := harness.NewBrowser(t).Get(samlidp.ArtifactURL(acs, tc.from.IssueArtifact(x), ""))
+			if resp.StatusCode != tc.want {
+				t.Fatalf("got %d %s, want %d", resp.StatusCode, resp.Body, tc.want)
+			}
+		})
+	}
 }

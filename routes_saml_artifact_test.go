@@ -500,3 +500,47 @@ func TestSAMLArtifactUnsolicited(t *testing.T) {
 		})
 	}
 }
+
+// TestSAMLArtifactFederation: in a federation, each IdP's artifacts are
+// resolved at its own ArtifactResolutionService (plain http on loopback,
+// as the development IdPs serve it); a sign-in started at A refuses B's
+// artifact unresolved; an unsolicited artifact is matched to its IdP by
+// its source ID among the aggregate's IdPs.
+func TestSAMLArtifactFederation(t *testing.T) {
+	certPEM, keyPEM := spKeyPair(t)
+	f := newFederation(t)
+	a := f.start(func(c *extauth.Config, o *extauth.Options) {
+		c.SAML.Additional.Certificate = certPEM
+		c.SAML.Additional.PrivateKey = extauth.NewSecret(keyPEM)
+		c.SAML.Additional.ResponseBinding = "artifact"
+		o.SAML.AllowIDPInitiated = true
+	})
+	acs := a.URL + "/users/auth/saml/callback"
+	for _, idp := range []*samlidp.IdP{f.A, f.B} {
+		b := harness.NewBrowser(t)
+		resp := b.Get(a.startAt(b, idp.EntityID()))
+		ids := a.identities()
+		if resp.StatusCode != http.StatusOK || ids[len(ids)-1].SAML.IdP != idp.EntityID() || len(idp.ArtifactResolves()) != 1 {
+			t.Fatalf("sign-in at %s by artifact: %d %s", idp.EntityID(), resp.StatusCode, resp.Body)
+		}
+	}
+	b := harness.NewBrowser(t)
+	redirect := a.startAt(b, f.A.EntityID())
+	u, _ := url.Parse(redirect)
+	x, err := f.B.Forge(f.B.DefaultSpec(samlEntityID, acs, "id-any"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := b.Get(samlidp.ArtifactURL(acs, f.B.IssueArtifact(x), u.Query().Get("RelayState")))
+	if resp.StatusCode != http.StatusBadRequest || len(f.B.ArtifactResolves()) != 1 {
+		t.Fatalf("B's artifact for a sign-in at A: %d %s, B resolved %d", resp.StatusCode, resp.Body, len(f.B.ArtifactResolves()))
+	}
+	if x, err = f.B.Forge(f.B.DefaultSpec(samlEntityID, acs, "")); err != nil {
+		t.Fatal(err)
+	}
+	resp = harness.NewBrowser(t).Get(samlidp.ArtifactURL(acs, f.B.IssueArtifact(x), ""))
+	ids := a.identities()
+	if resp.StatusCode != http.StatusOK || ids[len(ids)-1].SAML.IdP != f.B.EntityID() || !ids[len(ids)-1].Unsolicited {
+		t.Fatalf("B's unsolicited artifact: %d %s", resp.StatusCode, resp.Body)
+	}
+}

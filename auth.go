@@ -513,7 +513,7 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 
 			EnforceIdPCertificateDates: c.Additional.Security.EnforceIdPCertificateDates,
 			ResponseBinding:            c.Additional.ResponseBinding,
-			Artifact:                   c.Additional.Artifact.config(),
+			Artifact:                   c.Additional.Artifact.Strategy(),
 			Custom:                     custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

@@ -39,8 +39,10 @@ func (a SAMLArtifact) isZero() bool {
 		a.IdPTLSCertificate == "" && !a.WantResponseSigned
 }
 
-// config is the artifact settings as samlsp takes them.
-func (a SAMLArtifact) config() samlsp.ArtifactConfig {
+// Strategy returns the settings as the SAML strategy takes them
+// (samlsp.Config.Artifact), for a tool that checks them as it does
+// (samlsp.CheckArtifactTLS).
+func (a SAMLArtifact) Strategy() samlsp.ArtifactConfig {
 	return samlsp.ArtifactConfig{
 		TLSCertificatePEM:    a.TLSCertificate,
 		TLSPrivateKeyPEM:     a.TLSPrivateKey.Value(),

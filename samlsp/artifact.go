@@ -440,12 +440,32 @@ func arsLocation(md *idpMetadata, a *samlArtifact) (string, error) {
 			return e.Location, nil
 		}
 	}
-	for _, e := range md.ars {
+	return defaultARS(md.ars), nil
+}
+
+// defaultARS is the default of the endpoints ars, which is not empty
+// (SAML Metadata 2.2.3).
+func defaultARS(ars []saml.IndexedEndpoint) string {
+	for _, e := range ars {
 		if e.IsDefault != nil && *e.IsDefault {
-			return e.Location, nil
+			return e.Location
 		}
 	}
-	return md.ars[0].Location, nil
+	return ars[0].Location
+}
+
+// soapARS are the ArtifactResolutionServices of an IdP's metadata with the
+// SOAP binding, the only one extauth resolves artifacts with.
+func soapARS(ed *saml.EntityDescriptor) []saml.IndexedEndpoint {
+	var out []saml.IndexedEndpoint
+	for _, d := range ed.IDPSSODescriptors {
+		for _, s := range d.SSODescriptor.ArtifactResolutionServices {
+			if s.Binding == saml.SOAPBinding {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // checkARSLocation requires https for an ArtifactResolutionService, or
@@ -823,4 +843,88 @@ func (sp *SP) readLogoutArtifact(r *http.Request) (msg *logoutMessage, ok bool, 
 		return nil, true, invalid("the logout message is not signed", errors.New("neither the message nor the ArtifactResponse around it is signed"))
 	}
 	return &logoutMessage{isRequest: isRequest, root: root, relayState: r.Form.Get("RelayState"), md: md}, true, nil
+}
+
+// ArtifactTLS is what CheckArtifactTLS found of an IdP's
+// ArtifactResolutionService.
+type ArtifactTLS struct {
+	// Server is the IdP's TLS server certificate.
+	Server *x509.Certificate
+	// Pinned is true when it was checked against the pins of
+	// artifact.idp_tls_certificate rather than the roots.
+	Pinned bool
+	// Client is the client certificate extauth presents.
+	Client *x509.Certificate
+	// Version is the TLS version agreed (tls.VersionTLS13).
+	Version uint16
+	// Status is the HTTP status of the GET CheckArtifactTLS sent: any
+	// status shows that the IdP accepted the connection, client
+	// certificate included.
+	Status int
+}
+
+// CheckArtifactTLS connects to an IdP's ArtifactResolutionService at
+// location as the SP of cfg resolves artifacts there: over client (a
+// client extauth's outbound package made, as extauth.New makes one from
+// Options.HTTPClient), presenting the TLS client certificate of cfg and
+// checking the IdP's server certificate against the roots or the pins. It
+// sends a GET, which resolves nothing, so that an IdP that refuses the
+// client certificate after the handshake (TLS 1.3) is seen to. Errors
+// name the settings that decide.
+func CheckArtifactTLS(ctx context.Context, client *http.Client, cfg Config, location string) (*ArtifactTLS, error) {
+	if err := checkARSLocation(location); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(location)
+	if u.Scheme != "https" {
+		return nil, errors.New("plain http (loopback only): no TLS to check")
+	}
+	sp := &SP{cfg: cfg, env: providers.Env{HTTPClient: client, Now: time.Now}, opts: Options{MaxResponseBytes: DefaultMaxResponseBytes}}
+	var problems []error
+	if cfg.CertificatePEM != "" || cfg.PrivateKeyPEM != "" {
+		key, cert, err := ParseKeyPair(cfg.CertificatePEM, cfg.PrivateKeyPEM)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		sp.key, sp.cert = key, cert
+	}
+	if problems = sp.newArtifactClient(problems); len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	req, err := http.NewRequestWithContext(telemetry.WithEndpoint(ctx, telemetry.EndpointArtifact), http.MethodGet, location, nil)
+	if err != nil {
+		return nil, errors.New("not a URL that can be fetched")
+	}
+	resp, err := sp.art.client.Do(req)
+	if err != nil {
+		return nil, errors.New(sp.transportError(err).Message + ": " + outbound.Scrub(err).Error())
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	out := &ArtifactTLS{Pinned: len(sp.art.pins) > 0, Client: sp.art.tls.Leaf, Status: resp.StatusCode}
+	if resp.TLS != nil {
+		out.Version = resp.TLS.Version
+		if len(resp.TLS.PeerCertificates) > 0 {
+			out.Server = resp.TLS.PeerCertificates[0]
+		}
+	}
+	return out, nil
+}
+
+// ArtifactResolutionServices returns the SOAP ArtifactResolutionServices
+// of an IdP's metadata, the default first: where CheckArtifactTLS is
+// pointed.
+func (m *IdPMetadata) ArtifactResolutionServices() []string {
+	ars := soapARS(m.Entity)
+	if len(ars) == 0 {
+		return nil
+	}
+	def := defaultARS(ars)
+	out := []string{def}
+	for _, e := range ars {
+		if e.Location != def {
+			out = append(out, e.Location)
+		}
+	}
+	return out
 }

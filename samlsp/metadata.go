@@ -152,12 +152,9 @@ func (sp *SP) newIdPMetadata(pm *IdPMetadata, now time.Time) *idpMetadata {
 				md.sloRedirect = s.Location
 			}
 		}
-		for _, s := range d.SSODescriptor.ArtifactResolutionServices {
-			if s.Binding == saml.SOAPBinding {
-				md.ars = append(md.ars, s)
-			}
-		}
 	}
+
+	md.ars = soapARS(pm.Entity)
 
 	refresh := sp.opts.MetadataRefresh
 	if pm.CacheDuration > 0 && pm.CacheDuration < refresh {

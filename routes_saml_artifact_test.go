@@ -129,6 +129,10 @@ func TestSAMLArtifactSignIn(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Body != "signed in as ada@example.org" {
 		t.Fatalf("sign-in by artifact: %d %s (hops %v)", resp.StatusCode, resp.Body, b.Hops)
 	}
+	// The page at the URL that carries the artifact sends no Referer on.
+	if rp := resp.Header.Get("Referrer-Policy"); rp != "no-referrer" {
+		t.Errorf("callback Referrer-Policy = %q", rp)
+	}
 	// The AuthnRequest asked for the artifact binding; the browser came
 	// back with an artifact, and the RelayState handle, in the query.
 	if rec := idp.LastAuthnRequest(); rec == nil || !strings.Contains(string(rec.Raw), `ProtocolBinding="`+saml.HTTPArtifactBinding+`"`) {

@@ -38,15 +38,22 @@ func startSimpleSAMLphpArtifact(t *testing.T, idpKeys pair) (*simpleSAMLphp, *tl
 // the IdP's certificate, and returns whether it holds and what it said.
 func xmlsec1Verifies(t *testing.T, soap []byte, idpKeys pair) (bool, string) {
 	t.Helper()
+	return xmlsec1VerifiesSOAP(t, soap, "ArtifactResponse", idpKeys)
+}
+
+// xmlsec1VerifiesSOAP has xmlsec1 verify the signature of the SAML
+// protocol message msg in a SOAP envelope with the key of keys.
+func xmlsec1VerifiesSOAP(t *testing.T, soap []byte, msg string, keys pair) (bool, string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "answer.xml")
 	if err := os.WriteFile(file, soap, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Only the IdP's key: a certificate in KeyInfo would be checked as a
 	// chain, which a self-signed one fails for reasons of its own.
-	out, err := exec.Command("xmlsec1", "--verify", "--enabled-key-data", "rsa", "--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:protocol:ArtifactResponse",
-		"--pubkey-cert-pem", idpKeys.certPath,
-		"--node-xpath", `//*[local-name()="ArtifactResponse"]/*[local-name()="Signature"]`, file).CombinedOutput()
+	out, err := exec.Command("xmlsec1", "--verify", "--enabled-key-data", "rsa", "--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:protocol:"+msg,
+		"--pubkey-cert-pem", keys.certPath,
+		"--node-xpath", `//*[local-name()="`+msg+`"]/*[local-name()="Signature"]`, file).CombinedOutput()
 	return err == nil, string(out)
 }
 
@@ -76,8 +83,10 @@ func sspArtifactSignIn(t *testing.T, b *harness.Browser, a *sspApp, idp *simpleS
 // artifact: our AuthnRequest asks for HTTP-Artifact, SimpleSAMLphp sends
 // the browser back with SAMLart in the query, and our SP resolves it at
 // SimpleSAMLphp's ArtifactResolutionService over TLS with its certificate,
-// which the front requires; SimpleSAMLphp signs the ArtifactResponse and
-// the assertion in it, and xmlsec1 verifies the former as we do. The
+// which the front requires, and its signed ArtifactResolve, which xmlsec1
+// verifies with our certificate (SimpleSAMLphp does not check it);
+// SimpleSAMLphp signs the ArtifactResponse and the assertion in it, and
+// xmlsec1 verifies the former as we do. The
 // artifact is SimpleSAMLphp's own (type 0x0004, the SHA-1 of its entity
 // ID), resolved once: the same callback URL a second time is refused.
 // With assertion.encryption SimpleSAMLphp 1.19 sends an ArtifactResponse
@@ -139,6 +148,12 @@ func TestSimpleSAMLphpArtifact(t *testing.T) {
 			certs := front.backChannelCerts()[before:]
 			if len(certs) != 1 || certs[0] == nil || !certs[0].Equal(spKeys.cert) {
 				t.Fatalf("the back-channel saw client certificates %v, want the SP's once", certs)
+			}
+			// SimpleSAMLphp 1.19 does not check our ArtifactResolve's
+			// signature: xmlsec1 does, with our certificate.
+			reqs := front.backChannelRequests()
+			if ok, out := xmlsec1VerifiesSOAP(t, reqs[len(reqs)-1], "ArtifactResolve", spKeys); !ok {
+				t.Fatalf("xmlsec1 does not verify our ArtifactResolve:\n%s\n%s", out, reqs[len(reqs)-1])
 			}
 			log := idp.log()[logFrom:]
 			for _, want := range []string{"ArtifactResolve", "ArtifactResponse"} {

@@ -36,8 +36,9 @@ type tlsFront struct {
 	mu        sync.Mutex
 	allowed   []*x509.Certificate
 	presented []*x509.Certificate
-	// answers are the IdP's back-channel answers, as they went out.
-	answers [][]byte
+	// requests and answers are the back-channel's requests and the IdP's
+	// answers, as they went through.
+	requests, answers [][]byte
 }
 
 func newTLSFront(t *testing.T, backChannel string) *tlsFront {
@@ -78,6 +79,13 @@ func (f *tlsFront) backChannelAnswers() [][]byte {
 	return append([][]byte(nil), f.answers...)
 }
 
+// backChannelRequests are the SP's requests on the back-channel, in order.
+func (f *tlsFront) backChannelRequests() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.requests...)
+}
+
 // backChannelCerts are the client certificates presented on the
 // back-channel path, one per request.
 func (f *tlsFront) backChannelCerts() []*x509.Certificate {
@@ -108,6 +116,15 @@ func (f *tlsFront) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "a client certificate of the SP is required", http.StatusForbidden)
 			return
 		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "cannot read the request", http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		f.requests = append(f.requests, body)
+		f.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		p := httputil.NewSingleHostReverseProxy(to)
 		p.ModifyResponse = func(resp *http.Response) error {
 			body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))

@@ -347,7 +347,7 @@ oidc_additional_settings:
 	if page.Body != "signed out" || !hopsTo(b, k.Issuer()+kcEndSessionSub) {
 		t.Fatalf("logout ended at %s (%d): %s\nhops %v\nour log:\n%s", page.URL, page.StatusCode, tail(page.Body, 20), b.Hops, a.Logs)
 	}
-	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: second.UID, Session: second.SessionID, Channel: extauth.LogoutBackChannel}
+	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: second.UID, Session: second.SessionID, Issuer: second.Tokens.Issuer, Channel: extauth.LogoutBackChannel}
 	if ev := a.logouts(); len(ev) != 1 || ev[0] != want {
 		t.Errorf("back-channel logouts %+v, want [%+v]\nour log:\n%s", ev, want, a.Logs)
 	}

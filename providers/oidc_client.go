@@ -773,11 +773,18 @@ var _ Revoker = (*OIDC)(nil)
 // answers 200 also for a token it does not know, so revoking twice is no
 // error.
 func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
-	if err := issuedBy(t, s.issuer); err != nil {
-		return err
+	// Before any request, unless an Entra ID tenant's issuer needs the
+	// discovery document to be told from another's.
+	if s.entra == nil {
+		if err := issuedBy(t, s.issuer); err != nil {
+			return err
+		}
 	}
 	d, err := s.provider(ctx)
 	if err != nil {
+		return err
+	}
+	if err := s.ownTokens(d, t); err != nil {
 		return err
 	}
 	if d.revocationURL == "" {

@@ -275,6 +275,7 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "%s", why)
 		}
 	}
+	ps = append(ps, checkPreset(c, o)...)
 	ps = append(ps, checkFederation(c)...)
 	return append(ps, checkOptionConfig(&o)...)
 }

@@ -254,6 +254,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 		r.clientKeys(t.cfg.OIDC)
 		r.tlsClientCertificates(t.cfg.OIDC)
 		r.oidcProfile(t.cfg.OIDC)
+		r.oidcPreset(t.cfg.OIDC)
 	}
 	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
@@ -686,6 +687,23 @@ func (r *checkReport) oidcProfile(cfg extauth.OIDCConfig) {
 	s.add("", "the iss parameter required in every authorization response")
 	if o.Profile == providers.OIDCProfileFAPI2MessageSigning {
 		s.add("", "signed request objects; authorization responses as signed JWTs (JARM, response_mode "+o.ResponseMode+")")
+	}
+}
+
+// oidcPreset reports what the client's preset implies, as the strategy
+// applies it: offline, since it is the configuration's.
+func (r *checkReport) oidcPreset(cfg extauth.OIDCConfig) {
+	if !cfg.Configured() {
+		return
+	}
+	rules := cfg.PresetRules()
+	if len(rules) == 0 {
+		return
+	}
+	s := r.section("OIDC")
+	s.add("Preset", cfg.Additional.Preset+": "+rules[0]+` (docs/oidc.md, "Presets")`)
+	for _, rule := range rules[1:] {
+		s.add("", rule)
 	}
 }
 

@@ -69,6 +69,12 @@ func refusals(t *testing.T) []refusal {
 	samlWith := func(extra string) string {
 		return "saml_sp_entity_id: https://app.example.org/saml\nsaml_idp_metadata_url: https://idp.example.invalid/metadata\n" + extra
 	}
+	// oidcAt is a client of issuer with the entries of
+	// oidc_additional_settings.
+	oidcAt := func(issuer, entries string) string {
+		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: " + issuer + "\noidc_additional_settings:\n" + entries
+	}
+	const entraAuthority, tenantID = "https://login.microsoftonline.com/", "aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa"
 	oidcIssuer := func(issuer string) string {
 		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: " + issuer + "\n"
 	}
@@ -313,6 +319,42 @@ func refusals(t *testing.T) []refusal {
 		{msg: "is missing (tls_client_certificate_new is set: it is the certificate rotated in after tls_client_certificate)", key: "tls_client_certificate",
 			file: oidcWith("  tls_client_certificate_new: |\n" + block(cert) + "  tls_client_key_new: |\n" + block(key))},
 		{msg: "is missing (client_auth_method %s needs it)", key: "tls_client_certificate", file: oidcWith("  client_auth_method: tls_client_auth\n")},
+
+		// The presets (providers/oidc_preset.go, oidc_entra.go).
+		{msg: "%s: presets are for the oidc provider only", none: byOptions + " (Options.SearchOAuth2.Preset): oidc_additional_settings is the oidc provider's"},
+		{msg: "names something that is not a tenant ID (a GUID, as the portal's Overview shows it), consumers or any", key: "tenants",
+			file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n  tenants: [contoso.com]\n")},
+		{msg: "lists tenants beside any: write any alone, or the tenants alone", key: "tenants",
+			file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n  tenants: [any, "+tenantID+"]\n")},
+		{msg: "is missing: the authority %s signs in the users of any Entra ID tenant, so list the tenant IDs whose users may sign in, or write any to admit every tenant",
+			key: "tenants", file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n")},
+		{msg: "names the personal-account tenant (consumers), which the organizations authority never signs in: use common", key: "tenants",
+			file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n  tenants: consumers\n")},
+		{msg: "cannot be any: the authority %s signs in one tenant's users only (common or organizations admit others)", key: "tenants",
+			file: oidcAt(entraAuthority+tenantID+"/v2.0", "  preset: entra\n  tenants: any\n")},
+		{msg: "can only name consumers: the consumers authority signs in personal Microsoft accounts only", key: "tenants",
+			file: oidcAt(entraAuthority+"consumers/v2.0", "  preset: entra\n  tenants: "+tenantID+"\n")},
+		{msg: "can only name the authority's own tenant %s (common or organizations admit others)", key: "tenants",
+			file: oidcAt(entraAuthority+tenantID+"/v2.0", "  preset: entra\n  tenants: consumers\n")},
+		{msg: "can name one tenant only, the one of the domain %s (common or organizations admit others)", key: "tenants",
+			file: oidcAt(entraAuthority+"contoso.example/v2.0", "  preset: entra\n  tenants: [consumers, "+tenantID+"]\n")},
+		{msg: "applies only with preset: %s", key: "tenants", file: oidcWith("  tenants: any\n")},
+		{msg: "has spaces around the claim name", key: "groups_claim", file: oidcWith("  groups_claim: \" groups\"\n")},
+		{msg: "is the path of the org authorization server's endpoints, not an issuer: the org authorization server's issuer is https://<your Okta domain> alone",
+			key: "oidc_issuer", file: oidcAt("https://dev-1.okta.example/oauth2/v1", "  preset: okta\n")},
+		{msg: "is not an Okta issuer: it is https://<your Okta domain> for the org authorization server, or https://<your Okta domain>/oauth2/<authorization server ID> (such as /oauth2/default) for a custom one, with nothing after it (discovery adds /.well-known/openid-configuration itself)",
+			key: "oidc_issuer", file: oidcAt("https://dev-1.okta.example/oauth2/default/v1/authorize", "  preset: okta\n")},
+		{msg: "is not an Auth0 issuer: it is https://<your tenant or custom domain>/ with no path (discovery adds /.well-known/openid-configuration itself)",
+			key: "oidc_issuer", file: oidcAt("https://dev-1.auth0.example/authorize", "  preset: auth0\n")},
+		{msg: "is set by hosted_domain under preset %s: remove it", key: "oidc_additional_settings.hd",
+			file: oidcWith("  preset: google-workspace\n  hosted_domain: example.com\n  hd: example.org\n")},
+		{msg: "is missing (preset %s signs in the users of one Workspace domain: name it, or * for any Workspace domain)", key: "hosted_domain",
+			file: oidcWith("  preset: google-workspace\n")},
+		{msg: "must be a domain name, such as example.com, or *", key: "hosted_domain", file: oidcWith("  preset: google-workspace\n  hosted_domain: example\n")},
+		{msg: "must be %s, %s or %s", key: "groups_overage",
+			file: oidcAt(entraAuthority+"common/v2.0", "  preset: entra\n  tenants: any\n  groups_overage: always\n")},
+		{msg: "must be Microsoft Graph's base URL, without a path (such as https://graph.microsoft.com)", key: "graph_url",
+			file: oidcAt(entraAuthority+"common/v2.0", "  preset: entra\n  tenants: any\n  graph_url: https://graph.microsoft.com/v1.0\n")},
 
 		// providers/options.go: the per-request options and assurance
 		// levels of oidc_additional_settings and saml_additional_settings.

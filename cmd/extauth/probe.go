@@ -259,12 +259,19 @@ func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
 		return
 	}
 	s.add("issuer", clean(doc.Issuer))
-	if doc.Issuer != issuer {
-		hint := ""
-		if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(issuer, "/") {
-			hint = " (they differ only by a trailing slash)"
+	// A preset's provider may name another issuer than oidc_issuer
+	// (Entra ID's tenant issuers, Auth0's trailing slash): CheckIssuer
+	// knows which.
+	if err := c.CheckIssuer(doc.Issuer); err != nil {
+		if c.Additional.Preset == providers.OIDCPresetEntra {
+			fail("the document names issuer %s, %s", clean(strconv.Quote(doc.Issuer)), clean(err.Error()))
+		} else {
+			hint := ""
+			if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(issuer, "/") {
+				hint = " (they differ only by a trailing slash)"
+			}
+			fail("the document names issuer %s but oidc_issuer is %s; they must match exactly%s", clean(strconv.Quote(doc.Issuer)), strconv.Quote(issuer), hint)
 		}
-		fail("the document names issuer %s but oidc_issuer is %s; they must match exactly%s", clean(strconv.Quote(doc.Issuer)), strconv.Quote(issuer), hint)
 	}
 	for _, ep := range []struct {
 		name, url string

@@ -123,6 +123,10 @@ const (
 
 // User is an account of the fake provider.
 type User struct {
+	// ID tells apart accounts whose Sub is the same (Entra ID's tenants
+	// each issue what they like): the consent page's choice; Sub when
+	// empty.
+	ID                string
 	Sub               string
 	Email             string
 	EmailVerified     bool
@@ -133,6 +137,14 @@ type User struct {
 	Picture           string
 	// HostedDomain is Google's hd claim, sent when set.
 	HostedDomain string
+}
+
+// key is the account's ID, or its Sub.
+func (u User) key() string {
+	if u.ID != "" {
+		return u.ID
+	}
+	return u.Sub
 }
 
 // DemoUsers are the accounts of an OP configured without users.
@@ -260,6 +272,28 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// What shapes the provider as another: the paths, documents and
+	// claims of a provider whose endpoints and tokens are not this
+	// one's own (extauthtest/enterprise builds Entra ID, Okta, Auth0
+	// and Google Workspace on them).
+
+	// Routes are the absolute paths the provider serves endpoints at, on
+	// its issuer's host, in place of the paths under the issuer's path;
+	// an endpoint they leave out keeps its own. Discovery names what
+	// Document says when it is set, and these paths otherwise.
+	Routes map[Endpoint]string
+	// Document, when set, is the discovery document served as it is,
+	// byte for byte.
+	Document []byte
+	// IssuerFor is the issuer of user u's tokens, where it is not Issuer:
+	// Entra ID's multi-tenant authorities issue each user's tokens as the
+	// user's tenant.
+	IssuerFor func(u User) string
+	// Claims edits the claims of user u's ID tokens for scope: the
+	// provider's own (a tenant ID, groups, a version), after the
+	// standard and profile claims and before any fault.
+	Claims func(u User, scope string, claims map[string]any)
 	// Federation, when set, makes the provider an OpenID Federation OP
 	// that registers its client automatically (see Federation): ClientID
 	// is then the client's entity identifier, and RedirectURIs and the
@@ -590,6 +624,12 @@ func (op *OP) Issuer() string { return op.cfg.Issuer }
 
 // ServeHTTP routes the paths under the issuer's path.
 func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for e, route := range op.cfg.Routes {
+		if r.URL.Path == route {
+			op.serve(w, r, e)
+			return
+		}
+	}
 	path, ok := strings.CutPrefix(r.URL.Path, op.prefix)
 	if !ok {
 		http.NotFound(w, r)
@@ -600,10 +640,10 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		op.hits[MTLS].Add(1)
 		path = alias
 	}
+	var e Endpoint
 	switch path {
 	case "/.well-known/openid-configuration":
-		op.hits[Discovery].Add(1)
-		op.discovery(w, r)
+		e = Discovery
 	case oidfed.WellKnownPath:
 		if op.fed == nil {
 			http.NotFound(w, r)
@@ -611,36 +651,94 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		op.hits[EntityConfiguration].Add(1)
 		op.serveFederation(w, r)
+		return
 	case jwksPath:
-		op.hits[JWKS].Add(1)
-		op.jwks(w, r)
+		e = JWKS
 	case "/authorize":
-		op.hits[Authorize].Add(1)
-		op.authorize(w, r)
+		e = Authorize
 	case "/authorize/decision":
 		op.decision(w, r)
+		return
 	case tokenPath:
-		op.hits[Token].Add(1)
-		op.token(w, r)
+		e = Token
 	case "/userinfo":
-		op.hits[UserInfo].Add(1)
-		op.userinfo(w, r)
+		e = UserInfo
 	case "/end_session":
-		op.hits[EndSession].Add(1)
-		op.endSession(w, r)
+		e = EndSession
 	case "/end_session/decision":
 		op.endSessionDecision(w, r)
+		return
 	case "/par":
-		op.hits[PAR].Add(1)
-		op.par(w, r)
+		e = PAR
 	case "/revoke":
-		op.hits[Revocation].Add(1)
-		op.revoke(w, r)
+		e = Revocation
 	case "/account":
 		op.account(w, r)
+		return
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if _, moved := op.cfg.Routes[e]; moved {
+		http.NotFound(w, r)
+		return
+	}
+	op.serve(w, r, e)
+}
+
+// serve counts a request to endpoint e and answers it.
+func (op *OP) serve(w http.ResponseWriter, r *http.Request, e Endpoint) {
+	op.hits[e].Add(1)
+	switch e {
+	case Discovery:
+		op.discovery(w, r)
+	case JWKS:
+		op.jwks(w, r)
+	case Authorize:
+		op.authorize(w, r)
+	case Token:
+		op.token(w, r)
+	case UserInfo:
+		op.userinfo(w, r)
+	case EndSession:
+		op.endSession(w, r)
+	case PAR:
+		op.par(w, r)
+	case Revocation:
+		op.revoke(w, r)
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// endpointURL is the URL of endpoint e: at its route, or at path under
+// the issuer's.
+func (op *OP) endpointURL(e Endpoint, path string) string {
+	u, _ := url.Parse(op.cfg.Issuer)
+	if route, ok := op.cfg.Routes[e]; ok {
+		return u.Scheme + "://" + u.Host + route
+	}
+	return strings.TrimSuffix(op.cfg.Issuer, "/") + path
+}
+
+// issuerOf is the issuer of u's tokens.
+func (op *OP) issuerOf(u User) string {
+	if op.cfg.IssuerFor != nil {
+		return op.cfg.IssuerFor(u)
+	}
+	return op.cfg.Issuer
+}
+
+// Introspect says whose a live access token is and for what scope, as a
+// resource server of the provider's (Microsoft Graph for Entra ID) asks.
+func (op *OP) Introspect(accessToken string) (u User, scope string, ok bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	g, ok := op.tokens.Get(accessToken)
+	if !ok {
+		return User{}, "", false
+	}
+	return g.user, g.req.scope, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -653,6 +751,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	if op.fault(DiscoveryDown) {
 		http.Error(w, "discovery is down", http.StatusServiceUnavailable)
+		return
+	}
+	if op.cfg.Document != nil {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+		w.Write(op.cfg.Document)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -668,10 +772,10 @@ func (op *OP) discoveryDocument() map[string]any {
 	tokenPath, jwksPath := op.paths()
 	doc := map[string]any{
 		"issuer":                                iss,
-		"authorization_endpoint":                base + "/authorize",
-		"token_endpoint":                        base + tokenPath,
-		"userinfo_endpoint":                     base + "/userinfo",
-		"jwks_uri":                              base + jwksPath,
+		"authorization_endpoint":                op.endpointURL(Authorize, "/authorize"),
+		"token_endpoint":                        op.endpointURL(Token, tokenPath),
+		"userinfo_endpoint":                     op.endpointURL(UserInfo, "/userinfo"),
+		"jwks_uri":                              op.endpointURL(JWKS, jwksPath),
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query", "jwt", "query.jwt"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
@@ -687,7 +791,7 @@ func (op *OP) discoveryDocument() map[string]any {
 		doc["authorization_response_iss_parameter_supported"] = true
 	}
 	if !op.cfg.NoEndSession {
-		doc["end_session_endpoint"] = base + "/end_session"
+		doc["end_session_endpoint"] = op.endpointURL(EndSession, "/end_session")
 	}
 	algs := op.clientAlgNames()
 	doc["pushed_authorization_request_endpoint"] = base + "/par"
@@ -707,7 +811,7 @@ func (op *OP) discoveryDocument() map[string]any {
 	doc["id_token_encryption_enc_values_supported"] = encs
 	doc["userinfo_encryption_alg_values_supported"] = keyAlgs
 	doc["userinfo_encryption_enc_values_supported"] = encs
-	doc["revocation_endpoint"] = base + "/revoke"
+	doc["revocation_endpoint"] = op.endpointURL(Revocation, "/revoke")
 	doc["dpop_signing_alg_values_supported"] = DPoPSigningAlgs
 	if op.cfg.MTLS {
 		doc["mtls_endpoint_aliases"] = op.mtlsAliases()
@@ -929,7 +1033,7 @@ var consentPages = newPages("consent", `{{define "title"}}Sign in{{end}}
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="interaction" value="{{.Interaction}}">
 <fieldset class="choices"><legend>Sign in as</legend>
-{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{$u.Sub}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} <span class="muted">&lt;{{$u.Email}}&gt;</span></label>
+{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{if $u.ID}}{{$u.ID}}{{else}}{{$u.Sub}}{{end}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} <span class="muted">&lt;{{$u.Email}}&gt;</span></label>
 {{end}}</fieldset>
 <div class="actions">
 <button type="submit" name="decision" value="approve" class="primary">Approve</button>
@@ -974,7 +1078,7 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, u := range op.cfg.Users {
-		if u.Sub == r.PostForm.Get("user") {
+		if u.key() == r.PostForm.Get("user") {
 			op.approve(w, r, req, u)
 			return
 		}
@@ -1029,7 +1133,7 @@ func (op *OP) issueCode(req *authRequest, u User, sid string) (string, *session)
 	// A session older than max_age, or prompt=login, means authenticating
 	// again: a new session (OIDC Core 3.1.2.1).
 	sess, ok := op.sessions.Get(sid)
-	if !ok || sess.user.Sub != u.Sub || req.login || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
+	if !ok || sess.user.key() != u.key() || req.login || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
 		sess = &session{sid: endpoint.Random(16), user: u, authTime: now}
 		op.sessions.Put(sess.sid, sess, now.Add(sessionTTL))
 	}
@@ -1317,7 +1421,7 @@ func profileClaims(u User, scope string) map[string]any {
 
 func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, error) {
 	claims := map[string]any{
-		"iss":     op.cfg.Issuer,
+		"iss":     op.issuerOf(g.user),
 		"sub":     g.user.Sub,
 		"aud":     op.cfg.ClientID,
 		"iat":     now.Unix(),
@@ -1356,6 +1460,9 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 		for k, v := range profileClaims(g.user, g.req.scope) {
 			claims[k] = v
 		}
+	}
+	if op.cfg.Claims != nil {
+		op.cfg.Claims(g.user, g.req.scope, claims)
 	}
 	op.mu.Lock()
 	faults := maps.Clone(op.faults)

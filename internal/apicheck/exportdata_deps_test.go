@@ -18,6 +18,7 @@ import (
 import (
 	_ "github.com/extauth/extauth"
 	_ "github.com/extauth/extauth/extauthtest"
+	_ "github.com/extauth/extauth/extauthtest/enterprise"
 	_ "github.com/extauth/extauth/extauthtest/forge"
 	_ "github.com/extauth/extauth/extauthtest/graph"
 	_ "github.com/extauth/extauth/extauthtest/oauth1"

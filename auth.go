@@ -512,6 +512,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
 
 			EnforceIdPCertificateDates: c.Additional.Security.EnforceIdPCertificateDates,
+			ResponseBinding:            c.Additional.ResponseBinding,
+			Artifact:                   c.Additional.Artifact.Strategy(),
 			Custom:                     custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

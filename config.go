@@ -171,6 +171,13 @@ type SAMLAdditionalSettings struct {
 	// Federation (federation) signs users in through the IdPs of a
 	// federation instead of one IdP: see docs/saml.md, "Federations".
 	Federation SAMLFederation
+	// ResponseBinding (response_binding) is how the IdP is asked to send
+	// its Response: post (the default) through the browser, or artifact
+	// (the HTTP-Artifact binding), resolved back-channel with Artifact's
+	// settings: see docs/saml.md, "Artifact binding".
+	ResponseBinding string
+	// Artifact (artifact) is the back-channel of the artifact binding.
+	Artifact SAMLArtifact
 	// SPMetadata (sp_metadata) is what the SP metadata says of the
 	// application besides its endpoints and keys, as federations ask for
 	// it: see docs/saml.md, "What a federation asks of our metadata".

@@ -22,6 +22,11 @@ type (
 	mdqStats interface {
 		MDQStats() map[string]int64
 	}
+	// artifactStats: a SAML SP's artifacts received, by result (a fixed
+	// list).
+	artifactStats interface {
+		ArtifactStats() map[string]int64
+	}
 	// discoveryStatus: an OpenID Connect discovery document.
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
@@ -88,6 +93,11 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 	if s, ok := p.strategy.(mdqStats); ok {
 		for result, n := range s.MDQStats() {
 			o.ObserveInt64(t.fedMDQ, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
+		}
+	}
+	if s, ok := p.strategy.(artifactStats); ok {
+		for result, n := range s.ArtifactStats() {
+			o.ObserveInt64(t.artifacts, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
 		}
 	}
 	if p.certificates == nil {

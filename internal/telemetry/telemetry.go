@@ -145,6 +145,7 @@ type T struct {
 	fedEntities     metric.Int64ObservableGauge
 	fedIdPs         metric.Int64ObservableGauge
 	fedMDQ          metric.Int64ObservableCounter
+	artifacts       metric.Int64ObservableCounter
 
 	buildSets [numBuilds]*optSet
 	evictSets [numEvictions]*optSet
@@ -260,6 +261,9 @@ func New(c Config) (*T, error) {
 	t.fedMDQ, err = m.Int64ObservableCounter("extauth.federation.mdq.lookups", metric.WithUnit("{lookup}"),
 		metric.WithDescription("Look-ups of IdPs at a SAML federation's MDQ server, by result: hit (the cache), fetched, unknown, error, limited, not_listed."))
 	check(err)
+	t.artifacts, err = m.Int64ObservableCounter("extauth.saml.artifacts", metric.WithUnit("{artifact}"),
+		metric.WithDescription("SAML artifacts received (the HTTP-Artifact binding), by result: resolved, replayed, unknown_source, malformed, empty, failed, invalid."))
+	check(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -316,7 +320,7 @@ func (t *T) Observe(sites func(yield func(*Site) bool), tenants func() int64) er
 			}
 		}
 		return nil
-	}, t.tenantsCached, t.docAge, t.docNext, t.docFailure, t.certExpiry, t.chainExpiry, t.fedEntities, t.fedIdPs, t.fedMDQ)
+	}, t.tenantsCached, t.docAge, t.docNext, t.docFailure, t.certExpiry, t.chainExpiry, t.fedEntities, t.fedIdPs, t.fedMDQ, t.artifacts)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}

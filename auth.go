@@ -477,6 +477,9 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			Options:      o.SearchOAuth2,
 		}, env)
 	case OIDC:
+		if cfg.OIDC.choosesProvider() {
+			return providers.NewOIDCFederationChooser(cfg.OIDC.strategyConfig(o.OIDC), env)
+		}
 		return providers.NewOIDC(cfg.OIDC.strategyConfig(o.OIDC), env)
 	case SAML:
 		c := cfg.SAML
@@ -509,6 +512,8 @@ func buildStrategy(p Provider, cfg *Config, env providers.Env, o *Options) (prov
 			NameIDEncrypted:      c.Additional.Security.NameIDEncrypted,
 
 			EnforceIdPCertificateDates: c.Additional.Security.EnforceIdPCertificateDates,
+			ResponseBinding:            c.Additional.ResponseBinding,
+			Artifact:                   c.Additional.Artifact.Strategy(),
 			Custom:                     custom,
 
 			IdPMetadataCertificatePEM: c.Additional.IdPMetadataCertificate,

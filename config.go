@@ -171,6 +171,13 @@ type SAMLAdditionalSettings struct {
 	// Federation (federation) signs users in through the IdPs of a
 	// federation instead of one IdP: see docs/saml.md, "Federations".
 	Federation SAMLFederation
+	// ResponseBinding (response_binding) is how the IdP is asked to send
+	// its Response: post (the default) through the browser, or artifact
+	// (the HTTP-Artifact binding), resolved back-channel with Artifact's
+	// settings: see docs/saml.md, "Artifact binding".
+	ResponseBinding string
+	// Artifact (artifact) is the back-channel of the artifact binding.
+	Artifact SAMLArtifact
 	// SPMetadata (sp_metadata) is what the SP metadata says of the
 	// application besides its endpoints and keys, as federations ask for
 	// it: see docs/saml.md, "What a federation asks of our metadata".
@@ -320,8 +327,14 @@ type OIDCConfig struct {
 }
 
 // Configured reports whether OIDC has its required settings: the client
-// ID, the issuer, and the secret, or private_key_jwt and its key.
+// ID, the issuer, and the secret, or private_key_jwt and its key; in a
+// federation, the provider's entity identifier and the key.
 func (c OIDCConfig) Configured() bool {
+	if f := c.Additional.Federation; f != nil {
+		// The client ID is our entity identifier, the key authenticates;
+		// without an issuer, users choose among the federation's providers.
+		return (c.Issuer != "" || c.choosesProvider()) && !c.Additional.PrivateKey.IsZero()
+	}
 	return c.ClientID != "" && c.Issuer != "" && (!c.ClientSecret.IsZero() || c.keyOnly())
 }
 

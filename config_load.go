@@ -896,6 +896,10 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 			s.Federation = l.federation(e.val)
 		case "sp_metadata":
 			s.SPMetadata = l.spMetadata(e.val)
+		case "response_binding":
+			s.ResponseBinding, _ = l.scalar(SAML, key, e.val)
+		case "artifact":
+			s.Artifact = l.artifact(e.val)
 		case "request_options":
 			s.RequestOptions = l.words(SAML, key, e.val)
 		case "assurance_levels":
@@ -903,7 +907,7 @@ func (l *loader) additional(n *yaml.Node) SAMLAdditionalSettings {
 		default:
 			known := []string{"RelayState", "authn_context", "certificate", "private_key", "certificate_new", "private_key_new",
 				"certificate_old", "private_key_old", "idp_metadata_certificate", "metadata_valid_for", "metadata_cache_duration", "security",
-				"request_options", "assurance_levels", "federation", "sp_metadata"}
+				"request_options", "assurance_levels", "federation", "sp_metadata", "response_binding", "artifact"}
 			if near := suggest(e.key, known, nil); near != "" {
 				l.warn(fmt.Sprintf("%s is sent to the IdP as a custom entry; did you mean %s.%s?", key, keyAdditional, near))
 			}

@@ -112,6 +112,33 @@ type OIDCAdditionalSettings struct {
 	// to the acr values that meet each; it replaces
 	// Options.OIDC.AssuranceLevels.
 	AssuranceLevels map[string][]string
+	// Preset (preset) shapes the client for one provider as
+	// organisations deploy it: entra, okta, auth0 or google-workspace.
+	// docs/oidc.md, "Presets", says what each implies and what to set up
+	// at the provider; extauth check lists it.
+	Preset string
+	// Tenants (tenants), with preset entra and a multi-tenant authority
+	// (common, organizations), are the Entra ID tenant IDs whose users
+	// may sign in, consumers for personal Microsoft accounts, or any
+	// alone for every tenant.
+	Tenants []string
+	// HostedDomain (hosted_domain), with preset google-workspace, is the
+	// Workspace domain whose users may sign in, or * for any.
+	HostedDomain string
+	// GroupsClaim and RolesClaim (groups_claim, roles_claim) name the ID
+	// token claims read into Identity.Directory's Groups and Roles; a
+	// preset names its provider's.
+	GroupsClaim string
+	RolesClaim  string
+	// GroupsOverage (groups_overage), with preset entra: graph (the
+	// default), graph_transitive or report.
+	GroupsOverage string
+	// GraphURL (graph_url), with preset entra, is Microsoft Graph's base
+	// URL when the discovery document's msgraph_host is not the one.
+	GraphURL string
+	// Federation (federation) makes the client a relying party of an
+	// OpenID Federation; nil without one.
+	Federation *OIDCFederationSettings
 	// Custom holds every other entry, in file order, sent as a parameter
 	// of the authorization request (login_hint, ui_locales, ...).
 	Custom []Param
@@ -136,6 +163,12 @@ func (s *OIDCAdditionalSettings) oidcStrings() map[string]*string {
 		"prompt":                          &s.Prompt,
 		"acr_values":                      &s.ACRValues,
 		"max_age":                         &s.MaxAge,
+		"preset":                          &s.Preset,
+		"hosted_domain":                   &s.HostedDomain,
+		"groups_claim":                    &s.GroupsClaim,
+		"roles_claim":                     &s.RolesClaim,
+		"groups_overage":                  &s.GroupsOverage,
+		"graph_url":                       &s.GraphURL,
 	}
 }
 
@@ -161,7 +194,7 @@ func (s OIDCAdditionalSettings) isZero() bool {
 	}
 	return s.PrivateKey.IsZero() && s.PrivateKeyNew.IsZero() && s.PrivateKeyOld.IsZero() && !s.PushedAuthorizationRequests && !s.RequestObject && !s.DPoP && len(s.Custom) == 0 &&
 		s.TLSClientCertificate == "" && s.TLSClientKey.IsZero() && s.TLSClientCertificateNew == "" && s.TLSClientKeyNew.IsZero() &&
-		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0
+		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 && len(s.Tenants) == 0 && s.Federation == nil
 }
 
 // oidcAdditional reads oidc_additional_settings.
@@ -195,10 +228,14 @@ func (l *loader) oidcAdditional(n *yaml.Node) OIDCAdditionalSettings {
 			}
 		case "request_options":
 			s.RequestOptions = l.words(OIDC, key, e.val)
+		case "tenants":
+			s.Tenants = l.words(OIDC, key, e.val)
 		case "assurance_levels":
 			s.AssuranceLevels = l.assuranceLevels(OIDC, key, e.val)
 		case "dpop":
 			s.DPoP = l.boolean(OIDC, key, e.val)
+		case "federation":
+			s.Federation = l.oidcFederation(e.val)
 		default:
 			// Warned about, with a suggestion when it looks like a
 			// setting, by the strategy at start-up and by extauth check.
@@ -236,7 +273,7 @@ func profileForbidsOff(profile, entry string) string {
 // than a missing secret.
 func (a OIDCAdditionalSettings) secretNotNeeded() bool {
 	m, known := a.ClientAuthMethod, providers.OIDCAuthMethods()
-	return a.secretless() ||
+	return a.secretless() || a.Federation != nil ||
 		!slices.Contains(known, m) && spelling.Nearest(m, known, 2) == providers.AuthMethodPrivateKeyJWT
 }
 
@@ -276,6 +313,15 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 	set(&o.ResponseMode, a.ResponseMode)
 	set(&o.Profile, a.Profile)
 	set(&o.Prompt, a.Prompt)
+	set(&o.Preset, a.Preset)
+	set(&o.HostedDomain, a.HostedDomain)
+	set(&o.GroupsClaim, a.GroupsClaim)
+	set(&o.RolesClaim, a.RolesClaim)
+	set(&o.GroupsOverage, a.GroupsOverage)
+	set(&o.GraphURL, a.GraphURL)
+	if a.Tenants != nil {
+		o.Tenants = a.Tenants
+	}
 	o.PushedAuthorization = o.PushedAuthorization || a.PushedAuthorizationRequests
 	o.RequestObject = o.RequestObject || a.RequestObject
 	o.DPoP = o.DPoP || a.DPoP
@@ -321,6 +367,7 @@ func (c OIDCConfig) strategyConfig(o providers.OIDCOptions) providers.OIDCConfig
 		TLSKey:             a.TLSClientKey.Value(),
 		NextTLSCertificate: a.TLSClientCertificateNew,
 		NextTLSKey:         a.TLSClientKeyNew.Value(),
+		Federation:         a.Federation.strategy(),
 		Options:            o,
 	}
 }
@@ -354,6 +401,22 @@ func (c OIDCConfig) ClientKeys() ([]providers.OIDCKey, []string, error) {
 // from it.
 func (c OIDCConfig) Applied() providers.OIDCOptions {
 	return c.strategyConfig(providers.OIDCOptions{}).Applied()
+}
+
+// PresetRules says what the client's preset implies, as the oidc
+// strategy applies it, one sentence a line (providers.OIDCConfig.PresetRules);
+// extauth check prints them. Nil without a preset.
+func (c OIDCConfig) PresetRules() []string {
+	return c.strategyConfig(providers.OIDCOptions{}).PresetRules()
+}
+
+// CheckIssuer returns why the issuer a discovery document names is not one
+// the oidc strategy accepts for this registration (see
+// providers.CheckOIDCIssuer): oidc_issuer exactly, but for the presets
+// whose providers name another (Entra ID's tenant issuers, Auth0's
+// trailing slash). extauth check runs it on the document it fetched.
+func (c OIDCConfig) CheckIssuer(issuer string) error {
+	return providers.CheckOIDCIssuer(c.strategyConfig(providers.OIDCOptions{}), issuer)
 }
 
 // CheckDiscovery returns why this client registration cannot work with a

@@ -213,6 +213,8 @@ func (c *Config) problems(base *Config) []Problem {
 			v := f.get()
 			switch {
 			case v == "" && f.required && used && !(f.sec == &c.OIDC.ClientSecret && c.OIDC.Additional.secretNotNeeded()) &&
+				!(f.str == &c.OIDC.ClientID && c.OIDC.Additional.Federation != nil) &&
+				!(f.str == &c.OIDC.Issuer && c.OIDC.choosesProvider()) &&
 				!(f.str == &c.SAML.IdPMetadataURL && !c.SAML.Additional.Federation.isZero()):
 				if f.sec == &c.OIDC.ClientSecret {
 					if typo := c.OIDC.Additional.misspeltSecretless(); typo != nil {
@@ -277,7 +279,7 @@ func (s SAMLAdditionalSettings) isZero() bool {
 		s.PrivateKey.IsZero() && s.CertificateNew == "" && s.PrivateKeyNew.IsZero() && s.CertificateOld == "" && s.PrivateKeyOld.IsZero() &&
 		s.MetadataValidFor == 0 && s.MetadataCacheDuration == 0 && s.Security == SAMLSecurity{} && len(s.Custom) == 0 &&
 		len(s.RequestOptions) == 0 && len(s.AssuranceLevels) == 0 &&
-		s.Federation.isZero() && s.SPMetadata.isZero()
+		s.Federation.isZero() && s.SPMetadata.isZero() && s.ResponseBinding == "" && s.Artifact.isZero()
 }
 
 func (s SAMLAdditionalSettings) problems() []Problem {
@@ -314,6 +316,7 @@ func (s SAMLAdditionalSettings) problems() []Problem {
 	ps = append(ps, s.keyPairProblems()...)
 	ps = append(ps, s.nextKeyPairProblems()...)
 	ps = append(ps, s.oldKeyPairProblems()...)
+	ps = append(ps, s.artifactProblems()...)
 	if v := s.MetadataValidFor; v != 0 && (v < samlsp.MinMetadataValidFor || v > samlsp.MaxMetadataValidFor) {
 		bad("metadata_valid_for", "must be between 1 hour and 3650 days", ErrInvalidSetting)
 	}

@@ -1,8 +1,10 @@
 package extauth
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/markbates/goth"
@@ -76,7 +78,83 @@ type Identity struct {
 	// Connect provider that sends no auth_time leaves it zero, which no
 	// max_age is met by.
 	AuthTime time.Time `json:"auth_time,omitzero"`
+	// Directory is what the organisation's directory says of the user,
+	// for an OpenID Connect provider that says it (preset, groups_claim,
+	// roles_claim): the tenant, groups and roles. Nil for other providers.
+	Directory *Directory `json:"directory,omitempty"`
 }
+
+// Directory is what an organisation's directory says of a user, from the
+// ID token of a provider that carries it.
+type Directory struct {
+	// TenantID is the Entra ID tenant (directory) the user signed in
+	// from, the tid claim: EntraConsumersTenant for a personal Microsoft
+	// account. Key users of a multi-tenant application by TenantID and
+	// UID, and keep which tenants may use what.
+	TenantID string `json:"tenant_id,omitempty"`
+	// Domain is the user's Google Workspace domain (the hd claim).
+	Domain string `json:"domain,omitempty"`
+	// Groups are the groups the user is a member of, as the provider
+	// names them (Entra ID: object IDs, unless the app registration emits
+	// names). Ask InGroup rather than searching the list: an Entra ID
+	// groups overage that could not be resolved leaves it empty
+	// (GroupsSource GroupsUnresolved), and InGroup then says so.
+	Groups []string `json:"groups,omitempty"`
+	// GroupsSource is where Groups come from: GroupsFromToken,
+	// GroupsFromGraph (an overage resolved at Microsoft Graph), or
+	// GroupsUnresolved (an overage not resolved, GroupsProblem saying
+	// why); "" when the ID token has no groups claim (the provider sends
+	// none, or the user is in no group).
+	GroupsSource string `json:"groups_source,omitempty"`
+	// GroupsProblem says why an overage was not resolved, "" otherwise.
+	GroupsProblem string `json:"groups_problem,omitempty"`
+	// Roles are the user's roles in the application: Entra ID's app
+	// roles, the roles_claim of an Okta or Auth0 client.
+	Roles []string `json:"roles,omitempty"`
+	// WIDs are the user's Entra ID directory roles, by role template ID
+	// (the wids claim).
+	WIDs []string `json:"wids,omitempty"`
+}
+
+// The values of Directory.GroupsSource.
+const (
+	// GroupsFromToken: Groups is the ID token's groups claim.
+	GroupsFromToken = providers.GroupsFromToken
+	// GroupsFromGraph: the token said the user is in more groups than it
+	// holds (an Entra ID groups overage), and Groups was read at
+	// Microsoft Graph.
+	GroupsFromGraph = providers.GroupsFromGraph
+	// GroupsUnresolved: an overage that could not be resolved; Groups
+	// is empty and means nothing.
+	GroupsUnresolved = providers.GroupsUnresolved
+)
+
+// EntraConsumersTenant is the Entra ID tenant of personal Microsoft
+// accounts: their Directory.TenantID.
+const EntraConsumersTenant = providers.EntraConsumersTenant
+
+// ErrGroupsUnresolved is wrapped by Directory.InGroup's error when the
+// user's groups are not known: an Entra ID groups overage that could not
+// be resolved (Directory.GroupsProblem says why).
+var ErrGroupsUnresolved = errors.New("the user's groups are not known: the provider listed more than a token holds and they could not be read")
+
+// InGroup reports whether the user is a member of group. When the
+// provider said the user is in more groups than a token holds and they
+// could not be read, it returns an error wrapping ErrGroupsUnresolved
+// rather than false: "not a member" would be a guess. A nil Directory is
+// in no group.
+func (d *Directory) InGroup(group string) (bool, error) {
+	if d == nil {
+		return false, nil
+	}
+	if d.GroupsSource == GroupsUnresolved {
+		return false, fmt.Errorf("%w (%s)", ErrGroupsUnresolved, d.GroupsProblem)
+	}
+	return slices.Contains(d.Groups, group), nil
+}
+
+// HasRole reports whether the user has role in the application.
+func (d *Directory) HasRole(role string) bool { return d != nil && slices.Contains(d.Roles, role) }
 
 // SAMLInfo is what a SAML assertion says beyond the normalized fields.
 type SAMLInfo struct {
@@ -182,6 +260,7 @@ func identityFrom(p *providers.Identity) *Identity {
 		ACR:           p.ACR,
 		AMR:           p.AMR,
 		AuthTime:      p.AuthTime,
+		Directory:     (*Directory)(p.Directory),
 	}
 }
 
@@ -206,5 +285,6 @@ func (id *Identity) strategyIdentity() *providers.Identity {
 		ACR:           id.ACR,
 		AMR:           id.AMR,
 		AuthTime:      id.AuthTime,
+		Directory:     (*providers.Directory)(id.Directory),
 	}
 }

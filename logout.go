@@ -135,7 +135,12 @@ type LogoutEvent struct {
 	NameIDFormat string
 	// IdP is the entity ID of the SAML IdP that sent the logout: in a
 	// federation, Subject is a user of that IdP.
-	IdP     string
+	IdP string
+	// Issuer is the OpenID Connect issuer that sent the logout, as the
+	// sign-in's Tokens.Issuer recorded it: where it varies (Entra ID's
+	// multi-tenant authorities, an OpenID Federation's providers),
+	// Subject is a user of that issuer. Match sessions by both.
+	Issuer  string
 	Channel LogoutChannel
 }
 
@@ -501,7 +506,7 @@ func (a *Auth) serveFrontchannel(w http.ResponseWriter, r *http.Request, m mount
 // providerLogout hands a verified logout to the host.
 func (a *Auth) providerLogout(ctx context.Context, m mount, ev providers.LogoutEvent, ch LogoutChannel) *Error {
 	err := a.logout.OnProviderLogout(ctx, LogoutEvent{Tenant: m.tenant, Provider: Provider(m.name), Subject: ev.Subject,
-		Session: ev.Session, NameIDFormat: ev.NameIDFormat, Channel: ch})
+		Session: ev.Session, NameIDFormat: ev.NameIDFormat, Issuer: ev.Issuer, Channel: ch})
 	if err != nil {
 		return &Error{Code: CodeProviderUnavailable, Provider: m.name, Message: "the application could not end the sessions", Err: err}
 	}

@@ -153,7 +153,7 @@ func TestOIDCRPInitiatedLogout(t *testing.T) {
 		t.Errorf("the OP still holds sessions %v", got)
 	}
 	events, done := l.seen()
-	if len(events) != 1 || events[0] != (extauth.LogoutEvent{Provider: extauth.OIDC, Subject: id.UID, Session: id.SessionID, Channel: extauth.LogoutBackChannel}) {
+	if len(events) != 1 || events[0] != (extauth.LogoutEvent{Provider: extauth.OIDC, Subject: id.UID, Session: id.SessionID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutBackChannel}) {
 		t.Errorf("back-channel events %+v", events)
 	}
 	if len(done) != 1 || done[0] != nil {
@@ -197,7 +197,12 @@ func TestOIDCPostLogoutStateChecked(t *testing.T) {
 		{"the browser's own state", func(_ *testing.T, _ *oidcApp, b *harness.Browser, s string) (*harness.Browser, string) { return b, s }, true},
 		{"no state", func(_ *testing.T, _ *oidcApp, b *harness.Browser, _ string) (*harness.Browser, string) { return b, "" }, false},
 		{"another state", func(_ *testing.T, _ *oidcApp, b *harness.Browser, s string) (*harness.Browser, string) {
-			return b, s[:len(s)-2] + "AA"
+			// Another last character than the state's own, whatever it is.
+			last := "A"
+			if strings.HasSuffix(s, last) {
+				last = "B"
+			}
+			return b, s[:len(s)-1] + last
 		}, false},
 		{"another browser", func(t *testing.T, _ *oidcApp, _ *harness.Browser, s string) (*harness.Browser, string) {
 			return harness.NewBrowser(t).NoFollow(), s
@@ -347,9 +352,9 @@ func TestOIDCBackchannelLogout(t *testing.T) {
 	}
 	events, _ := l.seen()
 	want := []extauth.LogoutEvent{
-		{Provider: extauth.OIDC, Subject: id.UID, Session: id.SessionID, Channel: extauth.LogoutBackChannel},
-		{Provider: extauth.OIDC, Subject: id.UID, Channel: extauth.LogoutBackChannel},
-		{Provider: extauth.OIDC, Session: id.SessionID, Channel: extauth.LogoutBackChannel},
+		{Provider: extauth.OIDC, Subject: id.UID, Session: id.SessionID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutBackChannel},
+		{Provider: extauth.OIDC, Subject: id.UID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutBackChannel},
+		{Provider: extauth.OIDC, Session: id.SessionID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutBackChannel},
 	}
 	if len(events) != len(want) {
 		t.Fatalf("events %+v", events)
@@ -480,7 +485,7 @@ func TestOIDCFrontchannelLogout(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Cache-Control"), "no-store") {
 		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, resp.Body)
 	}
-	if events, _ := l.seen(); len(events) != 1 || events[0] != (extauth.LogoutEvent{Provider: extauth.OIDC, Session: id.SessionID, Channel: extauth.LogoutFrontChannel}) {
+	if events, _ := l.seen(); len(events) != 1 || events[0] != (extauth.LogoutEvent{Provider: extauth.OIDC, Session: id.SessionID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutFrontChannel}) {
 		t.Errorf("events %+v", events)
 	}
 	base := a.URL + "/users/auth/oidc/frontchannel_logout?"
@@ -580,7 +585,7 @@ func TestTenantBackchannelLogout(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := extauth.LogoutEvent{Tenant: "acme", Provider: extauth.OIDC, Subject: sub, Session: sids[0], Channel: extauth.LogoutBackChannel}
+	want := extauth.LogoutEvent{Tenant: "acme", Provider: extauth.OIDC, Subject: sub, Session: sids[0], Issuer: ta.OP.Issuer(), Channel: extauth.LogoutBackChannel}
 	if len(events) != 1 || events[0] != want {
 		t.Errorf("events %+v, want %+v", events, want)
 	}

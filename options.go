@@ -53,7 +53,8 @@ type SignInOptions struct {
 	// a step-up of this user's session, not a sign-in of whoever the
 	// provider's session holds. The account is its tenant, provider and
 	// UID, and who asserted it: in a federation the IdP
-	// (Account.SAML.IdP, which is then required and becomes IdP), the
+	// (Account.SAML.IdP, or an OpenID Federation provider's
+	// Account.Tokens.Issuer, which is then required and becomes IdP), the
 	// issuer where Account.Tokens names one. Another account, or the same
 	// UID from another IdP or issuer, is refused with access_denied. It
 	// needs no option to be allowed.
@@ -135,9 +136,13 @@ func (a *Auth) startForm(st *site, name string, o SignInOptions) (action string,
 		acct := identityIdP(o.Account.SAML)
 		party := assertingParty(acct, o.Account.Tokens.Issuer)
 		if chooses {
+			if acct == "" {
+				// An OpenID Federation's provider is its issuer.
+				acct = o.Account.Tokens.Issuer
+			}
 			switch {
 			case acct == "":
-				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "cannot be the account's: it does not say which IdP of the federation asserted it (Identity.SAML.IdP); keep the whole Identity with the session"})
+				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "cannot be the account's: it does not say which provider of the federation asserted it (Identity.SAML.IdP, or Identity.Tokens.Issuer); keep the whole Identity with the session"})
 			case idp != "" && idp != acct:
 				return "", nil, fmt.Errorf("extauth: %s: %w", name, &optionError{"IdP", "is not the IdP that asserted the account"})
 			}
@@ -334,7 +339,7 @@ func (a *Auth) startOptions(r *http.Request, m mount, tx *providers.Transaction)
 		case !ok:
 			return &Error{Code: CodeInvalidResponse, Provider: m.name, Message: "this step-up is not valid; please start again",
 				Err: errors.New("the step-up account field does not open for this provider")}
-		case choosesIdP(m.s) && party != "idp "+tx.IdP:
+		case choosesIdP(m.s) && party != "idp "+tx.IdP && party != "iss "+tx.IdP:
 			// In a federation the account is an IdP's: a step-up
 			// started at another IdP, which the user may pick on the
 			// discovery page, cannot be of it.

@@ -370,6 +370,11 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		chooser = nil
 	}
 	idp := ""
+	if chooser != nil && r.Form.Get("idp") == "" && len(r.Form["op"]) > 0 {
+		// An OpenID Federation's providers are chosen by op, as SAML
+		// federations' IdPs by idp; the rest of the start reads idp.
+		r.Form["idp"], r.Form["op"] = r.Form["op"], nil
+	}
 	if len(r.Form["idp"]) > 1 {
 		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "the identity provider is named more than once", Err: errors.New("the start request has more than one idp field")})

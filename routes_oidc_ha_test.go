@@ -251,6 +251,26 @@ func TestOIDCHighAssuranceVariants(t *testing.T) {
 				t.Errorf("UserInfo asked %d times, identity %+v", a.OP.Hits(oidcop.UserInfo), id)
 			}
 		}},
+		// Keycloak picks a client's encryption key by its alg: the JWKS
+		// route publishes one entry per algorithm registered.
+		{"a provider that picks the encryption key by alg, as Keycloak does: RSA-OAEP for ID tokens, RSA-OAEP-256 for UserInfo", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+			c.EncryptionKeyByAlg = true
+			c.SparseIDToken = true
+			c.IDTokenEncryption = oidcop.Encryption{Alg: "RSA-OAEP", Enc: "A256GCM"}
+			c.UserInfoEncryption = oidcop.Encryption{Alg: "RSA-OAEP-256", Enc: "A128GCM"}
+			s.IDTokenEncryptedResponseAlg, s.IDTokenEncryptedResponseEnc = "RSA-OAEP", "A256GCM"
+			s.UserInfoEncryptedResponseAlg, s.UserInfoEncryptedResponseEnc = "RSA-OAEP-256", "A128GCM"
+		}, func(t *testing.T, a *oidcApp) {
+			if id := a.identities()[0]; a.OP.Hits(oidcop.UserInfo) != 1 || id.Email != oidcop.DemoUsers()[0].Email {
+				t.Errorf("UserInfo asked %d times, identity %+v", a.OP.Hits(oidcop.UserInfo), id)
+			}
+		}},
+		{"a provider that picks the encryption key by alg, EC key, ECDH-ES+A256KW", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
+			c.EncryptionKeyByAlg = true
+			c.IDTokenEncryption = oidcop.Encryption{Alg: "ECDH-ES+A256KW", Enc: "A256GCM"}
+			s.PrivateKey = extauth.NewSecret(ec.pem)
+			s.IDTokenEncryptedResponseAlg, s.IDTokenEncryptedResponseEnc = "ECDH-ES+A256KW", "A256GCM"
+		}, nil},
 		{"client_secret_jwt", func(c *oidcop.Config, s *extauth.OIDCAdditionalSettings) {
 			c.AuthMethod, c.ClientSecret = "client_secret_jwt", longSecret
 			s.ClientAuthMethod = "client_secret_jwt"
@@ -679,3 +699,44 @@ func TestOIDCJWKSRoutePerTenant(t *testing.T) {
 		}
 	}
 }
+
+// A provider that refuses to revoke one of the tokens (Keycloak refuses a
+// confidential client's DPoP-bound refresh token) still has the other
+// revoked, and RevokeTokens reports the refusal.
+func TestOIDCRevokeTriesEachToken(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{
+		config: func(c *extauth.Config) { c.OIDC.Additional.Scope = "openid email profile offline_access" },
+		opts: func(o *extauth.Options) {
+			o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if strings.HasSuffix(r.URL.Path, "/revoke") {
+					body, _ := io.ReadAll(r.Body)
+					if form, _ := url.ParseQuery(string(body)); form.Get("token_type_hint") == "refresh_token" {
+						return &http.Response{StatusCode: http.StatusBadRequest, Header: http.Header{"Content-Type": {"application/json"}},
+							Body: io.NopCloser(strings.NewReader(`{"error":"invalid_token"}`)), Request: r}, nil
+					}
+					r.Body = io.NopCloser(bytes.NewReader(body))
+				}
+				return http.DefaultTransport.RoundTrip(r)
+			})}
+		},
+	})
+	if resp := a.signIn(t); resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d %q\n%s", resp.StatusCode, resp.Body, a.Logs)
+	}
+	id := a.identities()[0]
+	if id.Tokens.RefreshToken == "" {
+		t.Fatal("no refresh token")
+	}
+	err := a.Auth.RevokeTokens(context.Background(), id)
+	if !errors.Is(err, &extauth.Error{Code: extauth.CodeInvalidResponse}) || !strings.Contains(err.Error(), "invalid_token") {
+		t.Errorf("a refused refresh token's revocation: %v", err)
+	}
+	if n := a.OP.Revoked(); n != 1 {
+		t.Errorf("%d tokens revoked, want the access token", n)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

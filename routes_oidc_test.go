@@ -1,6 +1,7 @@
 package extauth_test
 
 import (
+	"context"
 	"crypto"
 	"errors"
 	"io"
@@ -596,6 +597,49 @@ func TestOIDCTokenEndpointFailures(t *testing.T) {
 				t.Errorf("took %s", d)
 			}
 		})
+	}
+}
+
+// TestOIDCTokenEndpointRefusalDiagnosed: when the token endpoint refuses
+// a grant, the log names the step and what the provider answered, its
+// error and its error_description, bounded and with what it echoed of
+// the request (the code, the refresh token) and its line break taken
+// out; the user's page shows extauth's fixed message, never the
+// provider's words.
+func TestOIDCTokenEndpointRefusalDiagnosed(t *testing.T) {
+	a := newOIDCApp(t, oidcSetup{config: func(c *extauth.Config) {
+		c.OIDC.Additional.Scope = "openid email profile offline_access"
+	}})
+	b := harness.NewBrowser(t).NoFollow()
+	if resp := b.Get(a.callbackURL(b, "oidc")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-in: %d %s", resp.StatusCode, resp.Body)
+	}
+	id := a.identities()[0]
+	a.OP.SetFaults(oidcop.TokenRefused)
+
+	b = harness.NewBrowser(t).NoFollow()
+	cb := a.callbackURL(b, "oidc")
+	code := mustURL(cb).Query().Get("code")
+	page := b.Get(cb)
+	wantCode(t, page, http.StatusBadRequest, "invalid_response")
+	if !strings.Contains(page.Body, "the provider refused the authorization code") || strings.Contains(page.Body, "Invalid grant") {
+		t.Errorf("the page does not say what the step was, or quotes the provider:\n%s", page.Body)
+	}
+	want := `err="token request (authorization code): HTTP 400 error=\"invalid_request\" error_description=\"Invalid grant [redacted]:?see the provider's log\""`
+	if logs := a.Logs.String(); !strings.Contains(logs, want) || strings.Contains(logs, code) {
+		t.Errorf("the log does not say what the provider answered (or holds the code):\n%s\nwant %s", logs, want)
+	}
+
+	stale := *id
+	stale.Tokens.Expiry = time.Now().Add(-time.Hour)
+	ts, err := a.Auth.TokenSource(context.Background(), &stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ts.Token()
+	want = `token request (refresh): HTTP 400 error="invalid_request" error_description="Invalid grant [redacted]:?see the provider's log"`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), id.Tokens.RefreshToken) {
+		t.Errorf("refresh: %v, want %s", err, want)
 	}
 }
 

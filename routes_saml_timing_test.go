@@ -7,6 +7,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ import (
 // must be indistinguishable in status, body, code, message, logged cause
 // and time, at 64 KiB and at the largest ciphertext the SP accepts, for
 // AES-CBC and 3DES. The two kinds alternate in random order, after a
-// warm-up, and the medians of 40 callbacks each must be within 1.1x. The
+// warm-up, and the median of 40 rounds' ratios must be within 1.1x. The
 // time is the CPU time of the callback's handler (cbcApp.post), which a
 // loaded machine does not stretch as it does wall-clock time; a measurement
 // that fails the ratio is made again, twice at most, and a real oracle
@@ -105,9 +106,19 @@ func TestSAMLCBCPaddingOracleClosed(t *testing.T) {
 				if first.status != http.StatusBadRequest || !strings.Contains(first.body, "could not be decrypted") {
 					t.Fatalf("answer %d %s", first.status, first.body)
 				}
+				// Each round's two times are taken side by side, so their
+				// ratio cancels what a loaded machine changes slowly (the
+				// other core's work, the caches, the clock): the median of
+				// the rounds' ratios, as the benchmarks compare.
+				ratios := make([]float64, len(times[0]))
+				for i := range ratios {
+					ratios[i] = float64(times[0][i]) / float64(times[1][i])
+				}
+				slices.Sort(ratios)
+				r := ratios[len(ratios)/2]
+				ratio = max(r, 1/r)
 				m0, m1 := loadtest.Median(times[0]), loadtest.Median(times[1])
-				ratio = float64(max(m0, m1)) / float64(min(m0, m1))
-				t.Logf("attempt %d: median %s %v, %s %v: ratio %.2f", attempt, kinds[0].name, m0, kinds[1].name, m1, ratio)
+				t.Logf("attempt %d: median %s %v, %s %v: median of the rounds' ratios %.2f", attempt, kinds[0].name, m0, kinds[1].name, m1, ratio)
 				if ratio <= maxRatio {
 					return
 				}

@@ -50,7 +50,9 @@
 // oidcop (oidc, and search_oauth2 with GoogleClaims), wpoauth
 // (blog_oauth2) and samlidp (saml), and forge is a GitHub-style OAuth 2
 // provider for goth's github provider, each an http.Handler to serve as a
-// test likes.
+// test likes. enterprise has the oidc presets' providers as organisations
+// deploy them: Microsoft Entra ID with Microsoft Graph, Okta, Auth0 and
+// Google Workspace.
 //
 // What a sign-in leaves at a fake (a code, a token, a session, a consent
 // page waiting, a nonce) is kept until it expires, and at most 20 000 of

@@ -137,3 +137,27 @@ func ExampleStartProviders_tenant() {
 	fmt.Println(a.TenantReady(ctx, "city-a"))
 	// Output: <nil>
 }
+
+// A whole OpenID Federation, offline: the application signs in at its OP
+// by automatic registration.
+func ExampleNewFederation() {
+	testFederationSignIn := func(t *testing.T) {
+		var fed *extauthtest.Federation
+		srv := extauthtest.Serve(t, func(base string) http.Handler {
+			fed = extauthtest.NewFederation(t, base, extauthtest.FederationOptions{})
+			auth, err := extauth.New(fed.Config(), extauth.Options{BaseURL: base, CookieKey: make([]byte, 32),
+				OnSuccess: func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) { fmt.Fprint(w, id.Email) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mux := http.NewServeMux()
+			auth.Mount(mux)
+			return mux
+		})
+		page := extauthtest.NewBrowser(t).Post(srv.URL+"/users/auth/oidc", nil)
+		if page.Body != "alice@example.org" || fed.OP.LastAuthorizeQuery().Get("client_id") != srv.URL+"/users/auth/oidc" {
+			t.Fatalf("%d %s", page.StatusCode, page.Body)
+		}
+	}
+	_ = testFederationSignIn
+}

@@ -227,7 +227,7 @@ oidc_additional_settings:
 		t.Fatalf("logout ended at %s (%d): %s\nlogs:\n%s", resp.URL, resp.StatusCode, resp.Body, logs.String())
 	}
 	mu.Lock()
-	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: "alice", Session: id.SessionID, Channel: extauth.LogoutBackChannel}
+	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: "alice", Session: id.SessionID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutBackChannel}
 	if len(events) != 1 || events[0] != want {
 		t.Errorf("back-channel logouts %+v, want [%+v]\nlogs:\n%s", events, want, logs.String())
 	}

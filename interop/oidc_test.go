@@ -359,7 +359,7 @@ func TestOIDCProviderLogoutAndRefresh(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: "alice", Session: id.SessionID, Channel: extauth.LogoutBackChannel}
+	want := extauth.LogoutEvent{Provider: extauth.OIDC, Subject: "alice", Session: id.SessionID, Issuer: id.Tokens.Issuer, Channel: extauth.LogoutBackChannel}
 	if len(events) != 1 || events[0] != want {
 		t.Errorf("back-channel logouts %+v, want [%+v]\nlogs:\n%s", events, want, logs.String())
 	}

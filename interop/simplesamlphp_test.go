@@ -59,6 +59,22 @@ type simpleSAMLphp struct {
 
 	mu  sync.Mutex
 	sps map[string]map[string]any // saml20-sp-remote entries by entity ID
+	// opts are what startSimpleSAMLphpWith was given.
+	opts sspOptions
+}
+
+// sspOptions change how startSimpleSAMLphpWith runs SimpleSAMLphp.
+type sspOptions struct {
+	// PublicURL, when set, is where SimpleSAMLphp is reached (its
+	// baseurlpath, and so its entity ID and endpoints): a front, such as a
+	// TLS server, that Forward tells the address of php -S once it
+	// listens. Client then reads its metadata.
+	PublicURL string
+	Forward   func(phpURL string)
+	Client    *http.Client
+	// Config and Hosted are added to config.php's and to the hosted IdP's
+	// metadata settings.
+	Config, Hosted map[string]any
 }
 
 // MetadataURL is where the IdP publishes its metadata; its entity ID too.
@@ -71,13 +87,19 @@ func (s *simpleSAMLphp) MetadataURL() string { return s.URL + "/saml2/idp/metada
 // printed.
 func startSimpleSAMLphp(t *testing.T, idpKeys pair) *simpleSAMLphp {
 	t.Helper()
+	return startSimpleSAMLphpWith(t, idpKeys, sspOptions{})
+}
+
+// startSimpleSAMLphpWith is startSimpleSAMLphp with opts.
+func startSimpleSAMLphpWith(t *testing.T, idpKeys pair, opts sspOptions) *simpleSAMLphp {
+	t.Helper()
 	if _, err := os.Stat(filepath.Join(sspWWW, "saml2", "idp", "SSOService.php")); err != nil {
 		t.Fatalf("SimpleSAMLphp is not installed (apt-get install simplesamlphp php-cli php-xml): %v", err)
 	}
 	if _, err := exec.LookPath("php"); err != nil {
 		t.Fatalf("php is not installed (apt-get install php-cli): %v", err)
 	}
-	s := &simpleSAMLphp{dir: t.TempDir(), sps: map[string]map[string]any{}}
+	s := &simpleSAMLphp{dir: t.TempDir(), sps: map[string]map[string]any{}, opts: opts}
 	for _, d := range []string{"config", "metadata", "log", "tmp", "sessions"} {
 		if err := os.Mkdir(filepath.Join(s.dir, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -113,12 +135,16 @@ foreach (json_decode(file_get_contents(__DIR__ . '/saml20-sp-remote.json'), true
 			},
 		},
 	})
-	s.writeJSON(t, "metadata/saml20-idp-hosted.json", map[string]any{
+	hosted := map[string]any{
 		"host":        "__DEFAULT__",
 		"privatekey":  idpKeys.keyPath,
 		"certificate": idpKeys.certPath,
 		"auth":        "example-userpass",
-	})
+	}
+	for k, v := range opts.Hosted {
+		hosted[k] = v
+	}
+	s.writeJSON(t, "metadata/saml20-idp-hosted.json", hosted)
 
 	var stderr *lockedBuffer
 	var cmd *exec.Cmd
@@ -162,8 +188,13 @@ foreach (json_decode(file_get_contents(__DIR__ . '/saml20-sp-remote.json'), true
 			t.Fatalf("php -S did not start: %v", err)
 		}
 	}
+	client := http.DefaultClient
+	if opts.PublicURL != "" {
+		opts.Forward(s.URL)
+		s.URL, client = opts.PublicURL, opts.Client
+	}
 	// The IdP must answer its metadata before any SP is pointed at it.
-	resp, err := http.Get(s.MetadataURL())
+	resp, err := client.Get(s.MetadataURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +210,12 @@ foreach (json_decode(file_get_contents(__DIR__ . '/saml20-sp-remote.json'), true
 func (s *simpleSAMLphp) writeConfig(t *testing.T) {
 	t.Helper()
 	dir := func(d string) string { return filepath.Join(s.dir, d) + "/" }
-	s.writeJSON(t, "config/config.json", map[string]any{
-		"baseurlpath":                 s.URL + "/",
+	base := s.URL
+	if s.opts.PublicURL != "" {
+		base = s.opts.PublicURL
+	}
+	config := map[string]any{
+		"baseurlpath":                 base + "/",
 		"certdir":                     s.dir + "/",
 		"loggingdir":                  dir("log"),
 		"datadir":                     dir("tmp"),
@@ -207,7 +242,11 @@ func (s *simpleSAMLphp) writeConfig(t *testing.T) {
 		"errorreporting": false,
 		"production":     true,
 		"timezone":       "UTC",
-	})
+	}
+	for k, v := range s.opts.Config {
+		config[k] = v
+	}
+	s.writeJSON(t, "config/config.json", config)
 }
 
 // trustSP registers the SP whose metadata our route serves at mdURL, with
@@ -326,12 +365,15 @@ func waitStarted(out *lockedBuffer, port string, exited <-chan error) error {
 	return nil
 }
 
-// sspApp is our app, configured for SimpleSAMLphp, recording what its hooks
-// see.
+// sspApp is our app, configured for a SAML IdP (SimpleSAMLphp, Keycloak),
+// recording what its hooks see.
 type sspApp struct {
-	URL     string
-	t       *testing.T
-	idp     *simpleSAMLphp
+	URL string
+	t   *testing.T
+	// metadataURL is the IdP's metadata.
+	metadataURL string
+	// logs, when set, receives the application's log.
+	logs    *lockedBuffer
 	handler atomic.Pointer[http.Handler]
 
 	mu         sync.Mutex
@@ -341,6 +383,8 @@ type sspApp struct {
 	idpLogouts []samlsp.LogoutSession
 	// edit, when set, adjusts the configuration configure deploys.
 	edit func(*extauth.Config)
+	// client, when set, is the application's Options.HTTPClient.
+	client *http.Client
 }
 
 func (a *sspApp) failureList() []*extauth.Error {
@@ -374,7 +418,17 @@ func (a *sspApp) last() *extauth.Identity {
 // pair (nil: none), signing its LogoutRequests when signLogout is set.
 func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) *sspApp {
 	t.Helper()
-	a := &sspApp{t: t, idp: idp}
+	a := serveSSPApp(t)
+	a.metadataURL = idp.MetadataURL()
+	a.configure(keys, nil, nil, signLogout)
+	return a
+}
+
+// serveSSPApp starts the server of an app that configure deploys later,
+// answering 503 until then: the IdP may need its URL first.
+func serveSSPApp(t *testing.T) *sspApp {
+	t.Helper()
+	a := &sspApp{t: t}
 	srv := harness.Serve(t, func(string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if h := a.handler.Load(); h != nil {
@@ -385,7 +439,6 @@ func startSSPApp(t *testing.T, idp *simpleSAMLphp, keys *pair, signLogout bool) 
 		})
 	})
 	a.URL = srv.URL
-	a.configure(keys, nil, nil, signLogout)
 	return a
 }
 
@@ -398,7 +451,7 @@ func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	t.Helper()
 	cfg := &extauth.Config{SAML: extauth.SAMLConfig{
 		SPEntityID:     a.URL + "/saml",
-		IdPMetadataURL: a.idp.MetadataURL(),
+		IdPMetadataURL: a.metadataURL,
 	}}
 	if keys != nil {
 		cfg.SAML.Additional.Certificate = keys.certPEM
@@ -416,8 +469,12 @@ func (a *sspApp) configure(keys, next, old *pair, signLogout bool) {
 	if a.edit != nil {
 		a.edit(cfg)
 	}
+	logger := slog.New(slog.DiscardHandler)
+	if a.logs != nil {
+		logger = slog.New(slog.NewTextHandler(a.logs, nil))
+	}
 	opts := extauth.Options{BaseURL: a.URL, CookieKey: bytes.Repeat([]byte{7}, 32),
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: logger, HTTPClient: a.client,
 		OnFailure: func(w http.ResponseWriter, _ *http.Request, err *extauth.Error) {
 			a.mu.Lock()
 			a.failures = append(a.failures, err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 )
 
 // Code is a stable, machine-readable reason why a sign-in failed. Codes are
@@ -124,4 +126,62 @@ func AsError(err error, provider string, fallback Code) *Error {
 // Errorf is NewError with a formatted cause.
 func Errorf(code Code, message, format string, args ...any) *Error {
 	return &Error{Code: code, Message: message, Err: fmt.Errorf(format, args...)}
+}
+
+// maxDescription bounds what an error's cause keeps of a provider's
+// error_description.
+const maxDescription = 200
+
+// tokenLike finds runs of characters that could be a code, a token, a key
+// or a session ID, which a provider's error_description may echo.
+var tokenLike = regexp.MustCompile(`[A-Za-z0-9._~+/=-]{20,}`)
+
+// describe returns a provider's error_description as an error's cause may
+// keep it, for the log (never for the user's page, which shows Message
+// alone): each value of sent (what the request carried: secrets, codes,
+// tokens) and each run of 20 or more characters with a digit that could
+// be one replaced by [redacted], each character outside printable ASCII
+// by '?', and cut to maxDescription bytes.
+func describe(desc string, sent ...string) string {
+	for _, v := range sent {
+		if len(v) >= 4 {
+			desc = strings.ReplaceAll(desc, v, "[redacted]")
+		}
+	}
+	desc = tokenLike.ReplaceAllStringFunc(desc, func(run string) string {
+		if strings.ContainsAny(run, "0123456789") {
+			return "[redacted]"
+		}
+		return run
+	})
+	var b strings.Builder
+	for _, r := range desc {
+		if b.Len() >= maxDescription {
+			b.WriteString("...")
+			break
+		}
+		if r < 0x20 || r > 0x7e {
+			r = '?'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// providerAnswer formats what a provider answered an endpoint's request
+// with, for an error's cause: step, the status (0: none, a redirect), the
+// OAuth error code and, when there is one, the error_description through
+// describe.
+func providerAnswer(step string, status int, code, desc string, sent ...string) error {
+	var b strings.Builder
+	b.WriteString(step)
+	b.WriteString(":")
+	if status != 0 {
+		fmt.Fprintf(&b, " HTTP %d", status)
+	}
+	fmt.Fprintf(&b, " error=%.64q", code)
+	if desc != "" {
+		fmt.Fprintf(&b, " error_description=%q", describe(desc, sent...))
+	}
+	return errors.New(b.String())
 }

@@ -266,8 +266,9 @@ func gothError(err error, step string) *Error {
 		if re.Response != nil {
 			status = re.Response.StatusCode
 		}
-		// Only the status and the OAuth error code: the body may echo input.
-		cause := fmt.Errorf("HTTP %d, error %.64q", status, re.ErrorCode)
+		// Only the status, the OAuth error code and the description
+		// through describe: the body may echo input.
+		cause := providerAnswer(step, status, re.ErrorCode, re.ErrorDescription)
 		switch {
 		case status >= 500 || re.ErrorCode == "server_error" || re.ErrorCode == "temporarily_unavailable":
 			return NewError(CodeProviderUnavailable, step+": provider failed", cause)

@@ -47,6 +47,9 @@ type Identity struct {
 	ACR      string    `json:"acr,omitempty"`
 	AMR      []string  `json:"amr,omitempty"`
 	AuthTime time.Time `json:"auth_time,omitzero"`
+	// Directory is what the organisation's directory says of the user
+	// (tenant, groups, roles), for providers that say it.
+	Directory *Directory `json:"directory,omitempty"`
 }
 
 // SAMLInfo is what a SAML assertion says beyond the normalized fields, kept

@@ -69,6 +69,10 @@ type LogoutEvent struct {
 	Session string
 	// NameIDFormat is the SAML NameID's format.
 	NameIDFormat string
+	// Issuer is the OpenID Connect issuer that sent the logout: a
+	// provider whose issuer varies (Entra ID's multi-tenant authorities)
+	// names the user by the pair (Issuer, Subject).
+	Issuer string
 }
 
 // SessionEnder is implemented by strategies whose provider ends its own

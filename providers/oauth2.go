@@ -31,11 +31,11 @@ func responseError(params url.Values) *Error {
 	if code == "" {
 		return nil
 	}
+	cause := providerAnswer("authorization response", 0, code, params.Get("error_description"))
 	if code == "access_denied" {
-		return NewError(CodeAccessDenied, "you did not allow the sign-in", errors.New("provider answered access_denied"))
+		return NewError(CodeAccessDenied, "you did not allow the sign-in", cause)
 	}
-	return NewError(CodeInvalidResponse, "the provider refused the sign-in",
-		fmt.Errorf("provider answered error=%.64q", code))
+	return NewError(CodeInvalidResponse, "the provider refused the sign-in", cause)
 }
 
 // exchange trades an authorization code for tokens with PKCE, through the
@@ -53,21 +53,19 @@ func exchange(ctx context.Context, conf *oauth2.Config, client *http.Client, cod
 		}
 		return tok, nil
 	}
-	return nil, tokenError(err)
+	return nil, tokenError(err, "token request (authorization code)", "the provider refused the authorization code",
+		conf.ClientSecret, code, verifier)
 }
 
-func tokenError(err error) *Error {
-	return tokenErrorRefusing(err, "the provider refused the authorization code")
-}
-
-// tokenErrorRefusing is tokenError with refused as the message of a grant
-// the provider turned down.
-func tokenErrorRefusing(err error, refused string) *Error {
+// tokenError classifies a failed token request, step, with refused as
+// the message of a grant the provider turned down. sent are the values
+// of the request that its answer must not carry into the log.
+func tokenError(err error, step, refused string, sent ...string) *Error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
-		// The body of a token error may echo what we sent; keep only the
-		// standard fields.
-		cause := fmt.Errorf("token endpoint: HTTP %d error=%.64q", re.Response.StatusCode, re.ErrorCode)
+		// The body of a token error may echo what we sent: only the
+		// standard fields are kept, the description through describe.
+		cause := providerAnswer(step, re.Response.StatusCode, re.ErrorCode, re.ErrorDescription, sent...)
 		switch {
 		case re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client" || re.Response.StatusCode == http.StatusUnauthorized:
 			return NewError(CodeInvalidCredentials, "the provider rejected this application's credentials", cause)
@@ -80,7 +78,7 @@ func tokenErrorRefusing(err error, refused string) *Error {
 	if strings.Contains(err.Error(), "oauth2: cannot parse") || strings.Contains(err.Error(), "oauth2: server response missing access_token") {
 		return NewError(CodeInvalidResponse, "the provider's token response is malformed", err)
 	}
-	return TransportError(err, "token exchange")
+	return TransportError(err, step)
 }
 
 // get GETs url through client, with accessToken in the Authorization

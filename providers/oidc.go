@@ -183,6 +183,41 @@ type OIDCOptions struct {
 	// token may be, beyond ClockSkew; default 5 min. Its jti is remembered
 	// for that long, so a replay inside the window is refused too.
 	LogoutTokenMaxAge time.Duration
+
+	// Preset shapes the client for one provider as organisations deploy
+	// it (preset): OIDCPresetEntra, OIDCPresetOkta, OIDCPresetAuth0 or
+	// OIDCPresetGoogleWorkspace, whose doc comments say what each
+	// implies; OIDCConfig.PresetRules lists it.
+	Preset string
+	// Tenants are the Entra ID tenants whose users may sign in through a
+	// multi-tenant authority, common or organizations (tenants): their
+	// tenant IDs, "consumers" for personal Microsoft accounts (common
+	// only), or OIDCAnyTenant alone for every tenant. Required for those
+	// authorities; a one-tenant authority admits its own tenant only.
+	Tenants []string
+	// HostedDomain is the Google Workspace domain whose users may sign in
+	// (hosted_domain), or "*" for any Workspace domain: sent as hd and
+	// checked in the ID token's hd claim. Required by
+	// OIDCPresetGoogleWorkspace.
+	HostedDomain string
+	// GroupsClaim and RolesClaim name the ID token claims read into
+	// Identity.Directory's Groups and Roles (groups_claim, roles_claim):
+	// groups and roles with OIDCPresetEntra, groups with OIDCPresetOkta,
+	// a namespaced claim of your Auth0 Action with OIDCPresetAuth0.
+	GroupsClaim string
+	RolesClaim  string
+	// GroupsOverage says what an Entra ID groups overage becomes
+	// (groups_overage): GroupsOverageGraph (the default),
+	// GroupsOverageGraphTransitive or GroupsOverageReport.
+	GroupsOverage string
+	// GraphURL is Microsoft Graph's base URL (graph_url); the discovery
+	// document's msgraph_host (https://graph.microsoft.com in the public
+	// cloud) when empty. Only the access token's own resource should be
+	// named: the token is sent there.
+	GraphURL string
+	// GraphTimeout bounds the resolution of a groups overage, all its
+	// pages together; default DefaultGraphTimeout.
+	GraphTimeout time.Duration
 }
 
 // OIDCConfig registers extauth as a client of an OpenID Connect provider
@@ -227,7 +262,12 @@ type OIDCConfig struct {
 	// has read it, it becomes TLSCertificate.
 	NextTLSCertificate string
 	NextTLSKey         string `redact:"secret"`
-	Options            OIDCOptions
+	// Federation, when set, makes the client a relying party of an
+	// OpenID Federation: Issuer is then the provider's entity identifier,
+	// whose trust chain replaces its discovery document (see
+	// OIDCFederation).
+	Federation *OIDCFederation
+	Options    OIDCOptions
 }
 
 // OIDC signs users in with an OpenID Connect provider: discovery, the
@@ -262,6 +302,9 @@ type OIDC struct {
 	authParams []oauth2.AuthCodeOption
 	// check runs after the standard ID token checks (search_oauth2's hd).
 	check func(claims *idClaims) error
+	// entra is an Entra ID client's authority and the tenants it admits,
+	// nil without preset entra.
+	entra *entraPolicy
 	// keys are the client's private keys, each of which decrypts: the one
 	// that signs (private_key) first, then the next and the retiring ones
 	// of a rotation.
@@ -284,6 +327,13 @@ type OIDC struct {
 	// authentication (OIDC Core 3.1.2.1); maxAge < 0 when it asks nothing.
 	acrValues []string
 	maxAge    time.Duration
+	// userInfoClaims: the claims parameter asks for UserInfo claims (OIDC
+	// Core 5.5), which only UserInfo answers, as SPID and CIE providers
+	// release attributes.
+	userInfoClaims bool
+
+	// fed is the federation state, nil without one.
+	fed *federation
 
 	disc atomic.Pointer[discovered]
 
@@ -303,7 +353,15 @@ type OIDC struct {
 
 // discovered is what discovery yields, immutable once built.
 type discovered struct {
-	issuer      string
+	// issuer is the discovery document's: the configured one, but for
+	// an Entra ID authority (entra).
+	issuer string
+	// entra is an Entra ID discovery document's issuer, whose tenant
+	// each token's tid names; nil for other providers.
+	entra *entraIssuer
+	// graphHost is the discovery document's msgraph_host (Entra ID), ""
+	// when it names none.
+	graphHost   string
 	oauth       oauth2.Config
 	keys        *keySet
 	userInfoURL string
@@ -355,6 +413,20 @@ func settingsOf(name string) settingNames {
 
 func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 	keys := settingsOf(name)
+	if name != "oidc" && c.Options.Preset != "" {
+		return nil, fmt.Errorf("%s: presets are for the oidc provider only", name)
+	}
+	c.Issuer = presetIssuer(c)
+	if c.Federation != nil {
+		if name != "oidc" {
+			return nil, fmt.Errorf("%s: a federation is for the oidc provider only", name)
+		}
+		f := *c.Federation
+		c.Federation = &f
+		if err := federationDefaults(&c, &c.Options, strings.TrimSuffix(env.CallbackURL, "/callback")); err != nil {
+			return nil, err
+		}
+	}
 	o := c.profileOptions()
 	if name != "oidc" && (o.hasHighAssurance() || c.PrivateKey != "" || c.NextPrivateKey != "" || c.OldPrivateKey != "" || c.TLSCertificate != "" || c.TLSKey != "") {
 		return nil, fmt.Errorf("%s: client assertions, private keys, pushed and signed requests, encryption and DPoP are for the oidc provider only", name)
@@ -463,11 +535,17 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 			s.oldKey = k.key
 		}
 	}
-	if s.jwks, err = jwks(ckeys, s.tlsJWKs()); err != nil {
+	if s.jwks, err = jwks(ckeys, s.tlsJWKs(), encAlgs(o)); err != nil {
 		return nil, err
 	}
 	if name == "oidc" {
 		s.routes = map[string]http.Handler{PurposeJWKS: http.HandlerFunc(s.serveJWKS)}
+	}
+	if c.Federation != nil {
+		if s.fed, err = newFederation(s, c.Federation); err != nil {
+			return nil, err
+		}
+		s.routes[PurposeFederation] = http.HandlerFunc(s.serveEntityConfiguration)
 	}
 	for _, a := range o.TrustedAudiences {
 		s.audiences[a] = true
@@ -481,7 +559,12 @@ func newOIDC(name string, c OIDCConfig, env Env) (*OIDC, error) {
 		}
 		s.authParams = append(s.authParams, oauth2.SetAuthURLParam(k, o.AuthParams[k]))
 	}
+	if err := s.applyPreset(); err != nil {
+		return nil, err
+	}
 	s.acrValues = strings.Fields(o.AuthParams["acr_values"])
+	var claims map[string]json.RawMessage
+	s.userInfoClaims = json.Unmarshal([]byte(o.AuthParams["claims"]), &claims) == nil && claims["userinfo"] != nil
 	if ma, ok := o.AuthParams["max_age"]; ok {
 		s.maxAge, _ = maxAge(ma) // CheckOIDCConfig has held it to the rule
 	}
@@ -535,8 +618,11 @@ func (s *OIDC) Issuer() string { return s.issuer }
 // DisplayName is what people call the provider: Google for Google's
 // issuer, else the host name of the issuer.
 func (s *OIDC) DisplayName() string {
-	if s.issuer == GoogleIssuer {
+	switch {
+	case s.issuer == GoogleIssuer || s.opts.Preset == OIDCPresetGoogleWorkspace:
 		return "Google"
+	case s.opts.Preset == OIDCPresetEntra:
+		return "Microsoft"
 	}
 	return hostName(s.issuer)
 }
@@ -734,12 +820,19 @@ type OIDCDiscovery struct {
 	// authorization responses with (JARM 3).
 	ResponseModes            []string `json:"response_modes_supported"`
 	AuthorizationSigningAlgs []string `json:"authorization_signing_alg_values_supported"`
+	// MSGraphHost is Entra ID's Microsoft Graph host for the cloud the
+	// authority is in (graph.microsoft.com in the public cloud), where a
+	// groups overage is resolved.
+	MSGraphHost string `json:"msgraph_host"`
 }
 
 // fetchDiscovery reads the discovery document and builds a copy from it.
 // The key set of old carries over when the jwks_uri and algorithms are the
 // same, so a refresh does not refetch the keys.
 func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered, error) {
+	if s.fed != nil {
+		return s.fetchFederation(ctx, old)
+	}
 	wellKnown := strings.TrimSuffix(s.issuer, "/") + "/.well-known/openid-configuration"
 	resp, body, err := fetchDocument(telemetry.WithEndpoint(ctx, telemetry.EndpointDiscovery), s.client, wellKnown, "discovery")
 	if err != nil {
@@ -750,14 +843,24 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, NewError(CodeProviderUnavailable, "the provider's discovery document is malformed", fmt.Errorf("discovery: %w", err))
 	}
-	if doc.Issuer != s.issuer {
-		hint := ""
-		if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(s.issuer, "/") {
-			hint = " (they differ only by a trailing slash)"
-		}
+	entra, err := discoveryIssuer(s.issuer, s.entra, doc.Issuer)
+	if err != nil {
 		return nil, NewError(CodeMisconfigured, "the provider's issuer differs from the configured one",
-			fmt.Errorf("discovery at %s names issuer %.200q, configured issuer is %q%s: they must match exactly", wellKnown, doc.Issuer, s.issuer, hint))
+			fmt.Errorf("discovery at %s names issuer %.200q, %w", wellKnown, doc.Issuer, err))
 	}
+	d, err := s.discoveredFrom(&doc, lifetime, nil, old)
+	if err != nil {
+		return nil, err
+	}
+	d.entra = entra
+	return d, nil
+}
+
+// discoveredFrom builds a copy from the provider's metadata, fresh for
+// lifetime: its discovery document, or its resolved metadata in a
+// federation, which may give its keys by value (keys; nil reads
+// jwks_uri).
+func (s *OIDC) discoveredFrom(doc *OIDCDiscovery, lifetime time.Duration, keys *keySet, old *discovered) (*discovered, error) {
 	for _, ep := range []struct{ name, url string }{
 		{"authorization_endpoint", doc.AuthorizationEndpoint},
 		{"token_endpoint", doc.TokenEndpoint},
@@ -767,7 +870,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		{"pushed_authorization_request_endpoint", doc.PAREndpoint},
 		{"revocation_endpoint", doc.RevocationEndpoint},
 	} {
-		if ep.url == "" && ep.name != "authorization_endpoint" && ep.name != "token_endpoint" && ep.name != "jwks_uri" {
+		if ep.url == "" && (ep.name != "authorization_endpoint" && ep.name != "token_endpoint" && ep.name != "jwks_uri" || ep.name == "jwks_uri" && keys != nil) {
 			continue
 		}
 		if err := CheckOIDCEndpoint(ep.url, s.issuer); err != nil {
@@ -781,12 +884,15 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 	if err != nil {
 		return nil, err
 	}
-	keys := newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
-	if old != nil && old.keys.url == keys.url && slices.Equal(old.keys.algs, keys.algs) {
-		keys = old.keys
+	if keys == nil {
+		keys = newKeySet(doc.JWKSURI, s.client, s.now, s.opts.KeyRefreshInterval, algs)
+		if old != nil && old.keys.url == keys.url && slices.Equal(old.keys.algs, keys.algs) {
+			keys = old.keys
+		}
 	}
 	d := &discovered{
-		issuer: s.issuer,
+		issuer:    doc.Issuer,
+		graphHost: graphHost(doc.MSGraphHost),
 		oauth: oauth2.Config{
 			ClientID:     s.clientID,
 			ClientSecret: s.clientSecret,
@@ -808,7 +914,7 @@ func (s *OIDC) fetchDiscovery(ctx context.Context, old *discovered) (*discovered
 		parURL:        doc.PAREndpoint,
 		revocationURL: doc.RevocationEndpoint,
 	}
-	if err := s.register(d, &doc); err != nil {
+	if err := s.register(d, doc); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -1191,11 +1297,13 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	// RFC 9207 2.4: the iss parameter is checked before anything else of
 	// the response, error responses included, so a mix-up never reaches
 	// our token endpoint call.
+	issParam := ""
 	if iss, ok := resp["iss"]; ok {
-		if len(iss) != 1 || iss[0] != d.issuer {
+		if len(iss) != 1 || !d.issuerMatches(iss[0]) {
 			return nil, NewError(CodeInvalidResponse, "the authorization response comes from a different issuer",
 				fmt.Errorf("iss parameter %.200q, expected %q", iss, d.issuer))
 		}
+		issParam = iss[0]
 	} else if d.issRequired {
 		return nil, NewError(CodeInvalidResponse, "the authorization response does not name its issuer",
 			errors.New("iss parameter missing although the provider advertises authorization_response_iss_parameter_supported"))
@@ -1227,6 +1335,11 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 	if err != nil {
 		return nil, err
 	}
+	if issParam != "" && claims.Issuer != issParam {
+		// A multi-tenant issuer: the response named one tenant, the
+		// token another.
+		return nil, idError("issuer %.200q is not the authorization response's (iss %.200q)", claims.Issuer, issParam)
+	}
 	want, err := s.asked(tx)
 	if err != nil {
 		return nil, err
@@ -1241,6 +1354,7 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 		}
 	}
 	id := s.identity(claims, info, tok)
+	id.Directory = s.directory(ctx, d, claims.raw, tok)
 	if key != nil {
 		id.Tokens.DPoPKey = tx.Extra[dpopExtra]
 	}
@@ -1250,13 +1364,16 @@ func (s *OIDC) Complete(ctx context.Context, r *http.Request, tx *Transaction) (
 // needUserInfo reports whether the ID token lacks a claim that a requested
 // scope should have brought: some providers put those in UserInfo only.
 func (s *OIDC) needUserInfo(c *idClaims) bool {
-	return (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
+	return s.userInfoClaims || (c.Email == "" && slices.Contains(s.scopes, oidc.ScopeEmail)) ||
 		(c.Name == "" && slices.Contains(s.scopes, oidc.ScopeProfile))
 }
 
 // idClaims are the claims of a verified ID token that the identity maps,
 // read from the one decoding of its payload.
 type idClaims struct {
+	// Issuer is the token's iss: the provider's issuer, or with Entra
+	// ID's multi-tenant authorities the issuer of the user's tenant.
+	Issuer            string
 	Subject           string
 	SessionID         string
 	Email             string
@@ -1278,6 +1395,7 @@ type idClaims struct {
 func newIDClaims(t *tokenClaims) *idClaims {
 	m := t.raw
 	return &idClaims{
+		Issuer:    t.issuer,
 		Subject:   t.subject,
 		SessionID: t.sid,
 		Email:     str(m, "email"),
@@ -1451,12 +1569,22 @@ func (s *OIDC) identity(c *idClaims, info map[string]any, tok *oauth2.Token) *Id
 			TokenType:    tok.TokenType,
 			Expiry:       tok.Expiry,
 			IDToken:      c.signed,
-			Issuer:       s.issuer,
+			// The token's own issuer, which renewal, step-up and
+			// logout bind to: with Entra ID's multi-tenant authorities,
+			// the user's tenant's.
+			Issuer: c.Issuer,
 		},
 	}
 	if id.Email == "" {
 		id.Email = str(info, "email")
 		id.EmailVerified = id.Email != "" && isTrue(info["email_verified"])
+	}
+	if s.opts.Preset == OIDCPresetEntra {
+		// Entra ID sends no email_verified; its email claim is editable.
+		id.EmailVerified = id.Email != "" && c.Email != "" && entraEmailVerified(c.raw)
+		if id.NickName == "" {
+			id.NickName = entraNickName(c.raw)
+		}
 	}
 	fill := func(dst *string, keys ...string) {
 		for _, k := range keys {

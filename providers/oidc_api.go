@@ -37,7 +37,7 @@ var ErrInsecureAPIURL = errors.New("tokens are sent over https only (plain http 
 // points) and only over https, or plain http to a loopback host. t must
 // be this provider's tokens (t.Issuer), as for TokenSource.
 func (s *OIDC) APIClient(t Tokens, ts oauth2.TokenSource) (*http.Client, error) {
-	if err := issuedBy(t, s.issuer); err != nil {
+	if err := s.ownTokens(s.disc.Load(), t); err != nil {
 		return nil, err
 	}
 	if ts == nil {

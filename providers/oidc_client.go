@@ -86,6 +86,43 @@ type clientKey struct {
 	encKid string
 }
 
+// encEntry is one entry of the encryption half of a key in the client's
+// JWKS: its kid and the key management algorithm it is published for.
+type encEntry struct{ kid, alg string }
+
+// encEntries returns the entries the encryption half of k is published
+// under, one per algorithm in algs (each with its alg, since providers
+// such as Keycloak pick a client's encryption key by algorithm and take
+// an RSA key without alg for an RS256 signing key), the first under
+// encKid and each other under encKid-<alg>, so that a provider that
+// indexes the set by kid keeps them all; a single entry without alg when
+// algs is empty.
+func (k *clientKey) encEntries(algs []string) []encEntry {
+	if len(algs) == 0 {
+		return []encEntry{{kid: k.encKid}}
+	}
+	out := make([]encEntry, len(algs))
+	for i, a := range algs {
+		out[i] = encEntry{kid: k.encKid, alg: a}
+		if i > 0 {
+			out[i].kid = k.encKid + "-" + a
+		}
+	}
+	return out
+}
+
+// encAlgs are the key management algorithms the client registered
+// encryption with, the ID token's first, each once.
+func encAlgs(o OIDCOptions) []string {
+	var out []string
+	for _, a := range []string{o.IDTokenEncryption.Alg, o.UserInfoEncryption.Alg} {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // ParseOIDCPrivateKey parses a client private key from PEM: PKCS #8, or
 // PKCS #1 for RSA, or SEC 1 for EC, unencrypted. The key must be RSA of at
 // least 2048 bits or EC on P-256. The error is fixed text that never
@@ -174,6 +211,18 @@ type OIDCKey struct {
 	// Published lists the halves the JWKS route publishes: "sig", and
 	// "enc" for the key that signs.
 	Published []string
+	// Encryption lists the entries of the key's encryption half in the
+	// JWKS, for the key that signs (empty for the others): one for each
+	// algorithm encryption is registered with (the ID token's first),
+	// the first under EncKID and each other under EncKID-<alg>; one
+	// without an algorithm when none is registered.
+	Encryption []OIDCPublishedKey
+}
+
+// OIDCPublishedKey is an entry of the client's JWKS: its key ID and the
+// algorithm (alg) it is published for, empty for none.
+type OIDCPublishedKey struct {
+	KID, Alg string
 }
 
 // roleKey is a client key with the role its setting gives it.
@@ -234,6 +283,9 @@ func OIDCKeys(c OIDCConfig) ([]OIDCKey, []string, error) {
 		out[i] = OIDCKey{Setting: k.setting, Type: keyType(k.key), KID: k.key.kid, EncKID: k.key.encKid, Signs: k.signs, Published: []string{"sig"}}
 		if k.signs {
 			out[i].Published = append(out[i].Published, "enc")
+			for _, e := range k.key.encEntries(encAlgs(c.profileOptions())) {
+				out[i].Encryption = append(out[i].Encryption, OIDCPublishedKey{KID: e.kid, Alg: e.alg})
+			}
 		}
 	}
 	return out, warnings, nil
@@ -249,14 +301,14 @@ func keyType(k *clientKey) string {
 // jwks builds the client's public key set. Every key is published for
 // signing, under its kid: the next one before it signs anything, the
 // retiring one for what it signed before it retired. The key that signs
-// is also published for encryption, under its encryption kid, and no
-// other: a provider that reads the set encrypts to a key every instance
-// of a rolling deployment holds (the next key is not on all of them yet),
-// and moves off the retiring one, whose private half decrypts what a
-// provider that has not read the set since still sends. The client's TLS
-// certificates, for self_signed_tls_client_auth, come first. Only public
-// halves are in it.
-func jwks(keys []roleKey, certificates []jose.JSONWebKey) ([]byte, error) {
+// is also published for encryption, once for each of algs (encEntries),
+// and no other: a provider that reads the set encrypts to a key every
+// instance of a rolling deployment holds (the next key is not on all of
+// them yet), and moves off the retiring one, whose private half decrypts
+// what a provider that has not read the set since still sends. The
+// client's TLS certificates, for self_signed_tls_client_auth, come first.
+// Only public halves are in it.
+func jwks(keys []roleKey, certificates []jose.JSONWebKey, algs []string) ([]byte, error) {
 	set := jose.JSONWebKeySet{Keys: certificates}
 	if set.Keys == nil {
 		set.Keys = []jose.JSONWebKey{}
@@ -264,7 +316,9 @@ func jwks(keys []roleKey, certificates []jose.JSONWebKey) ([]byte, error) {
 	for _, k := range keys {
 		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.kid, Use: "sig"})
 		if k.signs {
-			set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: k.key.encKid, Use: "enc"})
+			for _, e := range k.key.encEntries(algs) {
+				set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key.priv.Public(), KeyID: e.kid, Algorithm: e.alg, Use: "enc"})
+			}
 		}
 	}
 	return json.Marshal(set)
@@ -272,8 +326,9 @@ func jwks(keys []roleKey, certificates []jose.JSONWebKey) ([]byte, error) {
 
 // JWKS returns the client's public key set (RFC 7517) as the JWKS route
 // serves it: the signing halves of OIDCConfig.PrivateKey, NextPrivateKey
-// and OldPrivateKey, the encryption half of PrivateKey, never a private
-// part. It is {"keys":[]} without keys.
+// and OldPrivateKey, the encryption half of PrivateKey (with the alg of
+// each algorithm encryption is registered with), never a private part.
+// It is {"keys":[]} without keys.
 func (s *OIDC) JWKS() []byte { return slices.Clone(s.jwks) }
 
 // ExtraRoutes serves the oidc strategy's JWKS route, /users/auth/oidc/jwks,
@@ -587,14 +642,16 @@ func (s *OIDC) postForm(ctx context.Context, d *discovered, endpoint string, for
 }
 
 // endpointError classifies an error answer of a provider's endpoint as
-// tokenError does for the token endpoint, keeping only the standard error
-// field of the body, which may echo what we sent.
-func endpointError(status int, body []byte, what, refused string) *Error {
+// tokenError does for the token endpoint, keeping only the standard
+// fields of the body, which may echo what we sent: the error, and the
+// error_description through describe, with sent kept out.
+func endpointError(status int, body []byte, what, refused string, sent ...string) *Error {
 	var e struct {
-		Error string `json:"error"`
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
 	}
 	json.Unmarshal(body, &e)
-	cause := fmt.Errorf("%s: HTTP %d error=%.64q", what, status, e.Error)
+	cause := providerAnswer(what, status, e.Error, e.Description, sent...)
 	switch {
 	case e.Error == "invalid_client" || e.Error == "unauthorized_client" || status == http.StatusUnauthorized:
 		return NewError(CodeInvalidCredentials, "the provider rejected this application's credentials", cause)
@@ -630,6 +687,14 @@ func (s *OIDC) requestObject(d *discovered, params url.Values) (string, error) {
 			claims["max_age"] = n
 		}
 	}
+	// The claims parameter is a JSON object (OIDC Core 5.5), in a request
+	// object as one: SPID and CIE providers read it there.
+	if c, ok := claims["claims"].(string); ok {
+		var obj map[string]any
+		if json.Unmarshal([]byte(c), &obj) == nil {
+			claims["claims"] = obj
+		}
+	}
 	claims["iss"] = s.clientID
 	claims["aud"] = d.issuer
 	claims["nbf"] = s.now().Unix()
@@ -652,7 +717,7 @@ func (s *OIDC) push(ctx context.Context, d *discovered, params url.Values) (stri
 		return "", err
 	}
 	if status != http.StatusCreated && status != http.StatusOK {
-		return "", endpointError(status, body, "pushed authorization request", "the provider refused the pushed authorization request")
+		return "", endpointError(status, body, "pushed authorization request", "the provider refused the pushed authorization request", s.clientSecret)
 	}
 	var pr pushedRequest
 	if err := json.Unmarshal(body, &pr); err != nil || pr.RequestURI == "" {
@@ -708,11 +773,18 @@ var _ Revoker = (*OIDC)(nil)
 // answers 200 also for a token it does not know, so revoking twice is no
 // error.
 func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
-	if err := issuedBy(t, s.issuer); err != nil {
-		return err
+	// Before any request, unless an Entra ID tenant's issuer needs the
+	// discovery document to be told from another's.
+	if s.entra == nil {
+		if err := issuedBy(t, s.issuer); err != nil {
+			return err
+		}
 	}
 	d, err := s.provider(ctx)
 	if err != nil {
+		return err
+	}
+	if err := s.ownTokens(d, t); err != nil {
 		return err
 	}
 	if d.revocationURL == "" {
@@ -727,6 +799,10 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 		return err
 	}
 	ctx = withDPoP(ctx, key)
+	// Each token is revoked on its own: a provider that refuses one
+	// (Keycloak refuses a confidential client's DPoP-bound refresh token)
+	// still revokes the other, and the refusal is the answer.
+	var refused error
 	for _, tok := range []struct{ value, hint string }{{t.RefreshToken, "refresh_token"}, {t.AccessToken, "access_token"}} {
 		if tok.value == "" {
 			continue
@@ -736,9 +812,9 @@ func (s *OIDC) RevokeTokens(ctx context.Context, t Tokens) error {
 		if err != nil {
 			return err
 		}
-		if status != http.StatusOK {
-			return endpointError(status, body, "revocation", "the provider refused to revoke the tokens")
+		if status != http.StatusOK && refused == nil {
+			refused = endpointError(status, body, "revocation", "the provider refused to revoke the tokens", s.clientSecret, tok.value)
 		}
 	}
-	return nil
+	return refused
 }

@@ -8,10 +8,12 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,5 +177,70 @@ func TestOIDCKeyThatIsTheCurrentOneWarned(t *testing.T) {
 		if err != nil || len(keys) != 1 || len(warnings) != 1 || !strings.Contains("extauth: "+warnings[0], c.want) {
 			t.Errorf("OIDCKeys: %+v %q %v", keys, warnings, err)
 		}
+	}
+}
+
+// TestOIDCJWKSEncryptionAlgs: the encryption half of the key that signs is
+// published with the alg of each algorithm encryption is registered with,
+// the ID token's under the encryption kid and UserInfo's, when it
+// differs, under a kid of its own; without encryption, once and without
+// alg. OIDCKeys says the same, and the kids do not depend on anything
+// but the key and the algorithms.
+func TestOIDCJWKSEncryptionAlgs(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for _, tc := range []struct {
+		name              string
+		idToken, userInfo string
+		want              []string // "<kid suffix> <alg>" of the enc entries
+	}{
+		{"no encryption", "", "", []string{"-enc "}},
+		{"ID tokens", "RSA-OAEP-256", "", []string{"-enc RSA-OAEP-256"}},
+		{"UserInfo alone", "", "RSA-OAEP", []string{"-enc RSA-OAEP"}},
+		{"both, one algorithm", "RSA-OAEP-256", "RSA-OAEP-256", []string{"-enc RSA-OAEP-256"}},
+		{"both, two algorithms", "RSA-OAEP-256", "RSA-OAEP", []string{"-enc RSA-OAEP-256", "-enc-RSA-OAEP RSA-OAEP"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := providers.OIDCConfig{ClientID: "app", Issuer: "https://id.example.org", PrivateKey: pkcs8(t, key)}
+			c.Options.AuthMethod = providers.AuthMethodPrivateKeyJWT
+			c.Options.IDTokenEncryption.Alg = tc.idToken
+			c.Options.UserInfoEncryption.Alg = tc.userInfo
+			var sets [2]string
+			for i := range sets {
+				s, err := providers.NewOIDC(c, providers.Env{CallbackURL: "https://app.example/cb", HTTPClient: http.DefaultClient})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sets[i] = string(s.JWKS())
+			}
+			if sets[0] != sets[1] {
+				t.Errorf("two instances publish different sets:\n%s\n%s", sets[0], sets[1])
+			}
+			var set struct {
+				Keys []struct{ Kid, Use, Alg string }
+			}
+			if err := json.Unmarshal([]byte(sets[0]), &set); err != nil {
+				t.Fatal(err)
+			}
+			keys, _, err := providers.OIDCKeys(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kid := keys[0].KID
+			var got, listed []string
+			for _, k := range set.Keys {
+				switch {
+				case k.Use == "sig" && (k.Kid != kid || k.Alg != ""):
+					t.Errorf("signing entry %+v", k)
+				case k.Use == "enc":
+					got = append(got, strings.TrimPrefix(k.Kid, kid)+" "+k.Alg)
+				}
+			}
+			for _, e := range keys[0].Encryption {
+				listed = append(listed, strings.TrimPrefix(e.KID, kid)+" "+e.Alg)
+			}
+			if !slices.Equal(got, tc.want) || !slices.Equal(listed, tc.want) {
+				t.Errorf("encryption entries %q, OIDCKeys %q, want %q\n%s", got, listed, tc.want, sets[0])
+			}
+		})
 	}
 }

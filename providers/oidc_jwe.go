@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,8 @@ func isJWE(raw string) bool { return strings.Count(raw, ".") == 4 }
 // decrypt opens a compact JWE encrypted to one of the client's keys with
 // exactly the registered algorithms (enc), and returns its plaintext: the
 // signed token inside an ID token, or UserInfo's claims. The key is the
-// one the header's kid names, else each of the client's keys in turn, so a
+// one the header's kid names (an entry of its encryption half,
+// encEntries), else each of the client's keys in turn, so a
 // provider that encrypts to NextPrivateKey (it read the set from an instance
 // that promoted it) or still to OldPrivateKey is understood.
 func (s *OIDC) decrypt(raw string, enc OIDCEncryption) ([]byte, error) {
@@ -39,12 +41,12 @@ func (s *OIDC) decrypt(raw string, enc OIDCEncryption) ([]byte, error) {
 		return nil, fmt.Errorf("encrypted with other algorithms than registered (%s, %s): %w", enc.Alg, enc.Enc, err)
 	}
 	kid := jwe.Header.KeyID
-	known := false
-	for _, k := range s.keys {
-		known = known || kid == k.encKid
+	named := func(k *clientKey) bool {
+		return kid == k.encKid || strings.HasPrefix(kid, k.encKid+"-")
 	}
+	known := slices.ContainsFunc(s.keys, named)
 	for _, k := range s.keys {
-		if known && kid != k.encKid {
+		if known && !named(k) {
 			continue
 		}
 		if pt, err := jwe.Decrypt(k.priv); err == nil {

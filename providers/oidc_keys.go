@@ -120,10 +120,28 @@ func (k *keySet) fetch(ctx context.Context, f *keyFetch) {
 }
 
 func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
+	if k.url == "" {
+		// A set given by value (a federation's metadata) has nothing to
+		// fetch: a kid it lacks is unknown.
+		return nil, errUnknownKey
+	}
 	_, body, err := fetchDocument(telemetry.WithEndpoint(ctx, telemetry.EndpointJWKS), k.client, k.url, "key set")
 	if err != nil {
 		return nil, err
 	}
+	return parseKeySet(body)
+}
+
+// newStaticKeySet is a key set given by value, never fetched.
+func newStaticKeySet(keys []jose.JSONWebKey, algs []string) *keySet {
+	k := newKeySet("", nil, time.Now, time.Hour, algs)
+	k.keys, k.loaded = keys, true
+	return k
+}
+
+// parseKeySet reads a JWKS document, keeping the usable public signing
+// keys.
+func parseKeySet(body []byte) ([]jose.JSONWebKey, error) {
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
 	}

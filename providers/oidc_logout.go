@@ -30,11 +30,15 @@ var (
 // post_logout_redirect_uri and state (RP-Initiated Logout 1.0, 2). An ID
 // token issued by another provider is refused rather than handed to this
 // one. Without an end_session_endpoint the error wraps
-// ErrNoProviderLogout.
+// ErrNoProviderLogout, but for Auth0 (OIDCPresetAuth0), whose /v2/logout
+// serves.
 func (s *OIDC) EndSessionURL(ctx context.Context, ls LogoutSession, state, postLogoutRedirectURI string) (string, error) {
 	d, err := s.provider(ctx)
 	if err != nil {
 		return "", err
+	}
+	if d.endSession == "" && s.opts.Preset == OIDCPresetAuth0 && state != "" && postLogoutRedirectURI != "" {
+		return s.auth0Logout(state, postLogoutRedirectURI)
 	}
 	if d.endSession == "" {
 		return "", NewError(CodeMisconfigured, "the provider has no logout endpoint",
@@ -54,7 +58,7 @@ func (s *OIDC) EndSessionURL(ctx context.Context, ls LogoutSession, state, postL
 		hint := s.signedIDToken(ls.IDToken)
 		// The hint is our own sign-in's token; this only stops it being
 		// sent to another provider.
-		if iss := unverifiedClaim(hint, "iss"); iss != d.issuer {
+		if iss := unverifiedClaim(hint, "iss"); !d.issuerMatches(iss) {
 			return "", NewError(CodeMisconfigured, "the ID token to log out with is not this provider's",
 				fmt.Errorf("id_token_hint issued by %.200q, not %q", iss, d.issuer))
 		}
@@ -181,7 +185,7 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 	if !fresh {
 		return LogoutEvent{}, NewError(CodeReplayed, "this logout token was already used", errors.New("logout token: jti replayed"))
 	}
-	return LogoutEvent{Subject: t.subject, Session: t.sid}, nil
+	return LogoutEvent{Subject: t.subject, Session: t.sid, Issuer: t.issuer}, nil
 }
 
 // FrontchannelLogout checks a front-channel logout request (Front-Channel
@@ -189,7 +193,7 @@ func (s *OIDC) BackchannelLogout(ctx context.Context, logoutToken string) (Logou
 // as registering frontchannel_logout_session_required makes the provider
 // send them.
 func (s *OIDC) FrontchannelLogout(_ context.Context, iss, sid string) (LogoutEvent, error) {
-	if iss != s.issuer {
+	if d := s.disc.Load(); iss != s.issuer && (d == nil || !d.issuerMatches(iss)) {
 		return LogoutEvent{}, NewError(CodeInvalidResponse, "the logout request names another provider",
 			fmt.Errorf("front-channel logout: iss %.200q, expected %q", iss, s.issuer))
 	}
@@ -197,5 +201,5 @@ func (s *OIDC) FrontchannelLogout(_ context.Context, iss, sid string) (LogoutEve
 		return LogoutEvent{}, NewError(CodeInvalidResponse, "the logout request names no session",
 			errors.New("front-channel logout: sid missing or too long"))
 	}
-	return LogoutEvent{Session: sid}, nil
+	return LogoutEvent{Session: sid, Issuer: iss}, nil
 }

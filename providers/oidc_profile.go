@@ -30,7 +30,7 @@ var fapiAlgs = []string{"PS256", "ES256", "EdDSA"}
 // makes itself stay, for CheckOIDCConfig to refuse when the profile
 // forbids them.
 func (c OIDCConfig) profileOptions() OIDCOptions {
-	o := c.Options
+	o := presetOptions(c.Options)
 	if o.Profile == "" {
 		return o
 	}

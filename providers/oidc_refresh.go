@@ -23,7 +23,16 @@ var _ Refresher = (*OIDC)(nil)
 // Tokens bound to a DPoP key (t.DPoPKey) are renewed with proofs of that
 // key, and the renewed ones must come back bound to it (token_type DPoP).
 func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth2.TokenSource, error) {
-	if err := issuedBy(t, s.issuer); err != nil {
+	var d *discovered
+	if s.entra != nil && t.Issuer != s.issuer {
+		// Tokens of an Entra ID tenant's issuer are told from others' by
+		// the discovery document's.
+		var err error
+		if d, err = s.provider(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.ownTokens(d, t); err != nil {
 		return nil, err
 	}
 	// The user the renewed ID tokens must name: the identity's, which the
@@ -79,6 +88,10 @@ func (s *OIDC) TokenSource(ctx context.Context, t Tokens, subject string) (oauth
 			c, err := s.verifyID(ctx, d, raw, tok.AccessToken, func(c *tokenClaims) error {
 				if subtle.ConstantTimeCompare([]byte(c.subject), []byte(sub)) != 1 {
 					return fmt.Errorf("the renewed ID token names subject %.200q, the sign-in's %q", c.subject, sub)
+				}
+				// Entra ID's multi-tenant issuers: the tokens' tenant.
+				if c.issuer != t.Issuer {
+					return fmt.Errorf("the renewed ID token's issuer %.200q is not the sign-in's %q", c.issuer, t.Issuer)
 				}
 				return nil
 			})

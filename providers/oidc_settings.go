@@ -263,6 +263,9 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingMaxAge, errMaxAge)
 		}
 	}
+	if c.Federation != nil {
+		needKey("federation")
+	}
 	if c.PrivateKey == "" && len(needers) > 0 {
 		bad(settingPrivateKey, "is missing (%s)", needs(needers))
 	}
@@ -272,6 +275,8 @@ func CheckOIDCConfig(c OIDCConfig) []*OIDCSettingError {
 			bad(settingPrompt, "%s", why)
 		}
 	}
+	ps = append(ps, checkPreset(c, o)...)
+	ps = append(ps, checkFederation(c)...)
 	return append(ps, checkOptionConfig(&o)...)
 }
 

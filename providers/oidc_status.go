@@ -22,3 +22,17 @@ func (s *OIDC) DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time) {
 	}
 	return fetched, nextRefresh, s.failedAt
 }
+
+// TrustChainStatus reports on the provider's trust chain in a federation,
+// for monitoring: when the held chain's earliest exp is (zero while none
+// is held), and whether the strategy is federated at all (then its
+// DiscoveryStatus is the chain's resolution).
+func (s *OIDC) TrustChainStatus() (expires time.Time, federated bool) {
+	if s.fed == nil {
+		return time.Time{}, false
+	}
+	if c := s.fed.resolver.Cached(s.issuer); c != nil {
+		return c.Expires, true
+	}
+	return time.Time{}, true
+}

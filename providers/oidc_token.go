@@ -145,12 +145,8 @@ func (s *OIDC) verifyJWT(ctx context.Context, d *discovered, raw string, r jwtRu
 		return nil, err
 	}
 
-	switch c.issuer {
-	case d.issuer:
-	case "":
-		return nil, errors.New("no issuer (iss)")
-	default:
-		return nil, fmt.Errorf("issued by a different provider: iss %.200q, expected %q", c.issuer, d.issuer)
+	if err := d.verifyIssuer(c); err != nil {
+		return nil, err
 	}
 	if len(c.audience) == 0 {
 		return nil, errors.New("no audience (aud)")

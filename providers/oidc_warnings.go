@@ -17,6 +17,8 @@ var oidcEntries = []string{
 	settingUserInfoEnc, settingMaxAge, settingPrompt, settingDPoP, settingDPoPAlg, settingResponseMode, settingProfile,
 	settingTLSCert, settingTLSKey, settingTLSCertNew, settingTLSKeyNew,
 	OIDCSettingsKey + ".scope", OIDCSettingsKey + ".acr_values", OIDCSettingsKey + ".request_options", OIDCSettingsKey + ".assurance_levels",
+	settingPreset, settingTenants, settingHostedDomain, settingGroupsClaim, settingRolesClaim, settingGroupsOverage, settingGraphURL,
+	settingFederation,
 }
 
 // authRequestParams are the authorization request parameters a provider
@@ -35,7 +37,8 @@ var authRequestParams = []string{
 // profile applied.
 func startupWarnings(c OIDCConfig, o OIDCOptions) []string {
 	var ws []string
-	if o.AssertionAudience == OIDCAudienceTokenEndpoint {
+	// Entra ID requires the token endpoint: preset entra says so itself.
+	if o.AssertionAudience == OIDCAudienceTokenEndpoint && (c.Options.AssertionAudience != "" || o.Preset != OIDCPresetEntra) {
 		ws = append(ws, settingAudience+": "+OIDCAudienceTokenWarning)
 	}
 	if c.ClientSecret != "" && (o.AuthMethod == AuthMethodPrivateKeyJWT || tlsMethod(o.AuthMethod)) {

@@ -56,7 +56,8 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	ctx := context.WithValue(telemetry.WithEndpoint(r.ctx, telemetry.EndpointToken), oauth2.HTTPClient, client)
 	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refreshToken}).Token()
 	if err != nil {
-		return nil, tokenErrorRefusing(err, "the provider refused the refresh token: sign in again")
+		return nil, tokenError(err, "token request (refresh)", "the provider refused the refresh token: sign in again",
+			conf.ClientSecret, r.refreshToken)
 	}
 	if tok.AccessToken == "" {
 		return nil, NewError(CodeInvalidResponse, "the provider sent no access token", fmt.Errorf("refresh: token response without access_token"))

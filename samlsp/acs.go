@@ -77,6 +77,25 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 	if requestID == "" && !sp.opts.AllowIDPInitiated {
 		return nil, invalid("unsolicited SAML responses are not accepted", errors.New("no AuthnRequest ID in the transaction"))
 	}
+	if err := sp.parseForm(r); err != nil {
+		return nil, invalid("the SAML response is too large or malformed", err)
+	}
+	if art, ok, err := artifactParam(r); err != nil {
+		return nil, invalid("the SAML artifact is malformed", err)
+	} else if ok {
+		if len(r.Form["SAMLResponse"]) > 0 {
+			return nil, invalid("the callback carries both an artifact and a response", nil)
+		}
+		if md != nil {
+			// The one IdP: the artifact must be its own.
+			idp = md.entity.EntityID
+		}
+		a, perr := sp.completeArtifact(ctx, art, requestID, idp)
+		if perr != nil {
+			return nil, perr
+		}
+		return sp.finish(ctx, a, tx, requestID)
+	}
 	raw, perr := sp.readResponse(r)
 	if perr != nil {
 		return nil, perr
@@ -100,6 +119,13 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 	if perr != nil {
 		return nil, perr
 	}
+	return sp.finish(ctx, a, tx, requestID)
+}
+
+// finish checks what the sign-in asked of the authentication, makes the
+// assertion and the request single-use, and returns the identity: the end
+// of every binding.
+func (sp *SP) finish(ctx context.Context, a *Assertion, tx *providers.Transaction, requestID string) (*providers.Identity, error) {
 	if err := sp.checkAuthentication(a, tx, sp.env.Now()); err != nil {
 		return nil, err
 	}
@@ -114,12 +140,6 @@ func (sp *SP) Complete(ctx context.Context, r *http.Request, tx *providers.Trans
 func (sp *SP) readResponse(r *http.Request) ([]byte, *providers.Error) {
 	if r.Method != http.MethodPost {
 		return nil, invalid("the SAML response must be POSTed", fmt.Errorf("method %s", r.Method))
-	}
-	if err := sp.parseForm(r); err != nil {
-		return nil, invalid("the SAML response is too large or malformed", err)
-	}
-	if r.Form.Get("SAMLart") != "" {
-		return nil, invalid("the SAML artifact binding is not supported", nil)
 	}
 	vals := r.PostForm["SAMLResponse"]
 	if len(vals) != 1 || vals[0] == "" {
@@ -208,6 +228,14 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	if err != nil {
 		return nil, invalid("the SAML response is not acceptable XML", err)
 	}
+	return sp.checkTree(root, requestID, md, now, false)
+}
+
+// checkTree is check on the parsed response root. envelopeSigned is true
+// when the IdP's verified signature covers the whole response from
+// outside it (an ArtifactResponse's): it then counts as the Response's own
+// signature, and every other check applies unchanged.
+func (sp *SP) checkTree(root *etree.Element, requestID string, md *idpMetadata, now time.Time, envelopeSigned bool) (*Assertion, *providers.Error) {
 	if !is(root, nsProtocol, "Response") {
 		return nil, invalid("the message is not a SAML Response", nil)
 	}
@@ -232,7 +260,7 @@ func (sp *SP) check(raw []byte, requestID string, md *idpMetadata, now time.Time
 	}
 
 	ver := sp.verifier(md)
-	resp, responseSigned := root, false
+	resp, responseSigned := root, envelopeSigned
 	switch v, err := ver.verify(root); {
 	case err == nil:
 		resp, responseSigned = v, true

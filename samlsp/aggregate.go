@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/beevik/etree"
@@ -72,6 +73,10 @@ type aggregate struct {
 	expired int
 	// sigMethod and digestMethod are the algorithms of its signature.
 	sigMethod, digestMethod string
+	// sources indexes idps by artifact source ID, made on first use
+	// (bySource).
+	sourceOnce sync.Once
+	sources    map[[20]byte]*fedIdP
 }
 
 // fedIdP is one IdP of an aggregate, as the index knows it.

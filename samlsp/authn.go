@@ -207,10 +207,18 @@ func newIDs() (id, handle string, err error) {
 	return s[:43], s[43:], nil
 }
 
-// Binding returns the RelayState of the IdP's POST: the handle Begin chose.
+// Binding returns the RelayState of the IdP's answer: the handle Begin
+// chose. The answer is a POST (a response, or an artifact), or a redirect
+// whose query carries an artifact (the HTTP-Artifact binding).
 func (sp *SP) Binding(r *http.Request) string {
 	if err := sp.parseForm(r); err != nil {
 		return ""
+	}
+	if r.Method != http.MethodPost {
+		if len(r.Form["SAMLart"]) == 0 {
+			return ""
+		}
+		return r.Form.Get("RelayState")
 	}
 	return r.PostForm.Get("RelayState")
 }
@@ -242,8 +250,9 @@ type authnTemplate struct {
 }
 
 // newAuthnTemplate writes the AuthnRequest crewjam would make, escaped
-// once, for the SSO endpoint dest.
-func (sp *SP) newAuthnTemplate(dest string) (*authnTemplate, error) {
+// once, for the SSO endpoint dest, asking for the Response by binding
+// (ProtocolBinding).
+func (sp *SP) newAuthnTemplate(dest, binding string) (*authnTemplate, error) {
 	u, err := url.Parse(dest)
 	if err != nil || !u.IsAbs() {
 		return nil, fmt.Errorf("SSO location %q is not an absolute URL", dest)
@@ -257,7 +266,7 @@ func (sp *SP) newAuthnTemplate(dest string) (*authnTemplate, error) {
 	}
 	a("Destination", dest)
 	a("AssertionConsumerServiceURL", sp.acs.String())
-	a("ProtocolBinding", saml.HTTPPostBinding)
+	a("ProtocolBinding", binding)
 	tail.WriteString(`><saml:Issuer Format="urn:oasis:names:tc:SAML:2.0:nameid-format:entity">`)
 	escapeXML(&tail, sp.cfg.SPEntityID)
 	tail.WriteString(`</saml:Issuer><samlp:NameIDPolicy`)

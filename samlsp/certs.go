@@ -35,6 +35,11 @@ const (
 	CertUseRetiring = "retiring"
 	// CertUseVerify: we verify the IdP's signatures with it.
 	CertUseVerify = "verify"
+	// CertUseTLS: the TLS client certificate of the artifact back-channel
+	// (saml_additional_settings.artifact.tls_certificate), when it is not
+	// the SP key pair's. An IdP that checks its dates refuses the
+	// ArtifactResolve once it has expired.
+	CertUseTLS = "tls"
 )
 
 // ExpiryWarning is how long before a certificate expires the SP starts
@@ -49,8 +54,8 @@ const expiryLogEvery = 24 * time.Hour
 type CertExpiry struct {
 	// Kind is CertSP or CertIdP.
 	Kind string
-	// Use is what the SP does with it: CertUseSignDecrypt, CertUseDecrypt
-	// or CertUseRetiring for ours, CertUseVerify for the IdP's.
+	// Use is what the SP does with it: CertUseSignDecrypt, CertUseDecrypt,
+	// CertUseRetiring or CertUseTLS for ours, CertUseVerify for the IdP's.
 	Use string
 	// Subject is the certificate's subject, as x509.Name prints it.
 	Subject string
@@ -80,6 +85,9 @@ func (sp *SP) CertificateExpiries() []CertExpiry {
 	}
 	if sp.certOld != nil {
 		add(CertSP, CertUseRetiring, sp.certOld)
+	}
+	if sp.art != nil && sp.art.tlsCert != nil {
+		add(CertSP, CertUseTLS, sp.art.tlsCert)
 	}
 	if sp.fed != nil {
 		add(CertFederation, CertUseVerify, sp.fedCert)
@@ -215,6 +223,14 @@ func (sp *SP) logExpiry(c CertExpiry, state certState, now time.Time, idpValid i
 			sp.log.Warn("saml: the next SP certificate expires soon; make another next pair before promoting this one", attrs...)
 		} else {
 			sp.log.Error("saml: the next SP certificate has expired; extauth still decrypts with it, but make another next pair before promoting this one", attrs...)
+		}
+	case c.Kind == CertSP && c.Use == CertUseTLS:
+		attrs = append(attrs, "setting", "saml_additional_settings.artifact.tls_certificate")
+		if state == certExpiring {
+			sp.log.Warn("saml: the artifact back-channel's TLS client certificate expires soon; rotate it with tls_certificate_new (docs/saml.md, \"Artifact binding\")", attrs...)
+		} else {
+			sp.log.Error("saml: the artifact back-channel's TLS client certificate has expired; an IdP that checks its dates refuses every ArtifactResolve: "+
+				"rotate it (docs/saml.md, \"Artifact binding\")", attrs...)
 		}
 	case c.Kind == CertSP:
 		attrs = append(attrs, "setting", "saml_additional_settings.certificate")

@@ -34,6 +34,8 @@ type idpMetadata struct {
 	// sso are the metadata's HTTP-Redirect [0] and HTTP-POST [1] single
 	// sign-on locations.
 	sso [2]string
+	// ars are the IdP's ArtifactResolutionServices with the SOAP binding.
+	ars []saml.IndexedEndpoint
 	// signed is true when the metadata's signature was verified with
 	// idp_metadata_certificate; sha1 lists where the IdP uses SHA-1.
 	signed  bool
@@ -152,6 +154,8 @@ func (sp *SP) newIdPMetadata(pm *IdPMetadata, now time.Time) *idpMetadata {
 		}
 	}
 
+	md.ars = soapARS(pm.Entity)
+
 	refresh := sp.opts.MetadataRefresh
 	if pm.CacheDuration > 0 && pm.CacheDuration < refresh {
 		refresh = pm.CacheDuration
@@ -178,13 +182,23 @@ func (sp *SP) prepare(md *idpMetadata) error {
 		if loc == "" {
 			continue
 		}
-		t, err := sp.newAuthnTemplate(loc)
+		t, err := sp.newAuthnTemplate(loc, sp.responseBinding(md))
 		if err != nil {
 			return fmt.Errorf("saml metadata: %w", err)
 		}
 		md.authn[i] = t
 	}
 	return nil
+}
+
+// responseBinding is the binding AuthnRequests to md's IdP ask the
+// Response to come by: HTTP-Artifact when the configuration asks for it
+// and the IdP has an ArtifactResolutionService, HTTP-POST otherwise.
+func (sp *SP) responseBinding(md *idpMetadata) string {
+	if sp.art != nil && len(md.ars) > 0 {
+		return BindingArtifact
+	}
+	return saml.HTTPPostBinding
 }
 
 // IdPMetadata is an IdP's metadata as the SAML strategy reads it.

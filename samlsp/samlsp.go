@@ -177,6 +177,16 @@ type Config struct {
 	// instead of IdPMetadataURL's one IdP; IdPMetadataURL,
 	// IdPSSOServiceURL and IdPMetadataCertificatePEM are then empty.
 	Federation FederationConfig
+	// ResponseBinding (saml_additional_settings.response_binding) is how
+	// the IdP is asked to send its Response: ResponsePOST (or empty)
+	// through the browser, ResponseArtifact as an artifact the SP resolves
+	// back-channel (the HTTP-Artifact binding; in a federation, of the IdPs
+	// that publish an ArtifactResolutionService). With ResponseArtifact,
+	// artifacts are also accepted at the single logout URL.
+	ResponseBinding string
+	// Artifact is the back-channel of the HTTP-Artifact binding
+	// (saml_additional_settings.artifact).
+	Artifact ArtifactConfig
 	// Info is what the SP metadata says of the application besides its
 	// endpoints and keys (saml_additional_settings.sp_metadata).
 	Info SPInfo
@@ -322,6 +332,9 @@ type SP struct {
 	fed *federation
 	// fedCert is the federation's signing certificate.
 	fedCert *x509.Certificate
+	// art resolves artifacts; nil unless Config.ResponseBinding is
+	// ResponseArtifact.
+	art *artifactClient
 	// expiry rate-limits the log lines about certificates that expire.
 	expiry   expiryWatch
 	stop     context.CancelFunc
@@ -472,6 +485,16 @@ func New(cfg Config, env providers.Env, opts Options) (*SP, error) {
 	}
 	if cfg.LogoutRequestsSigned && sp.key == nil {
 		problems = append(problems, errors.New("saml_additional_settings.security.logout_requests_signed needs certificate and private_key"))
+	}
+	switch cfg.ResponseBinding {
+	case "", ResponsePOST:
+		if !cfg.Artifact.isZero() {
+			problems = append(problems, errors.New("saml_additional_settings.artifact: applies to response_binding: artifact only"))
+		}
+	case ResponseArtifact:
+		problems = sp.newArtifactClient(problems)
+	default:
+		problems = append(problems, fmt.Errorf("saml_additional_settings.response_binding: %.40q is neither post nor artifact", cfg.ResponseBinding))
 	}
 	for _, p := range cfg.Custom {
 		if p.Name == "" || reservedParam(p.Name) {
@@ -881,6 +904,12 @@ func (c Config) redacted() redactedConfig {
 	}
 	if r.PrivateKeyOldPEM != "" {
 		r.PrivateKeyOldPEM = "[REDACTED]"
+	}
+	if r.Artifact.TLSPrivateKeyPEM != "" {
+		r.Artifact.TLSPrivateKeyPEM = "[REDACTED]"
+	}
+	if r.Artifact.TLSPrivateKeyNewPEM != "" {
+		r.Artifact.TLSPrivateKeyNewPEM = "[REDACTED]"
 	}
 	return r
 }

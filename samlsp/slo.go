@@ -309,6 +309,9 @@ const deflateEncoding = "urn:oasis:names:tc:SAML:2.0:bindings:URL-Encoding:DEFLA
 // enveloped XML signature; an unsigned message is refused, since anyone
 // could otherwise log a user out or fake the IdP's confirmation.
 func (sp *SP) readLogoutMessage(r *http.Request) (*logoutMessage, *providers.Error) {
+	if msg, ok, perr := sp.readLogoutArtifact(r); ok {
+		return msg, perr
+	}
 	var param, value, relay string
 	var query *redirectMessage
 	redirect := r.Method == http.MethodGet
@@ -600,9 +603,13 @@ func (sp *SP) MetadataHandler() http.Handler {
 // and the retiring one for signing only (see keyDescriptors).
 func (sp *SP) Metadata() ([]byte, error) {
 	csp := sp.crewjamSP(nil)
-	// We accept the HTTP-POST binding only: crewjam also advertises
-	// HTTP-Artifact by default, which would make us call out to the IdP.
+	// The HTTP-POST binding, and HTTP-Artifact only when artifacts are
+	// resolved (crewjam advertises both by default).
 	csp.AssertionConsumerServiceBindings = []string{saml.HTTPPostBinding}
+	if sp.art != nil {
+		csp.AssertionConsumerServiceBindings = append(csp.AssertionConsumerServiceBindings, BindingArtifact)
+		csp.LogoutBindings = append(csp.LogoutBindings, BindingArtifact)
+	}
 	// Without it crewjam gives the entity and the role a validity of two
 	// days.
 	csp.MetadataOmitValidUntil = true
@@ -613,11 +620,12 @@ func (sp *SP) Metadata() ([]byte, error) {
 	}
 	for i := range ed.SPSSODescriptors {
 		d := &ed.SPSSODescriptors[i]
-		// The one ACS as earlier releases published it, which IdPs
-		// keep: index 0, the default.
+		// The HTTP-POST ACS as earlier releases published it, which IdPs
+		// keep: index 0, the default; the artifact one after it, at the
+		// same URL.
 		for j := range d.AssertionConsumerServices {
-			yes := true
-			d.AssertionConsumerServices[j].Index, d.AssertionConsumerServices[j].IsDefault = 0, &yes
+			def := j == 0
+			d.AssertionConsumerServices[j].Index, d.AssertionConsumerServices[j].IsDefault = j, &def
 		}
 		for j := range d.SingleLogoutServices {
 			d.SingleLogoutServices[j].ResponseLocation = ""
@@ -666,21 +674,39 @@ func (sp *SP) Metadata() ([]byte, error) {
 // before its promotion) and while any may still have signed with it (the
 // retiring one, signed with before the promotion).
 func (sp *SP) keyDescriptors() []saml.KeyDescriptor {
-	if sp.cert == nil {
-		return nil
-	}
 	ki := func(c *x509.Certificate) saml.KeyInfo {
 		return saml.KeyInfo{X509Data: saml.X509Data{X509Certificates: []saml.X509Certificate{
 			{Data: base64.StdEncoding.EncodeToString(c.Raw)},
 		}}}
 	}
-	out := []saml.KeyDescriptor{
-		{Use: "encryption", KeyInfo: ki(sp.cert), EncryptionMethods: sp.encryptionMethods()},
-		{Use: "signing", KeyInfo: ki(sp.cert)},
+	var out []saml.KeyDescriptor
+	if sp.cert != nil {
+		out = append(out, saml.KeyDescriptor{Use: "encryption", KeyInfo: ki(sp.cert), EncryptionMethods: sp.encryptionMethods()},
+			saml.KeyDescriptor{Use: "signing", KeyInfo: ki(sp.cert)})
 	}
+	for _, c := range sp.signingOnlyCerts() {
+		out = append(out, saml.KeyDescriptor{Use: "signing", KeyInfo: ki(c)})
+	}
+	return out
+}
+
+// signingOnlyCerts are the certificates the SP metadata publishes for
+// signing only: the next and retiring SP certificates of a rotation, and
+// the TLS client certificates of the artifact back-channel, current and
+// next, where IdPs that authenticate the back-channel by the SP's metadata
+// look for them.
+func (sp *SP) signingOnlyCerts() []*x509.Certificate {
+	var out []*x509.Certificate
 	for _, c := range []*x509.Certificate{sp.certNew, sp.certOld} {
 		if c != nil {
-			out = append(out, saml.KeyDescriptor{Use: "signing", KeyInfo: ki(c)})
+			out = append(out, c)
+		}
+	}
+	if sp.art != nil {
+		for _, c := range []*x509.Certificate{sp.art.tlsCert, sp.art.tlsNext} {
+			if c != nil {
+				out = append(out, c)
+			}
 		}
 	}
 	return out

@@ -254,6 +254,7 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 		r.clientKeys(t.cfg.OIDC)
 		r.tlsClientCertificates(t.cfg.OIDC)
 		r.oidcProfile(t.cfg.OIDC)
+		r.oidcPreset(t.cfg.OIDC)
 	}
 	r.signInOptions(t.cfg)
 	// What New would refuse, New says: each provider is built as the
@@ -292,7 +293,12 @@ func (ck *checker) report(ctx context.Context, t target, mode checkMode) *checkR
 			sum := sha256.Sum256([]byte(a.PrivateKey.Value() + "\x00" + a.PrivateKeyNew.Value() + "\x00" + a.PrivateKeyOld.Value()))
 			a.PrivateKey, a.PrivateKeyNew, a.PrivateKeyOld = extauth.Secret{}, extauth.Secret{}, extauth.Secret{}
 			key := fmt.Sprintf("oidc %q %+v %x", c.Issuer, a, sum[:8])
-			ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
+			if c.Additional.Federation != nil {
+				base := buildBaseURL(t.cfg, t.baseURL)
+				ck.probe(r, key+" "+base, func(pr *prober) { pr.oidcFederation(ctx, c, base) })
+			} else {
+				ck.probe(r, key, func(pr *prober) { pr.oidc(ctx, c) })
+			}
 		}
 	}
 	return r
@@ -623,7 +629,7 @@ func (r *checkReport) clientKeys(cfg extauth.OIDCConfig) {
 		use := "decrypts, signs nothing; published for signing only"
 		switch {
 		case k.Signs:
-			use = "signs, decrypts; published for signing, and for encryption as kid " + k.EncKID
+			use = "signs, decrypts; published for signing, and for encryption as " + encryptionEntries(k.Encryption)
 		case name == "private_key_old":
 			use = "decrypts, never signs again; published for signing only"
 		}
@@ -681,6 +687,23 @@ func (r *checkReport) oidcProfile(cfg extauth.OIDCConfig) {
 	s.add("", "the iss parameter required in every authorization response")
 	if o.Profile == providers.OIDCProfileFAPI2MessageSigning {
 		s.add("", "signed request objects; authorization responses as signed JWTs (JARM, response_mode "+o.ResponseMode+")")
+	}
+}
+
+// oidcPreset reports what the client's preset implies, as the strategy
+// applies it: offline, since it is the configuration's.
+func (r *checkReport) oidcPreset(cfg extauth.OIDCConfig) {
+	if !cfg.Configured() {
+		return
+	}
+	rules := cfg.PresetRules()
+	if len(rules) == 0 {
+		return
+	}
+	s := r.section("OIDC")
+	s.add("Preset", cfg.Additional.Preset+": "+rules[0]+` (docs/oidc.md, "Presets")`)
+	for _, rule := range rules[1:] {
+		s.add("", rule)
 	}
 }
 
@@ -815,4 +838,17 @@ func only(cfg *extauth.Config, p extauth.Provider) *extauth.Config {
 		out.OIDC = cfg.OIDC
 	}
 	return &out
+}
+
+// encryptionEntries says how the JWKS publishes a key's encryption half:
+// "kid K" without an algorithm, else "kid K (alg A)" for each entry.
+func encryptionEntries(es []providers.OIDCPublishedKey) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = "kid " + e.KID
+		if e.Alg != "" {
+			parts[i] += " (alg " + e.Alg + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

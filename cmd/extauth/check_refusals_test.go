@@ -69,11 +69,27 @@ func refusals(t *testing.T) []refusal {
 	samlWith := func(extra string) string {
 		return "saml_sp_entity_id: https://app.example.org/saml\nsaml_idp_metadata_url: https://idp.example.invalid/metadata\n" + extra
 	}
+	// oidcAt is a client of issuer with the entries of
+	// oidc_additional_settings.
+	oidcAt := func(issuer, entries string) string {
+		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: " + issuer + "\noidc_additional_settings:\n" + entries
+	}
+	const entraAuthority, tenantID = "https://login.microsoftonline.com/", "aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa"
 	oidcIssuer := func(issuer string) string {
 		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: " + issuer + "\n"
 	}
 	const notACertificate = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
 	cert, key := string(spPair().certPEM), string(spPair().keyPEM)
+	// oidcFederation is a federation relying party with extra entries of
+	// oidc_additional_settings.federation.
+	_, clientKey := ecPair(t)
+	_, fedKey := ecPair(t)
+	oidcFederation := func(extra string) string {
+		return "oidc_issuer: https://op.example.invalid\noidc_additional_settings:\n  private_key: |\n" + block(clientKey) +
+			"  federation:\n    federation_key: |\n" + indented(fedKey, "      ") + "    authority_hints: [https://ta.example.invalid]\n" +
+			"    trust_anchors:\n      https://ta.example.invalid: '{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"k\"," +
+			"\"x\":\"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU\",\"y\":\"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0\"}]}'\n" + extra
+	}
 	// oidcWith is a client with the entries of oidc_additional_settings.
 	oidcWith := func(entries string) string {
 		return "oidc_client_id: app\noidc_client_secret: SECRET-oidc-c8e1\noidc_issuer: https://id.example.invalid\noidc_additional_settings:\n" + entries
@@ -193,6 +209,19 @@ func refusals(t *testing.T) []refusal {
 			file: samlWith("saml_additional_settings:\n  security:\n    logout_requests_signed: true\n")},
 		{msg: "saml_additional_settings: custom entry %q cannot be sent as a query parameter", key: "SigAlg",
 			file: samlWith("saml_additional_settings:\n  SigAlg: rsa-sha1\n")},
+		{msg: "saml_additional_settings.artifact: applies to response_binding: artifact only", key: "artifact",
+			file: samlWith("saml_additional_settings:\n  artifact:\n    want_response_signed: true\n")},
+		{msg: "saml_additional_settings.response_binding: %.40q is neither post nor artifact", key: "response_binding",
+			file: samlWith("saml_additional_settings:\n  response_binding: redirect\n")},
+		// config_artifact.go
+		{msg: "applies to response_binding: artifact only", none: byValidate},
+		{msg: "must be post or artifact", none: byValidate},
+		{msg: "artifact needs a key pair to authenticate the ArtifactResolve with: the SP key pair (certificate and private_key), " +
+			"or artifact.tls_certificate and artifact.tls_private_key", none: byValidate},
+		{msg: "and artifact.%s must be set together", none: byValidate},
+		{msg: "is not a PEM private key that matches artifact.%s", none: byValidate},
+		{msg: "is the next TLS pair of a rotation, but there is no current one (artifact.tls_certificate)", none: byValidate},
+		{msg: "must hold one or more PEM certificates and nothing else", none: byValidate},
 		{msg: "AuthnRequestBinding %q is neither the HTTP-Redirect nor the HTTP-POST binding", none: byOptions + " (Options.SAML.AuthnRequestBinding)"},
 		{msg: "not a PEM certificate", key: "idp_metadata_certificate",
 			file: samlWith("saml_additional_settings:\n  idp_metadata_certificate: not a certificate\n")},
@@ -291,6 +320,42 @@ func refusals(t *testing.T) []refusal {
 			file: oidcWith("  tls_client_certificate_new: |\n" + block(cert) + "  tls_client_key_new: |\n" + block(key))},
 		{msg: "is missing (client_auth_method %s needs it)", key: "tls_client_certificate", file: oidcWith("  client_auth_method: tls_client_auth\n")},
 
+		// The presets (providers/oidc_preset.go, oidc_entra.go).
+		{msg: "%s: presets are for the oidc provider only", none: byOptions + " (Options.SearchOAuth2.Preset): oidc_additional_settings is the oidc provider's"},
+		{msg: "names something that is not a tenant ID (a GUID, as the portal's Overview shows it), consumers or any", key: "tenants",
+			file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n  tenants: [contoso.com]\n")},
+		{msg: "lists tenants beside any: write any alone, or the tenants alone", key: "tenants",
+			file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n  tenants: [any, "+tenantID+"]\n")},
+		{msg: "is missing: the authority %s signs in the users of any Entra ID tenant, so list the tenant IDs whose users may sign in, or write any to admit every tenant",
+			key: "tenants", file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n")},
+		{msg: "names the personal-account tenant (consumers), which the organizations authority never signs in: use common", key: "tenants",
+			file: oidcAt(entraAuthority+"organizations/v2.0", "  preset: entra\n  tenants: consumers\n")},
+		{msg: "cannot be any: the authority %s signs in one tenant's users only (common or organizations admit others)", key: "tenants",
+			file: oidcAt(entraAuthority+tenantID+"/v2.0", "  preset: entra\n  tenants: any\n")},
+		{msg: "can only name consumers: the consumers authority signs in personal Microsoft accounts only", key: "tenants",
+			file: oidcAt(entraAuthority+"consumers/v2.0", "  preset: entra\n  tenants: "+tenantID+"\n")},
+		{msg: "can only name the authority's own tenant %s (common or organizations admit others)", key: "tenants",
+			file: oidcAt(entraAuthority+tenantID+"/v2.0", "  preset: entra\n  tenants: consumers\n")},
+		{msg: "can name one tenant only, the one of the domain %s (common or organizations admit others)", key: "tenants",
+			file: oidcAt(entraAuthority+"contoso.example/v2.0", "  preset: entra\n  tenants: [consumers, "+tenantID+"]\n")},
+		{msg: "applies only with preset: %s", key: "tenants", file: oidcWith("  tenants: any\n")},
+		{msg: "has spaces around the claim name", key: "groups_claim", file: oidcWith("  groups_claim: \" groups\"\n")},
+		{msg: "is the path of the org authorization server's endpoints, not an issuer: the org authorization server's issuer is https://<your Okta domain> alone",
+			key: "oidc_issuer", file: oidcAt("https://dev-1.okta.example/oauth2/v1", "  preset: okta\n")},
+		{msg: "is not an Okta issuer: it is https://<your Okta domain> for the org authorization server, or https://<your Okta domain>/oauth2/<authorization server ID> (such as /oauth2/default) for a custom one, with nothing after it (discovery adds /.well-known/openid-configuration itself)",
+			key: "oidc_issuer", file: oidcAt("https://dev-1.okta.example/oauth2/default/v1/authorize", "  preset: okta\n")},
+		{msg: "is not an Auth0 issuer: it is https://<your tenant or custom domain>/ with no path (discovery adds /.well-known/openid-configuration itself)",
+			key: "oidc_issuer", file: oidcAt("https://dev-1.auth0.example/authorize", "  preset: auth0\n")},
+		{msg: "is set by hosted_domain under preset %s: remove it", key: "oidc_additional_settings.hd",
+			file: oidcWith("  preset: google-workspace\n  hosted_domain: example.com\n  hd: example.org\n")},
+		{msg: "is missing (preset %s signs in the users of one Workspace domain: name it, or * for any Workspace domain)", key: "hosted_domain",
+			file: oidcWith("  preset: google-workspace\n")},
+		{msg: "must be a domain name, such as example.com, or *", key: "hosted_domain", file: oidcWith("  preset: google-workspace\n  hosted_domain: example\n")},
+		{msg: "must be %s, %s or %s", key: "groups_overage",
+			file: oidcAt(entraAuthority+"common/v2.0", "  preset: entra\n  tenants: any\n  groups_overage: always\n")},
+		{msg: "must be Microsoft Graph's base URL, without a path (such as https://graph.microsoft.com)", key: "graph_url",
+			file: oidcAt(entraAuthority+"common/v2.0", "  preset: entra\n  tenants: any\n  graph_url: https://graph.microsoft.com/v1.0\n")},
+
 		// providers/options.go: the per-request options and assurance
 		// levels of oidc_additional_settings and saml_additional_settings.
 		{msg: "names %q, which is not an option this provider takes (%s)", key: "oidc_additional_settings.request_options",
@@ -351,8 +416,36 @@ func refusals(t *testing.T) []refusal {
 		{msg: "must hold an RSA public key", none: byValidate},
 		{msg: "is missing (%s is set; the key pair needs both)", none: byValidate},
 		{msg: "does not match the public key of %s", none: byValidate},
+		// OpenID Federation (oidc_additional_settings.federation).
+		{msg: "%s: a federation is for the oidc provider only", none: "only oidc_additional_settings has a federation"},
+		{msg: "an RSA federation key must have 2048 bits or more", none: byFederationKey},
+		{msg: "an EC federation key must be on P-256, P-384 or P-521", none: byFederationKey},
+		{msg: "a federation key must be RSA, EC or Ed25519, not %T", none: byFederationKey},
+		{msg: "%.200q is not an https URL without query or fragment", none: byValidate},
+		{msg: "%.200q must be https", none: byValidate},
+		{msg: "is missing (the federation needs a key to sign our entity configuration)", none: byValidate},
+		{msg: "holds the client's private_key: the federation key must be another (OpenID Federation 1.0, 3.1)", none: byValidate},
+		{msg: "is missing (our immediate superiors in the federation)", none: byValidate},
+		{msg: "is missing (the trust anchors, each with its entity identifier and JWKS)", none: byValidate},
+		{msg: "needs trust_mark_type (or id) and trust_mark", none: byValidate},
+		{msg: "must be %s in a federation (there is no secret to register)", none: byValidate},
+		{msg: "must be the entity identifier in a federation, or be left out", none: byValidate},
+		{msg: "jwks must be a JSON Web Key Set ({\"keys\": [...]})", none: byValidate},
+		{msg: "jwks has no key", none: byValidate},
+		{msg: "jwks must hold public keys, each with a kid", none: byValidate},
+		{msg: "%s.%s: %w", none: byValidate + " (trust_anchors' keys, checked before they are parsed again)"},
+		{msg: "a chooser of providers needs a federation and no oidc_issuer", none: "New builds the chooser only for a federation without oidc_issuer"},
+		{msg: "%s or %s is needed without oidc_issuer: the providers users may choose", none: "New builds the chooser only when providers or list_providers is set"},
+		{msg: "%s: %w", none: byValidate + " (each of providers is an entity identifier)"},
+		{msg: "%s %q: extauth serves the entity configuration under the oidc routes, so the entity identifier must be %s (or left out)",
+			file: oidcFederation("    entity_id: https://elsewhere.example.org/rp\n"), key: "oidc_additional_settings.federation.entity_id",
+			baseURL: "https://app.example.org"},
 	}
 }
+
+// byFederationKey: federation keys are parsed as the client's are
+// (ParseOIDCPrivateKey), which refuses these first, naming the entry.
+const byFederationKey = "ParseOIDCPrivateKey refuses such a federation_key first (RSA of 2048 bits or more, EC P-256), a problem Config.Validate reports"
 
 // Every message with which the code that builds the providers can refuse
 // a configuration has a row in refusals, and every row a message that is

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest"
+	"github.com/extauth/extauth/extauthtest/enterprise"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 )
 
@@ -799,6 +801,72 @@ func TestCheckShowsProfileRules(t *testing.T) {
 				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			wantRows(t, r, c.want, c.not)
+		})
+	}
+}
+
+// TestCheckShowsPresetRules: offline too, check says what the client's
+// preset implies: the authority and tenants of Entra ID, where a groups
+// overage is read, Okta's authorization server, Auth0's logout, the
+// Workspace domain.
+func TestCheckShowsPresetRules(t *testing.T) {
+	for _, c := range []struct {
+		name, issuer, entries string
+		want                  []string
+	}{
+		{"entra", "https://login.microsoftonline.com/organizations/v2.0",
+			"  preset: entra\n  tenants: [aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa]\n  groups_overage: graph_transitive\n",
+			[]string{"Preset entra: Microsoft Entra ID, v2.0 endpoint (ID tokens of version 2.0), authority organizations (docs/oidc.md, \"Presets\")\n",
+				" tenants: only aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa;", "/me/transitiveMemberOf", "xms_edov"}},
+		{"okta", "https://dev-1.okta.com/oauth2/default", "  preset: okta\n",
+			[]string{"Preset okta: Okta custom authorization server default", " logout: Okta's end_session_endpoint, which needs id_token_hint"}},
+		{"auth0", "https://dev-1.us.auth0.com", "  preset: auth0\n",
+			[]string{"Preset auth0: issuer https://dev-1.us.auth0.com/: Auth0 issues tokens with the trailing slash", "/v2/logout"}},
+		{"google-workspace", "https://accounts.google.com", "  preset: google-workspace\n  hosted_domain: example.com\n",
+			[]string{"Preset google-workspace: hd=example.com sent"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeRaw(t, "oidc.yml", "oidc_client_id: app\noidc_client_secret: s\noidc_issuer: "+c.issuer+"\noidc_additional_settings:\n"+c.entries)
+			r := runAt(t, testNow, "check", "-offline", "-config", path)
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			wantRows(t, r, c.want, nil)
+		})
+	}
+}
+
+// TestCheckProbesPresetProviders: online, check reads a preset's provider
+// as the strategy does: Entra ID's multi-tenant document names the
+// {tenantid} template, and Auth0's its issuer with the trailing slash
+// oidc_issuer may leave out, and neither is a mismatch.
+func TestCheckProbesPresetProviders(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	entra, err := enterprise.NewEntra(enterprise.EntraConfig{LoginURL: srv.URL, GraphURL: srv.URL, ClientID: "app", ClientSecret: "s",
+		RedirectURIs: []string{"https://app.example.org/users/auth/oidc/callback"},
+		Tenants:      []enterprise.EntraTenant{{ID: "aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa", Users: []enterprise.EntraUser{{ObjectID: "x"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth0Srv := httptest.NewServer(nil)
+	defer auth0Srv.Close()
+	auth0, err := enterprise.NewAuth0(enterprise.Auth0Config{URL: auth0Srv.URL, ClientID: "app", ClientSecret: "s",
+		RedirectURIs: []string{"https://app.example.org/users/auth/oidc/callback"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler, auth0Srv.Config.Handler = entra.Login(), auth0
+	for _, c := range []struct{ name, issuer, entries, want string }{
+		{"entra", srv.URL + "/organizations/v2.0", "  preset: entra\n  tenants: any\n", srv.URL + "/{tenantid}/v2.0"},
+		{"auth0", auth0Srv.URL, "  preset: auth0\n", auth0Srv.URL + "/"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeRaw(t, "oidc.yml", "oidc_client_id: app\noidc_client_secret: s\noidc_issuer: "+c.issuer+"\noidc_additional_settings:\n"+c.entries)
+			r := runAt(t, testNow, "check", "-config", path, "-base-url", "https://app.example.org")
+			if r.code != exitOK || providerLine(r.stdout, "oidc") != "enabled" || !strings.Contains(r.stdout, c.want) {
+				t.Fatalf("exit %d, want the issuer %s\n%s%s", r.code, c.want, r.stdout, r.stderr)
+			}
 		})
 	}
 }

@@ -184,6 +184,12 @@ func TestCheckOIDCKeyRotation(t *testing.T) {
 		{"private_key_old is private_key", file("", "private_key", a, "private_key_old", a), []string{
 			"- oidc: oidc_additional_settings.private_key_old holds the key of private_key: nothing retires",
 		}, []string{"Next step"}},
+		{"encryption registered for ID tokens and UserInfo", writeRaw(t, "oidc-enc.yml", "oidc_client_id: app\noidc_issuer: https://id.example.org\n"+
+			"oidc_additional_settings:\n  client_auth_method: private_key_jwt\n  id_token_encrypted_response_alg: RSA-OAEP-256\n"+
+			"  userinfo_encrypted_response_alg: RSA-OAEP\n  private_key: |\n"+a), []string{
+			"private_key RSA 2048, kid " + kid(a) + "\n signs, decrypts; published for signing, and for encryption as kid " + kid(a) +
+				"-enc (alg RSA-OAEP-256), kid " + kid(a) + "-enc-RSA-OAEP (alg RSA-OAEP)\n",
+		}, nil},
 		{"a leftover secret", file("oidc_client_secret: LEAK-leftover\n", "private_key", a), []string{
 			"- oidc: oidc_client_secret is set but unused: client_auth_method private_key_jwt authenticates with private_key; remove the secret\n",
 		}, []string{"LEAK"}},

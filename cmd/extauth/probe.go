@@ -183,6 +183,40 @@ func (pr *prober) saml(ctx context.Context, cfg extauth.SAMLConfig) {
 	if wantSigned && !cfg.Additional.HasKeyPair() {
 		pr.r.warn("saml: the IdP wants signed authentication requests (WantAuthnRequestsSigned), but saml_additional_settings has no certificate and private_key; make them with extauth keygen")
 	}
+	if cfg.Additional.ResponseBinding == samlsp.ResponseArtifact {
+		pr.artifact(ctx, s, cfg, md)
+	}
+}
+
+// artifact connects to the IdP's ArtifactResolutionService as the
+// strategy will resolve artifacts there: its TLS server certificate
+// checked against the roots or artifact.idp_tls_certificate, the TLS
+// client certificate presented.
+func (pr *prober) artifact(ctx context.Context, s *section, cfg extauth.SAMLConfig, md *samlsp.IdPMetadata) {
+	ars := md.ArtifactResolutionServices()
+	if len(ars) == 0 {
+		pr.r.fail(extauth.SAML, "response_binding: artifact, but the IdP metadata lists no ArtifactResolutionService with the SOAP binding: "+
+			"the IdP would be asked for the HTTP-POST binding")
+		return
+	}
+	s.add("artifact resolution", clean(ars[0]))
+	a := cfg.Additional
+	res, err := samlsp.CheckArtifactTLS(ctx, pr.client, samlsp.Config{CertificatePEM: a.Certificate, PrivateKeyPEM: a.PrivateKey.Value(),
+		ResponseBinding: a.ResponseBinding, Artifact: a.Artifact.Strategy()}, ars[0])
+	if err != nil {
+		pr.r.fail(extauth.SAML, "artifact resolution service: "+clean(err.Error()))
+		return
+	}
+	trust := "the system's roots"
+	if res.Pinned {
+		trust = "artifact.idp_tls_certificate"
+	}
+	if res.Server != nil {
+		certRows(s, "its TLS certificate", res.Server, pr.r.now, "trusted by "+trust)
+	}
+	if res.Client != nil {
+		certRows(s, "TLS client certificate", res.Client, pr.r.now, fmt.Sprintf("presented; the service answered HTTP %d to a GET", res.Status))
+	}
 }
 
 // shortAlg names an XML-DSig algorithm by its fragment (rsa-sha256).
@@ -225,12 +259,19 @@ func (pr *prober) oidc(ctx context.Context, c extauth.OIDCConfig) {
 		return
 	}
 	s.add("issuer", clean(doc.Issuer))
-	if doc.Issuer != issuer {
-		hint := ""
-		if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(issuer, "/") {
-			hint = " (they differ only by a trailing slash)"
+	// A preset's provider may name another issuer than oidc_issuer
+	// (Entra ID's tenant issuers, Auth0's trailing slash): CheckIssuer
+	// knows which.
+	if err := c.CheckIssuer(doc.Issuer); err != nil {
+		if c.Additional.Preset == providers.OIDCPresetEntra {
+			fail("the document names issuer %s, %s", clean(strconv.Quote(doc.Issuer)), clean(err.Error()))
+		} else {
+			hint := ""
+			if strings.TrimSuffix(doc.Issuer, "/") == strings.TrimSuffix(issuer, "/") {
+				hint = " (they differ only by a trailing slash)"
+			}
+			fail("the document names issuer %s but oidc_issuer is %s; they must match exactly%s", clean(strconv.Quote(doc.Issuer)), strconv.Quote(issuer), hint)
 		}
-		fail("the document names issuer %s but oidc_issuer is %s; they must match exactly%s", clean(strconv.Quote(doc.Issuer)), strconv.Quote(issuer), hint)
 	}
 	for _, ep := range []struct {
 		name, url string

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -55,6 +54,10 @@ func run(args []string, stderr io.Writer) error {
 	baseURL := fs.String("base-url", "", "external base URL (default: http://<addr>)")
 	highAssurance := fs.Bool("oidc-high-assurance", false, "run the development OpenID provider as a high-assurance one: private_key_jwt only,\npushed and signed authorization requests, encrypted ID tokens")
 	fapi2 := fs.Bool("oidc-fapi2", false, "run the development OpenID provider as a FAPI 2.0 one, shaped as Singpass's: the\nSecurity Profile enforced, DPoP with nonces, encrypted ID tokens")
+	var tf tlsFlags
+	fs.BoolVar(&tf.selfSigned, "tls", false, "serve HTTPS with a self-signed certificate made at start for 127.0.0.1, ::1 and localhost\n(for providers that refuse http redirect URIs, such as Keycloak's FAPI 2.0 policies)")
+	fs.StringVar(&tf.certFile, "tls-cert", "", "serve HTTPS with this certificate (PEM, its chain after it); needs -tls-key")
+	fs.StringVar(&tf.keyFile, "tls-key", "", "the private key of -tls-cert (PEM)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./examples/demo [flags]\n\nThe extauth demo: sign in with six providers. Without -config it runs offline\non built-in development providers.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -62,13 +65,17 @@ func run(args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	secure, err := tf.load(time.Now())
+	if err != nil {
+		return err
+	}
+	ln, err := secure.listen(*addr)
 	if err != nil {
 		return err
 	}
 	base := *baseURL
 	if base == "" {
-		base = "http://" + ln.Addr().String()
+		base = secure.scheme() + "://" + ln.Addr().String()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if (*highAssurance || *fapi2) && *configPath != "" {
@@ -76,13 +83,16 @@ func run(args []string, stderr io.Writer) error {
 		return errors.New("-oidc-high-assurance and -oidc-fapi2 are for the development providers; a secrets file says itself how to sign in")
 	}
 	demo, err := newServer(base, serverOptions{configPath: *configPath, env: *env, logger: logger,
-		oidcHighAssurance: *highAssurance, oidcFAPI2: *fapi2})
+		oidcHighAssurance: *highAssurance, oidcFAPI2: *fapi2, httpClient: secure.httpClient()})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer demo.Close()
 	demo.announce(os.Stdout)
+	if secure != nil {
+		fmt.Println(secure.note)
+	}
 	srv := &http.Server{
 		Handler:           demo,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -429,8 +429,8 @@ var explanations = map[extauth.Code]explanation{
 		"The provider sent you back, but this browser has no sign-in under way that matches: it expired (after 10 minutes), was finished already, or was started at another site of this demo.",
 		"Start again from the sign-in page."},
 	extauth.CodeInvalidResponse: {
-		"The provider's answer could not be trusted: it was malformed or too large, or its signature, issuer, audience or validity period did not check out.",
-		"Try again. If it happens again, the provider's keys, clock or configuration need a look: the server log says which check failed."},
+		"The provider refused a step of the sign-in (\"What happened\" says which), or its answer could not be trusted: it was malformed or too large, or its signature, issuer, audience or validity period did not check out.",
+		"Try again. If it happens again, the provider's keys, clock or configuration need a look: the server log says which step failed and what the provider answered."},
 	extauth.CodeInvalidCredentials: {
 		"The provider refused this application's own credentials (its client ID or secret), so it would not say who you are.",
 		"The operator must fix the client credentials in the secrets file."},

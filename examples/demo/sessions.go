@@ -87,6 +87,11 @@ func (s *sessions) endProviderSessions(_ context.Context, e extauth.LogoutEvent)
 		if id.Provider != string(e.Provider) || id.Tenant != e.Tenant {
 			continue
 		}
+		// A user is a user of one IdP (a federation's) or issuer (an
+		// OpenID provider whose issuer varies): a logout names which.
+		if e.IdP != "" && (id.SAML == nil || id.SAML.IdP != e.IdP) || e.Issuer != "" && id.Tokens.Issuer != e.Issuer {
+			continue
+		}
 		subject := id.UID
 		if id.SAML != nil {
 			subject = id.SAML.NameID

@@ -1,6 +1,8 @@
 package oidcop
 
 import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
@@ -98,6 +100,9 @@ func (op *OP) jwtMethod() bool {
 // each use, so a key the client rotates in is seen at once; with it, the
 // set read first, until RefreshClientJWKS.
 func (op *OP) clientKeys() (*jose.JSONWebKeySet, error) {
+	if op.fed != nil {
+		return op.fed.clientKeys(op.cfg.ClientID)
+	}
 	if op.cfg.ClientJWKS != nil {
 		return op.cfg.ClientJWKS, nil
 	}
@@ -316,6 +321,10 @@ func (op *OP) requestObjectParams(raw string) (url.Values, error) {
 		return nil, errors.New("request object: nbf missing, in the future, or more than an hour before exp")
 	case claims["iss"] != op.cfg.ClientID:
 		return nil, errors.New("request object: iss is not the client")
+	case op.fed != nil && (claims["sub"] != nil || claims["jti"] == nil):
+		// OpenID Federation 1.0 12.1.1.1: a jti, and no sub, so that the
+		// object cannot pass for a client assertion.
+		return nil, errors.New("request object: a federation's has a jti and no sub")
 	case !audienceHas(claims["aud"], op.cfg.Issuer):
 		return nil, errors.New("request object: aud is not the issuer")
 	case !ok || !op.now().Before(exp):
@@ -461,25 +470,32 @@ func (op *OP) Revoked() int {
 
 // encryptToClient encrypts payload to the client's encryption key as e
 // says: the last key of the client's set that suits e.Alg (a client that
-// rotates keys publishes the new one after the old). cty "JWT" marks a
+// rotates keys publishes the new one after the old), or with
+// EncryptionKeyByAlg the one Keycloak would pick. cty "JWT" marks a
 // nested signed token.
 func (op *OP) encryptToClient(payload []byte, e Encryption, cty string) (string, error) {
 	set, err := op.clientKeys()
 	if err != nil {
 		return "", err
 	}
-	wantRSA := strings.HasPrefix(e.Alg, "RSA")
 	var key *jose.JSONWebKey
-	for i, k := range set.Keys {
-		if k.Use != "" && k.Use != "enc" {
-			continue
+	if op.cfg.EncryptionKeyByAlg {
+		if key, err = keyByAlg(set, e.Alg); err != nil {
+			return "", err
 		}
-		if _, isRSA := k.Key.(*rsa.PublicKey); isRSA == wantRSA {
-			key = &set.Keys[i]
+	} else {
+		wantRSA := strings.HasPrefix(e.Alg, "RSA")
+		for i, k := range set.Keys {
+			if k.Use != "" && k.Use != "enc" {
+				continue
+			}
+			if _, isRSA := k.Key.(*rsa.PublicKey); isRSA == wantRSA {
+				key = &set.Keys[i]
+			}
 		}
-	}
-	if key == nil {
-		return "", fmt.Errorf("the client publishes no encryption key for %s", e.Alg)
+		if key == nil {
+			return "", fmt.Errorf("the client publishes no encryption key for %s", e.Alg)
+		}
 	}
 	enc := e.Enc
 	if enc == "" {
@@ -499,6 +515,42 @@ func (op *OP) encryptToClient(payload []byte, e Encryption, cty string) (string,
 		return "", err
 	}
 	return obj.CompactSerialize()
+}
+
+// keyByAlg picks the client's encryption key for alg as Keycloak does
+// (Config.EncryptionKeyByAlg): the first key published with use "enc"
+// whose algorithm, or its type's default signing algorithm when it has
+// none, is alg. The error says what Keycloak says, with the kids it had.
+func keyByAlg(set *jose.JSONWebKeySet, alg string) (*jose.JSONWebKey, error) {
+	var kids []string
+	for i, k := range set.Keys {
+		if k.Use != "enc" {
+			continue
+		}
+		kids = append(kids, k.KeyID)
+		if algOrDefault(k) == alg {
+			return &set.Keys[i], nil
+		}
+	}
+	return nil, fmt.Errorf("PublicKey wasn't found in the storage. Requested kid: 'null' . Available kids: '%v'. "+
+		"(no key published with use enc has alg %s; one without alg counts as its type's signing algorithm)", kids, alg)
+}
+
+// algOrDefault is a key's alg, or the signing algorithm Keycloak takes
+// for a key of its type without one.
+func algOrDefault(k jose.JSONWebKey) string {
+	if k.Algorithm != "" {
+		return k.Algorithm
+	}
+	switch pub := k.Key.(type) {
+	case *rsa.PublicKey:
+		return "RS256"
+	case *ecdsa.PublicKey:
+		return map[int]string{256: "ES256", 384: "ES384", 521: "ES512"}[pub.Curve.Params().BitSize]
+	case ed25519.PublicKey:
+		return "EdDSA"
+	}
+	return ""
 }
 
 // maxAge reads the max_age parameter; -1 when there is none.

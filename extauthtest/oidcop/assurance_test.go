@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -182,5 +183,64 @@ func TestPushedRequestsAndRequestObjects(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("request_uri used twice: %d", resp.StatusCode)
+	}
+}
+
+// TestEncryptionKeyByAlg: with EncryptionKeyByAlg the provider picks the
+// client's encryption key as Keycloak does, by its alg: a key published
+// without alg counts as a signing key of its type and is never picked
+// (the token endpoint says why, with Keycloak's words), one with the
+// registered algorithm is, and its kid names it in the JWE.
+func TestEncryptionKeyByAlg(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		keys    []jose.JSONWebKey
+		wantKid string // "" when no key may be picked
+	}{
+		{"an encryption key without alg", []jose.JSONWebKey{
+			{Key: key.Public(), KeyID: "sig", Use: "sig"}, {Key: key.Public(), KeyID: "enc", Use: "enc"}}, ""},
+		{"an encryption key for another algorithm", []jose.JSONWebKey{
+			{Key: key.Public(), KeyID: "enc", Use: "enc", Algorithm: "RSA-OAEP"}}, ""},
+		{"a key without use, as Keycloak ignores", []jose.JSONWebKey{
+			{Key: key.Public(), KeyID: "any", Algorithm: "RSA-OAEP-256"}}, ""},
+		{"one entry per algorithm", []jose.JSONWebKey{
+			{Key: key.Public(), KeyID: "sig", Use: "sig"},
+			{Key: key.Public(), KeyID: "enc", Use: "enc", Algorithm: "RSA-OAEP"},
+			{Key: key.Public(), KeyID: "enc-RSA-OAEP-256", Use: "enc", Algorithm: "RSA-OAEP-256"}}, "enc-RSA-OAEP-256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op, _ := start(t, func(c *oidcop.Config) {
+				c.ClientJWKS = &jose.JSONWebKeySet{Keys: tc.keys}
+				c.EncryptionKeyByAlg = true
+				c.IDTokenEncryption = oidcop.Encryption{Alg: "RSA-OAEP-256", Enc: "A256GCM"}
+			})
+			status, out := tokenRequest(t, op, grantForm(code(t, op, authorizeQuery()).Get("code")), true)
+			if tc.wantKid == "" {
+				desc, _ := out["error_description"].(string)
+				if status != http.StatusInternalServerError || out["error"] != "server_error" ||
+					!strings.Contains(desc, "PublicKey wasn't found in the storage. Requested kid: 'null'") {
+					t.Errorf("token endpoint: %d %v", status, out)
+				}
+				return
+			}
+			raw, _ := out["id_token"].(string)
+			if status != http.StatusOK || strings.Count(raw, ".") != 4 {
+				t.Fatalf("token endpoint: %d %v", status, out)
+			}
+			jwe, err := jose.ParseEncryptedCompact(raw, []jose.KeyAlgorithm{jose.RSA_OAEP_256}, []jose.ContentEncryption{jose.A256GCM})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jwe.Header.KeyID != tc.wantKid {
+				t.Errorf("encrypted to kid %q, want %q", jwe.Header.KeyID, tc.wantKid)
+			}
+			if _, err := jwe.Decrypt(key); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

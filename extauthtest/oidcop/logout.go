@@ -164,6 +164,17 @@ func (op *OP) FrontchannelLogoutURL(sid string) string {
 	return op.cfg.FrontchannelLogoutURI + sep + q.Encode()
 }
 
+// issuedTo reports whether iss is the issuer of the tokens of an account
+// whose sub is sub.
+func (op *OP) issuedTo(iss any, sub string) bool {
+	for _, u := range op.cfg.Users {
+		if u.Sub == sub && iss == op.issuerOf(u) {
+			return true
+		}
+	}
+	return false
+}
+
 // Sessions lists the sids of the live sessions of user sub.
 func (op *OP) Sessions(sub string) []string {
 	op.mu.Lock()
@@ -194,6 +205,26 @@ func (op *OP) endOPSession(ctx context.Context, sid string) (int, error) {
 	}
 	status, _, err := op.SendBackchannelLogout(ctx, tok)
 	return status, err
+}
+
+// EndBrowserSession ends the session the browser of r has at the
+// provider (its cookie), tells the client over the back channel as a
+// logout does, and clears the cookie: for a provider's own logout
+// endpoint built on the OP (Auth0's /v2/logout). It reports whether there
+// was a session.
+func (op *OP) EndBrowserSession(w http.ResponseWriter, r *http.Request) (bool, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false, nil
+	}
+	op.mu.Lock()
+	_, ok := op.sessions.Get(c.Value)
+	op.mu.Unlock()
+	if _, err := op.endOPSession(r.Context(), c.Value); err != nil {
+		return ok, err
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: op.prefix + "/", MaxAge: -1})
+	return ok, nil
 }
 
 // endSession is a pending RP-initiated logout, waiting for the user to
@@ -325,7 +356,8 @@ func (op *OP) verifyOwn(token string) (map[string]any, error) {
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return nil, err
 	}
-	if claims["iss"] != op.cfg.Issuer || claims["aud"] != op.cfg.ClientID {
+	sub, _ := claims["sub"].(string)
+	if !op.issuedTo(claims["iss"], sub) || claims["aud"] != op.cfg.ClientID {
 		return nil, fmt.Errorf("not issued by this provider to this client")
 	}
 	return claims, nil

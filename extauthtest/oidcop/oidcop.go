@@ -18,6 +18,7 @@ package oidcop
 
 import (
 	"cmp"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -47,6 +48,7 @@ import (
 	"github.com/extauth/extauth/extauthtest/internal/endpoint"
 	"github.com/extauth/extauth/extauthtest/internal/expiring"
 	"github.com/extauth/extauth/internal/devpage"
+	"github.com/extauth/extauth/internal/oidfed"
 )
 
 // Fault is one way the provider misbehaves.
@@ -104,6 +106,11 @@ const (
 	JWKSDown Fault = "jwks_down"
 	// TokenServerError answers 500 at the token endpoint.
 	TokenServerError Fault = "token_server_error"
+	// TokenRefused refuses every grant at the token endpoint with 400
+	// invalid_request and an error_description in a provider's words that
+	// echoes what it was sent (the code or refresh token) and carries a
+	// line break, as a client's log must not keep them.
+	TokenRefused Fault = "token_refused"
 	// TokenHang never answers the token endpoint; the handler returns
 	// when the request's context ends.
 	TokenHang Fault = "token_hang"
@@ -116,6 +123,10 @@ const (
 
 // User is an account of the fake provider.
 type User struct {
+	// ID tells apart accounts whose Sub is the same (Entra ID's tenants
+	// each issue what they like): the consent page's choice; Sub when
+	// empty.
+	ID                string
 	Sub               string
 	Email             string
 	EmailVerified     bool
@@ -126,6 +137,14 @@ type User struct {
 	Picture           string
 	// HostedDomain is Google's hd claim, sent when set.
 	HostedDomain string
+}
+
+// key is the account's ID, or its Sub.
+func (u User) key() string {
+	if u.ID != "" {
+		return u.ID
+	}
+	return u.Sub
 }
 
 // DemoUsers are the accounts of an OP configured without users.
@@ -178,6 +197,13 @@ type Config struct {
 	// request object signed with the client's key
 	// (require_signed_request_object).
 	RequireRequestObject bool
+	// EncryptionKeyByAlg picks the client's encryption key as Keycloak
+	// does: among the keys published with use "enc", the first whose
+	// alg is the encryption's algorithm, a key without alg counting as
+	// a signing key of its type (RS256 for RSA, ES256 for EC P-256), so
+	// that one is never picked. Otherwise the provider takes the last
+	// key of the right type not published for signing, alg or none.
+	EncryptionKeyByAlg bool
 	// IDTokenEncryption, when its Alg is set, encrypts ID tokens and
 	// logout tokens to the client's key (nested: signed, then encrypted);
 	// UserInfoEncryption encrypts UserInfo's claims.
@@ -246,6 +272,33 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// What shapes the provider as another: the paths, documents and
+	// claims of a provider whose endpoints and tokens are not this
+	// one's own (extauthtest/enterprise builds Entra ID, Okta, Auth0
+	// and Google Workspace on them).
+
+	// Routes are the absolute paths the provider serves endpoints at, on
+	// its issuer's host, in place of the paths under the issuer's path;
+	// an endpoint they leave out keeps its own. Discovery names what
+	// Document says when it is set, and these paths otherwise.
+	Routes map[Endpoint]string
+	// Document, when set, is the discovery document served as it is,
+	// byte for byte.
+	Document []byte
+	// IssuerFor is the issuer of user u's tokens, where it is not Issuer:
+	// Entra ID's multi-tenant authorities issue each user's tokens as the
+	// user's tenant.
+	IssuerFor func(u User) string
+	// Claims edits the claims of user u's ID tokens for scope: the
+	// provider's own (a tenant ID, groups, a version), after the
+	// standard and profile claims and before any fault.
+	Claims func(u User, scope string, claims map[string]any)
+	// Federation, when set, makes the provider an OpenID Federation OP
+	// that registers its client automatically (see Federation): ClientID
+	// is then the client's entity identifier, and RedirectURIs and the
+	// client's keys come from its trust chain.
+	Federation *Federation
 }
 
 // Endpoint names one of the provider's endpoints, for Hits.
@@ -309,6 +362,8 @@ type OP struct {
 	clientJWKSReads atomic.Int64
 	// answer is the authentication AnswerAt chose.
 	answer Authentication
+	// fed is the provider's federation, nil without one.
+	fed *opFederation
 }
 
 type signingKey struct {
@@ -379,7 +434,12 @@ func New(cfg Config) (*OP, error) {
 		cfg.AuthMethod = "client_secret_basic"
 	}
 	secretless := cfg.AuthMethod == "private_key_jwt" || cfg.AuthMethod == "tls_client_auth" || cfg.AuthMethod == "self_signed_tls_client_auth"
-	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 {
+	if cfg.Federation != nil {
+		// Clients register automatically: their redirect URIs and keys
+		// come from their trust chains.
+		cfg.AuthMethod, cfg.RequireRequestObject, secretless = "private_key_jwt", true, true
+	}
+	if cfg.ClientID == "" || (cfg.ClientSecret == "" && !secretless) || len(cfg.RedirectURIs) == 0 && cfg.Federation == nil {
 		return nil, fmt.Errorf("oidcop: client ID, secret and redirect URIs are required")
 	}
 	switch cfg.AuthMethod {
@@ -425,7 +485,12 @@ func New(cfg Config) (*OP, error) {
 	op.pushed = expiring.New[*pushedRequest](0, op.now)
 	op.seenJTIs = expiring.New[struct{}](0, op.now)
 	op.proofJTIs = expiring.New[struct{}](0, op.now)
-	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS} {
+	if cfg.Federation != nil {
+		if op.fed, err = newOPFederation(op, cfg.Federation); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range []Endpoint{Discovery, JWKS, Authorize, Token, UserInfo, EndSession, PAR, Revocation, MTLS, EntityConfiguration} {
 		op.hits[e] = new(atomic.Int64)
 	}
 	for _, k := range cfg.Keys {
@@ -559,6 +624,12 @@ func (op *OP) Issuer() string { return op.cfg.Issuer }
 
 // ServeHTTP routes the paths under the issuer's path.
 func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for e, route := range op.cfg.Routes {
+		if r.URL.Path == route {
+			op.serve(w, r, e)
+			return
+		}
+	}
 	path, ok := strings.CutPrefix(r.URL.Path, op.prefix)
 	if !ok {
 		http.NotFound(w, r)
@@ -569,40 +640,105 @@ func (op *OP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		op.hits[MTLS].Add(1)
 		path = alias
 	}
+	var e Endpoint
 	switch path {
 	case "/.well-known/openid-configuration":
-		op.hits[Discovery].Add(1)
-		op.discovery(w, r)
+		e = Discovery
+	case oidfed.WellKnownPath:
+		if op.fed == nil {
+			http.NotFound(w, r)
+			return
+		}
+		op.hits[EntityConfiguration].Add(1)
+		op.serveFederation(w, r)
+		return
 	case jwksPath:
-		op.hits[JWKS].Add(1)
-		op.jwks(w, r)
+		e = JWKS
 	case "/authorize":
-		op.hits[Authorize].Add(1)
-		op.authorize(w, r)
+		e = Authorize
 	case "/authorize/decision":
 		op.decision(w, r)
+		return
 	case tokenPath:
-		op.hits[Token].Add(1)
-		op.token(w, r)
+		e = Token
 	case "/userinfo":
-		op.hits[UserInfo].Add(1)
-		op.userinfo(w, r)
+		e = UserInfo
 	case "/end_session":
-		op.hits[EndSession].Add(1)
-		op.endSession(w, r)
+		e = EndSession
 	case "/end_session/decision":
 		op.endSessionDecision(w, r)
+		return
 	case "/par":
-		op.hits[PAR].Add(1)
-		op.par(w, r)
+		e = PAR
 	case "/revoke":
-		op.hits[Revocation].Add(1)
-		op.revoke(w, r)
+		e = Revocation
 	case "/account":
 		op.account(w, r)
+		return
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if _, moved := op.cfg.Routes[e]; moved {
+		http.NotFound(w, r)
+		return
+	}
+	op.serve(w, r, e)
+}
+
+// serve counts a request to endpoint e and answers it.
+func (op *OP) serve(w http.ResponseWriter, r *http.Request, e Endpoint) {
+	op.hits[e].Add(1)
+	switch e {
+	case Discovery:
+		op.discovery(w, r)
+	case JWKS:
+		op.jwks(w, r)
+	case Authorize:
+		op.authorize(w, r)
+	case Token:
+		op.token(w, r)
+	case UserInfo:
+		op.userinfo(w, r)
+	case EndSession:
+		op.endSession(w, r)
+	case PAR:
+		op.par(w, r)
+	case Revocation:
+		op.revoke(w, r)
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// endpointURL is the URL of endpoint e: at its route, or at path under
+// the issuer's.
+func (op *OP) endpointURL(e Endpoint, path string) string {
+	u, _ := url.Parse(op.cfg.Issuer)
+	if route, ok := op.cfg.Routes[e]; ok {
+		return u.Scheme + "://" + u.Host + route
+	}
+	return strings.TrimSuffix(op.cfg.Issuer, "/") + path
+}
+
+// issuerOf is the issuer of u's tokens.
+func (op *OP) issuerOf(u User) string {
+	if op.cfg.IssuerFor != nil {
+		return op.cfg.IssuerFor(u)
+	}
+	return op.cfg.Issuer
+}
+
+// Introspect says whose a live access token is and for what scope, as a
+// resource server of the provider's (Microsoft Graph for Entra ID) asks.
+func (op *OP) Introspect(accessToken string) (u User, scope string, ok bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	g, ok := op.tokens.Get(accessToken)
+	if !ok {
+		return User{}, "", false
+	}
+	return g.user, g.req.scope, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -617,15 +753,29 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "discovery is down", http.StatusServiceUnavailable)
 		return
 	}
+	if op.cfg.Document != nil {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+		w.Write(op.cfg.Document)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
+	_ = json.NewEncoder(w).Encode(op.discoveryDocument())
+}
+
+// discoveryDocument is the provider's metadata: its discovery document,
+// and in a federation its openid_provider metadata.
+func (op *OP) discoveryDocument() map[string]any {
 	iss := op.cfg.Issuer
 	base := strings.TrimSuffix(iss, "/")
 	tokenPath, jwksPath := op.paths()
 	doc := map[string]any{
 		"issuer":                                iss,
-		"authorization_endpoint":                base + "/authorize",
-		"token_endpoint":                        base + tokenPath,
-		"userinfo_endpoint":                     base + "/userinfo",
-		"jwks_uri":                              base + jwksPath,
+		"authorization_endpoint":                op.endpointURL(Authorize, "/authorize"),
+		"token_endpoint":                        op.endpointURL(Token, tokenPath),
+		"userinfo_endpoint":                     op.endpointURL(UserInfo, "/userinfo"),
+		"jwks_uri":                              op.endpointURL(JWKS, jwksPath),
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query", "jwt", "query.jwt"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
@@ -641,7 +791,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 		doc["authorization_response_iss_parameter_supported"] = true
 	}
 	if !op.cfg.NoEndSession {
-		doc["end_session_endpoint"] = base + "/end_session"
+		doc["end_session_endpoint"] = op.endpointURL(EndSession, "/end_session")
 	}
 	algs := op.clientAlgNames()
 	doc["pushed_authorization_request_endpoint"] = base + "/par"
@@ -661,7 +811,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["id_token_encryption_enc_values_supported"] = encs
 	doc["userinfo_encryption_alg_values_supported"] = keyAlgs
 	doc["userinfo_encryption_enc_values_supported"] = encs
-	doc["revocation_endpoint"] = base + "/revoke"
+	doc["revocation_endpoint"] = op.endpointURL(Revocation, "/revoke")
 	doc["dpop_signing_alg_values_supported"] = DPoPSigningAlgs
 	if op.cfg.MTLS {
 		doc["mtls_endpoint_aliases"] = op.mtlsAliases()
@@ -673,9 +823,7 @@ func (op *OP) discovery(w http.ResponseWriter, r *http.Request) {
 	doc["backchannel_logout_session_supported"] = true
 	doc["frontchannel_logout_supported"] = true
 	doc["frontchannel_logout_session_supported"] = true
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", op.cfg.DiscoveryCacheControl)
-	_ = json.NewEncoder(w).Encode(doc)
+	return doc
 }
 
 func (op *OP) jwks(w http.ResponseWriter, r *http.Request) {
@@ -753,7 +901,15 @@ func (op *OP) checkRequest(q url.Values) (*authRequest, *requestError) {
 		return nil, &requestError{code: "invalid_client", plain: "unknown client"}
 	}
 	redirectURI := q.Get("redirect_uri")
-	if !slices.Contains(op.cfg.RedirectURIs, redirectURI) {
+	registered := op.cfg.RedirectURIs
+	if op.fed != nil {
+		md, err := op.fed.client(context.Background(), op.cfg.ClientID)
+		if err != nil {
+			return nil, &requestError{code: "invalid_client", plain: "the client has no valid trust chain: " + err.Error()}
+		}
+		registered = stringList(md["redirect_uris"])
+	}
+	if !slices.Contains(registered, redirectURI) {
 		return nil, &requestError{code: "invalid_request", plain: "redirect_uri is not registered for this client"}
 	}
 	state := q.Get("state")
@@ -877,7 +1033,7 @@ var consentPages = newPages("consent", `{{define "title"}}Sign in{{end}}
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="interaction" value="{{.Interaction}}">
 <fieldset class="choices"><legend>Sign in as</legend>
-{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{$u.Sub}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} <span class="muted">&lt;{{$u.Email}}&gt;</span></label>
+{{range $i, $u := .Users}}<label><input type="radio" name="user" value="{{if $u.ID}}{{$u.ID}}{{else}}{{$u.Sub}}{{end}}"{{if eq $i 0}} checked{{end}}> {{$u.Name}} <span class="muted">&lt;{{$u.Email}}&gt;</span></label>
 {{end}}</fieldset>
 <div class="actions">
 <button type="submit" name="decision" value="approve" class="primary">Approve</button>
@@ -922,7 +1078,7 @@ func (op *OP) decision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, u := range op.cfg.Users {
-		if u.Sub == r.PostForm.Get("user") {
+		if u.key() == r.PostForm.Get("user") {
 			op.approve(w, r, req, u)
 			return
 		}
@@ -977,7 +1133,7 @@ func (op *OP) issueCode(req *authRequest, u User, sid string) (string, *session)
 	// A session older than max_age, or prompt=login, means authenticating
 	// again: a new session (OIDC Core 3.1.2.1).
 	sess, ok := op.sessions.Get(sid)
-	if !ok || sess.user.Sub != u.Sub || req.login || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
+	if !ok || sess.user.key() != u.key() || req.login || (req.maxAge >= 0 && now.Sub(sess.authTime) > time.Duration(req.maxAge)*time.Second) {
 		sess = &session{sid: endpoint.Random(16), user: u, authTime: now}
 		op.sessions.Put(sess.sid, sess, now.Add(sessionTTL))
 	}
@@ -1092,6 +1248,11 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if op.fault(TokenRefused) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request",
+			"error_description": "Invalid grant " + f.Get("code") + f.Get("refresh_token") + ":\nsee the provider's log"})
+		return
+	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
 	case "refresh_token":
@@ -1147,7 +1308,9 @@ func (op *OP) issueTokens(w http.ResponseWriter, g *grant, now time.Time, signIn
 	}
 	idToken, err := op.idToken(&idg, access, now)
 	if err != nil {
-		tokenError(w, http.StatusInternalServerError, "server_error")
+		// As providers do, the answer says what went wrong, here why
+		// the ID token could not be encrypted to the client.
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error", "error_description": err.Error()})
 		return
 	}
 	tokenType := "Bearer"
@@ -1258,7 +1421,7 @@ func profileClaims(u User, scope string) map[string]any {
 
 func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, error) {
 	claims := map[string]any{
-		"iss":     op.cfg.Issuer,
+		"iss":     op.issuerOf(g.user),
 		"sub":     g.user.Sub,
 		"aud":     op.cfg.ClientID,
 		"iat":     now.Unix(),
@@ -1297,6 +1460,9 @@ func (op *OP) idToken(g *grant, accessToken string, now time.Time) (string, erro
 		for k, v := range profileClaims(g.user, g.req.scope) {
 			claims[k] = v
 		}
+	}
+	if op.cfg.Claims != nil {
+		op.cfg.Claims(g.user, g.req.scope, claims)
 	}
 	op.mu.Lock()
 	faults := maps.Clone(op.faults)

@@ -133,7 +133,7 @@ func (p *IdP) serveSSO(idp *saml.IdentityProvider, w http.ResponseWriter, r *htt
 		http.Error(w, "cannot build the response", http.StatusInternalServerError)
 		return
 	}
-	WritePostForm(w, req.ACSEndpoint.Location, out, req.RelayState)
+	p.deliver(w, r, req, out)
 }
 
 // spEncryptionCert returns the certificate crewjam's IdP encrypts to: the

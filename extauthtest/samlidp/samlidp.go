@@ -175,6 +175,8 @@ type Knobs struct {
 	// an old session, ForceAuthn or not); by default it is the sign-in's
 	// time.
 	AuthnInstant time.Time
+	// Artifact shapes the HTTP-Artifact binding (artifact.go).
+	Artifact ArtifactKnobs
 }
 
 // CertChoice is how an IdP picks the SP's encryption certificate
@@ -249,6 +251,12 @@ type Options struct {
 	// time-out); a test serving the SP over HTTPS passes one that trusts
 	// its certificate.
 	HTTPClient *http.Client
+	// ArtifactResolutionURL is where the ArtifactResolutionService is
+	// reachable, which the metadata lists (default BaseURL + "/ars"): a
+	// test that resolves artifacts over TLS with client certificates
+	// serves the IdP's handler at a second, TLS, server too, with the same
+	// path prefix, and names its URL here.
+	ArtifactResolutionURL string
 }
 
 // IdP is the fake identity provider. It is an http.Handler.
@@ -281,6 +289,12 @@ type IdP struct {
 	issued *expiring.Map[nameID]
 	// refusedLogouts counts LogoutRequests StrictLogout refused.
 	refusedLogouts atomic.Int64
+	// arsURL is the ArtifactResolutionService; artifacts holds the
+	// messages issued by artifact, arsLog the ArtifactResolves answered,
+	// both under mu.
+	arsURL    string
+	artifacts map[string]storedArtifact
+	arsLog    []ArtifactRecord
 	// other signs with a key pair the metadata never publishes, made on
 	// first use (Knobs.UnpublishedKey).
 	other     *saml.IdentityProvider
@@ -313,10 +327,15 @@ func New(opts Options) (*IdP, error) {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
 	p := &IdP{base: base, key: key, cert: cert, auto: opts.AutoApprove, user: u, spMDURL: opts.SPMetadataURL,
-		client: client, sps: map[string]*saml.EntityDescriptor{}, pinned: map[string][]byte{},
+		client: client, sps: map[string]*saml.EntityDescriptor{}, pinned: map[string][]byte{}, artifacts: map[string]storedArtifact{},
 		now: func() time.Time { return saml.TimeNow() }}
 	p.issued = expiring.New[nameID](0, func() time.Time { return p.now() })
 	sub := func(path string) url.URL { c := *base; c.Path += path; return c }
+	p.arsURL = opts.ArtifactResolutionURL
+	if p.arsURL == "" {
+		u := sub("/ars")
+		p.arsURL = u.String()
+	}
 	p.idp = &saml.IdentityProvider{
 		Key:                     key,
 		Certificate:             cert,
@@ -328,6 +347,7 @@ func New(opts Options) (*IdP, error) {
 		ServiceProviderProvider: spProvider{p},
 		SessionProvider:         sessionProvider{p},
 		AssertionMaker:          assertionMaker{p},
+		ResponseWriter:          responseWriter{p},
 	}
 	p.idp.Logger = quietLogger{}
 	return p, nil
@@ -509,6 +529,9 @@ func (p *IdP) Metadata() []byte {
 	if k.NoSLO {
 		ed.IDPSSODescriptors[0].SingleLogoutServices = nil
 	}
+	yes := true
+	ed.IDPSSODescriptors[0].SSODescriptor.ArtifactResolutionServices = []saml.IndexedEndpoint{
+		{Binding: saml.SOAPBinding, Location: p.arsURL, Index: 0, IsDefault: &yes}}
 	for _, c := range k.ExtraCerts {
 		d := &ed.IDPSSODescriptors[0]
 		d.KeyDescriptors = append(d.KeyDescriptors, saml.KeyDescriptor{
@@ -692,6 +715,8 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.idp.ServeIDPInitiated(w, r, sp, r.URL.Query().Get("RelayState"))
 	case "/slo":
 		p.serveSLO(w, r)
+	case "/ars":
+		p.serveARS(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -988,7 +1013,7 @@ func (p *IdP) deny(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cannot build response", http.StatusInternalServerError)
 		return
 	}
-	WritePostForm(w, req.ACSEndpoint.Location, out, req.RelayState)
+	p.deliver(w, r, req, out)
 }
 
 var postForm = template.Must(template.New("post").Parse(`<!doctype html>
@@ -1078,7 +1103,12 @@ func (p *IdP) serveSLO(w http.ResponseWriter, r *http.Request) {
 		Issuer:       &saml.Issuer{Value: p.EntityID()},
 		Status:       status,
 	}
-	u, err := p.RedirectMessage(slo, "SAMLResponse", resp.Element(), q.Get("RelayState"))
+	var u string
+	if p.knobsCopy().Artifact.Always {
+		u, err = p.logoutArtifactURL(slo, resp, q.Get("RelayState"))
+	} else {
+		u, err = p.RedirectMessage(slo, "SAMLResponse", resp.Element(), q.Get("RelayState"))
+	}
 	if err != nil {
 		http.Error(w, "cannot answer", http.StatusInternalServerError)
 		return

@@ -18,6 +18,7 @@ import (
 import (
 	_ "github.com/extauth/extauth"
 	_ "github.com/extauth/extauth/extauthtest"
+	_ "github.com/extauth/extauth/extauthtest/enterprise"
 	_ "github.com/extauth/extauth/extauthtest/forge"
 	_ "github.com/extauth/extauth/extauthtest/graph"
 	_ "github.com/extauth/extauth/extauthtest/oauth1"
@@ -29,6 +30,7 @@ import (
 	_ "github.com/extauth/extauth/internal/loadtest"
 	_ "github.com/extauth/extauth/internal/mock"
 	_ "github.com/extauth/extauth/internal/oauth1"
+	_ "github.com/extauth/extauth/internal/oidfed"
 	_ "github.com/extauth/extauth/internal/outbound"
 	_ "github.com/extauth/extauth/internal/pages"
 	_ "github.com/extauth/extauth/internal/pemdiag"

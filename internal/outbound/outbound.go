@@ -354,6 +354,15 @@ var ErrNoClientCertificate = errors.New("the HTTP client's transport cannot pres
 // TLS, RFC 8705), keeping c's bounds, telemetry and TLS settings (its
 // trusted roots). c's transport must be an *http.Transport.
 func WithClientCertificate(c *http.Client, get func(*tls.CertificateRequestInfo) (*tls.Certificate, error)) (*http.Client, error) {
+	return WithTLS(c, func(cfg *tls.Config) { cfg.GetClientCertificate = get })
+}
+
+// WithTLS returns a copy of c, a client NewClient made, whose transport is
+// a clone of c's with its TLS configuration changed by edit (a client
+// certificate, the server certificates trusted), keeping c's bounds,
+// telemetry and every other TLS setting. c's transport must be an
+// *http.Transport: otherwise the error wraps ErrNoClientCertificate.
+func WithTLS(c *http.Client, edit func(*tls.Config)) (*http.Client, error) {
 	lt, ok := c.Transport.(*limitTransport)
 	if !ok {
 		return nil, ErrNoClientCertificate
@@ -366,10 +375,10 @@ func WithClientCertificate(c *http.Client, get func(*tls.CertificateRequestInfo)
 	if tr.TLSClientConfig == nil {
 		tr.TLSClientConfig = &tls.Config{}
 	}
-	tr.TLSClientConfig.GetClientCertificate = get
-	withCert := *lt
-	withCert.base = tr
+	edit(tr.TLSClientConfig)
+	withTLS := *lt
+	withTLS.base = tr
 	out := *c
-	out.Transport = &withCert
+	out.Transport = &withTLS
 	return &out, nil
 }

@@ -22,9 +22,19 @@ type (
 	mdqStats interface {
 		MDQStats() map[string]int64
 	}
+	// artifactStats: a SAML SP's artifacts received, by result (a fixed
+	// list).
+	artifactStats interface {
+		ArtifactStats() map[string]int64
+	}
 	// discoveryStatus: an OpenID Connect discovery document.
 	discoveryStatus interface {
 		DiscoveryStatus() (fetched, nextRefresh, lastFailure time.Time)
+	}
+	// trustChainStatus: an OpenID provider's trust chain (OpenID
+	// Federation), which stands for its discovery document.
+	trustChainStatus interface {
+		TrustChainStatus() (expires time.Time, federated bool)
 	}
 )
 
@@ -53,6 +63,14 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 		doc = "discovery"
 		fetched, next, failed = s.DiscoveryStatus()
 	}
+	if s, ok := p.strategy.(trustChainStatus); ok {
+		if expires, federated := s.TrustChainStatus(); federated {
+			doc = "trust_chain"
+			if !expires.IsZero() {
+				o.ObserveFloat64(t.chainExpiry, expires.Sub(now).Seconds(), metric.WithAttributes(p.base...))
+			}
+		}
+	}
 	if doc != "" {
 		attrs := metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyDocument.String(doc))...)
 		if !fetched.IsZero() {
@@ -75,6 +93,11 @@ func (p *Provider) observe(o metric.Observer, now time.Time) {
 	if s, ok := p.strategy.(mdqStats); ok {
 		for result, n := range s.MDQStats() {
 			o.ObserveInt64(t.fedMDQ, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
+		}
+	}
+	if s, ok := p.strategy.(artifactStats); ok {
+		for result, n := range s.ArtifactStats() {
+			o.ObserveInt64(t.artifacts, n, metric.WithAttributes(append(p.base[:len(p.base):len(p.base)], KeyResult.String(result))...))
 		}
 	}
 	if p.certificates == nil {

@@ -36,10 +36,13 @@ const (
 	EndpointLogout
 	// EndpointPAR: an OAuth pushed authorization request (RFC 9126).
 	EndpointPAR
+	// EndpointArtifact: a SAML IdP's ArtifactResolutionService (an
+	// ArtifactResolve over SOAP, back-channel).
+	EndpointArtifact
 	numEndpoints
 )
 
-var endpointNames = [numEndpoints]string{"other", "token", "userinfo", "jwks", "discovery", "metadata", "logout", "par"}
+var endpointNames = [numEndpoints]string{"other", "token", "userinfo", "jwks", "discovery", "metadata", "logout", "par", "artifact"}
 
 // String returns the endpoint's attribute value.
 func (e Endpoint) String() string {

@@ -141,9 +141,11 @@ type T struct {
 	docNext         metric.Float64ObservableGauge
 	docFailure      metric.Float64ObservableGauge
 	certExpiry      metric.Float64ObservableGauge
+	chainExpiry     metric.Float64ObservableGauge
 	fedEntities     metric.Int64ObservableGauge
 	fedIdPs         metric.Int64ObservableGauge
 	fedMDQ          metric.Int64ObservableCounter
+	artifacts       metric.Int64ObservableCounter
 
 	buildSets [numBuilds]*optSet
 	evictSets [numEvictions]*optSet
@@ -247,6 +249,9 @@ func New(c Config) (*T, error) {
 	t.certExpiry, err = m.Float64ObservableGauge("extauth.certificate.expiry", metric.WithUnit("s"),
 		metric.WithDescription("Time until a certificate's notAfter (the SAML SP's own, the IdP's signing ones); negative once expired."))
 	check(err)
+	t.chainExpiry, err = m.Float64ObservableGauge("extauth.trust_chain.expiry", metric.WithUnit("s"),
+		metric.WithDescription("Time until the earliest exp of an OpenID provider's trust chain in use (OpenID Federation); negative once expired."))
+	check(err)
 	t.fedEntities, err = m.Int64ObservableGauge("extauth.federation.entities", metric.WithUnit("{entity}"),
 		metric.WithDescription("Entities of the SAML federation aggregate in use, service providers included."))
 	check(err)
@@ -255,6 +260,9 @@ func New(c Config) (*T, error) {
 	check(err)
 	t.fedMDQ, err = m.Int64ObservableCounter("extauth.federation.mdq.lookups", metric.WithUnit("{lookup}"),
 		metric.WithDescription("Look-ups of IdPs at a SAML federation's MDQ server, by result: hit (the cache), fetched, unknown, error, limited, not_listed."))
+	check(err)
+	t.artifacts, err = m.Int64ObservableCounter("extauth.saml.artifacts", metric.WithUnit("{artifact}"),
+		metric.WithDescription("SAML artifacts received (the HTTP-Artifact binding), by result: resolved, replayed, unknown_source, malformed, empty, failed, invalid."))
 	check(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
@@ -312,7 +320,7 @@ func (t *T) Observe(sites func(yield func(*Site) bool), tenants func() int64) er
 			}
 		}
 		return nil
-	}, t.tenantsCached, t.docAge, t.docNext, t.docFailure, t.certExpiry, t.fedEntities, t.fedIdPs, t.fedMDQ)
+	}, t.tenantsCached, t.docAge, t.docNext, t.docFailure, t.certExpiry, t.chainExpiry, t.fedEntities, t.fedIdPs, t.fedMDQ, t.artifacts)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}

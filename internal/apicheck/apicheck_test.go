@@ -16,7 +16,7 @@ import (
 // "go run ./internal/apicheck" and write the changelog's lines
 // (docs/development.md#the-api-record).
 func TestAPI(t *testing.T) {
-	r, err := check(filepath.Join("..", ".."), nil)
+	r, err := check(filepath.Join("..", ".."), nil, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +173,68 @@ func G() {}
 	m.wantOK()
 }
 
+// A nested module that a host may require (a store with dependencies of
+// its own) is released with the module and held to the same record; a
+// nested module of tests is not. A check of one module alone covers only
+// its own lines and changes, so that the root's go test need not compile
+// a store's dependencies, and the store's tests check the store.
+func TestCheckerCoversNestedModules(t *testing.T) {
+	m := newScratchModule(t)
+	m.write("m.go", "package m\n\n// F does nothing.\nfunc F() {}\n")
+	m.write("store/go.mod", "module example.com/m/store\n\ngo 1.26.0\n")
+	m.write("store/store.go", "package store\n\n// Store keeps nothing.\ntype Store struct{}\n")
+	m.write("bench/go.mod", "module example.com/m/bench\n\ngo 1.26.0\n")
+	m.write("bench/bench.go", "package bench\n\n// B is a benchmark's.\nfunc B() {}\n")
+	m.changelog("becomes **v0.2.0**", "")
+	m.release("v0.1.0")
+	m.regenerate()
+	m.wantOK()
+	lines := m.lines(nextFile)
+	if !slices.Contains(lines, "pkg example.com/m/store, type Store struct") {
+		t.Errorf("the record lacks the nested store module:\n%s", strings.Join(lines, "\n"))
+	}
+	if slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "bench") }) {
+		t.Errorf("the record holds the benchmarks' module:\n%s", strings.Join(lines, "\n"))
+	}
+	if !slices.Contains(m.lines(filepath.Join(apiDir, "v0.1.0.txt")), "pkg example.com/m/store, type Store struct") {
+		t.Errorf("the release record lacks the nested store module")
+	}
+
+	// A change to the store fails the full check and the store's own, and
+	// not the root module's alone.
+	m.write("store/store.go", "package store\n\n// Store keeps nothing.\ntype Store struct{}\n\n// New makes one.\nfunc New() *Store { return nil }\n")
+	checkOnly := func(only string) *result {
+		t.Helper()
+		r, err := check(m.dir, m.env, only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, only := range []string{"", "store"} {
+		r := checkOnly(only)
+		if !slices.Equal(r.added, []string{"pkg example.com/m/store, func New() *Store"}) || len(r.removed) != 0 {
+			t.Errorf("check %q: record diff: added %q, removed %q", only, r.added, r.removed)
+		}
+		m.wantUnnamed(r, "./store.New: added", true)
+	}
+	if r := checkOnly("."); !r.ok() {
+		t.Errorf("the root module's check fails on the store's change:\n%s", r)
+	}
+
+	// And a change to the root module is the store check's none.
+	m.write("m.go", "package m\n")
+	if r := checkOnly("store"); !slices.Equal(r.added, []string{"pkg example.com/m/store, func New() *Store"}) || len(r.removed) != 0 || len(r.unnamed) != 1 {
+		t.Errorf("the store's check: added %q, removed %q, unnamed %v", r.added, r.removed, r.unnamed)
+	}
+	if r := checkOnly("."); !slices.Equal(r.removed, []string{"pkg example.com/m, func F()"}) || len(r.added) != 0 {
+		t.Errorf("the root module's check: added %q, removed %q", r.added, r.removed)
+	}
+	if _, err := check(m.dir, m.env, "nowhere"); err == nil {
+		t.Errorf("a check of a directory that holds no module passes")
+	}
+}
+
 // The export data of a release reads back as the same API, and the same
 // API always writes the same bytes. The module is loaded as a check loads
 // it, not with a release's -trimpath: that changes only the directories
@@ -182,7 +244,7 @@ func G() {}
 func TestExportDataRoundTrip(t *testing.T) {
 	m := newScratchModule(t)
 	m.write("m.go", "package m\n\nimport \"net/http\"\n\n// H serves.\ntype H struct{ Next http.Handler }\n\n// ServeHTTP serves.\nfunc (H) ServeHTTP(http.ResponseWriter, *http.Request) {}\n")
-	mod, err := loadModule(m.dir, m.env, false)
+	mod, err := loadModule(m.dir, m.env, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +349,7 @@ func (m *scratchModule) regenerate() {
 
 func (m *scratchModule) check() *result {
 	m.t.Helper()
-	r, err := check(m.dir, m.env)
+	r, err := check(m.dir, m.env, "")
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/types"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,10 +51,12 @@ func (r *result) ok() bool {
 	return len(r.added) == 0 && len(r.removed) == 0 && len(r.unnamed) == 0 && len(r.problems) == 0
 }
 
-// check compares the module in dir with its API record, its latest
-// release and its changelog.
-func check(dir string, env []string) (*result, error) {
-	m, err := loadModule(dir, env, false)
+// check compares the module in dir, and the modules nested in it, with
+// their API record, their latest release and the changelog; or, with only
+// set, just the module in that directory (see loadModule), whose lines
+// and packages alone are then compared.
+func check(dir string, env []string, only string) (*result, error) {
+	m, err := loadModule(dir, env, false, only)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +69,7 @@ func check(dir string, env []string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	recorded = m.coveredLines(recorded)
 	r.added, r.removed = diffLines(recorded, current)
 
 	var base *apidiff.Module
@@ -73,6 +77,7 @@ func check(dir string, env []string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	base.Packages = slices.DeleteFunc(base.Packages, func(p *types.Package) bool { return !m.covers(p.Path()) })
 	r.report = apidiff.ModuleChanges(base, m.Module)
 
 	log, err := os.ReadFile(filepath.Join(dir, changelog))
@@ -103,6 +108,7 @@ func check(dir string, env []string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	released = m.coveredLines(released)
 	newly, _ := diffLines(released, current)
 	for _, l := range newly {
 		if feature, ok := strings.CutSuffix(l, " //deprecated"); ok {
@@ -123,6 +129,14 @@ func check(dir string, env []string) (*result, error) {
 			changelog, r.next, r.baseline, r.least))
 	}
 	return r, nil
+}
+
+// coveredLines are the lines of a record whose packages the check covers.
+func (m *module) coveredLines(lines []string) []string {
+	return slices.DeleteFunc(lines, func(l string) bool {
+		path, _, _ := strings.Cut(strings.TrimPrefix(l, "pkg "), ",")
+		return !m.covers(path)
+	})
 }
 
 // String is the report a contributor reads when the check fails.

@@ -4,13 +4,16 @@
 //
 //	go run ./internal/apicheck                  # rewrite api/next.txt from the code, print the changes since the latest release
 //	go run ./internal/apicheck -release v0.4.0  # at a release: record api/v0.4.0.txt and api/v0.4.0.zip
+//	go run ./internal/apicheck -check -module redisstore  # check one nested module's API, writing nothing
 //
 // The record is api/next.txt: every exported feature of every package a
 // host may import, one a line, in the form of Go's api/*.txt files. A
 // release adds api/vX.Y.Z.txt, the same lines then, and api/vX.Y.Z.zip,
 // the types of its API as apidiff's module export data, so that the
 // changes since can be told compatible or breaking by
-// golang.org/x/exp/apidiff.
+// golang.org/x/exp/apidiff. The record covers the modules nested in this
+// one that a host may require (redisstore, pgstore): they are released
+// with it, under the same version.
 //
 // TestAPI, in this package's tests, fails when the code's API differs
 // from api/next.txt, or when a change since the latest release is not
@@ -34,14 +37,30 @@ import (
 func main() {
 	release := flag.String("release", "", "record the API as that of release `vX.Y.Z`: api/vX.Y.Z.txt and api/vX.Y.Z.zip")
 	from := flag.String("from", "", "load the module in `dir` (a past release's tree, say) instead of the current directory's, whose api/ is written")
+	checkOnly := flag.Bool("check", false, "check the record and the changelog, writing nothing; exit status 1 when they do not hold")
+	only := flag.String("module", "", "with -check, check only the nested module in `dir`, relative to the root (a store module's tests check it so)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./internal/apicheck [-release vX.Y.Z] [-from dir]\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./internal/apicheck [-release vX.Y.Z] [-from dir] | -check [-module dir]\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() > 0 || (*release != "" && !canonical(*release)) {
+	if flag.NArg() > 0 || (*release != "" && !canonical(*release)) || (*only != "" && !*checkOnly) ||
+		(*checkOnly && (*release != "" || *from != "")) {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *checkOnly {
+		r, err := check(".", nil, *only)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apicheck:", err)
+			os.Exit(1)
+		}
+		fmt.Print(r.summary())
+		if !r.ok() {
+			fmt.Print("\n" + r.String())
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(os.Stdout, ".", *from, *release, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "apicheck:", err)
@@ -59,7 +78,7 @@ func run(w io.Writer, dir, from, release string, env []string) error {
 	if from == "" {
 		from = dir
 	}
-	m, err := loadModule(from, env, release != "")
+	m, err := loadModule(from, env, release != "", "")
 	if err != nil {
 		return err
 	}
@@ -74,7 +93,7 @@ func run(w io.Writer, dir, from, release string, env []string) error {
 		return err
 	}
 	fmt.Fprintf(w, "recorded %d features of %d packages in %s\n", len(lines), len(m.Packages), nextFile)
-	r, err := check(dir, env)
+	r, err := check(dir, env, "")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,9 @@ package interop
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -18,8 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -47,12 +53,36 @@ func startOIDCProvider(t *testing.T, clients any, authMethods string, env ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	env = append(env, "CLIENTS="+string(cj), "AUTH_METHODS="+authMethods)
+	env = append(env, "CLIENTS="+string(cj), "AUTH_METHODS="+authMethods, "SIGNING_KEYS="+opSigningKeys(t))
 	return startNode(t, "oidcprovider", "oidc-provider", env,
 		func(line string) (string, bool) {
 			var m struct{ Issuer string }
 			return m.Issuer, json.Unmarshal([]byte(line), &m) == nil && m.Issuer != ""
 		}, "server.js")
+}
+
+// opSigningKeys are oidc-provider's signing keys, an RS256 and an ES256
+// key with kids of their own, as the JSON array of private JWKs that
+// server.js reads from SIGNING_KEYS: made here, since node 20 hangs now
+// and then exporting a key it generated (server.js says how).
+func opSigningKeys(t *testing.T) string {
+	t.Helper()
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []jose.JSONWebKey
+	for _, k := range []struct {
+		key any
+		alg string
+	}{{testkeys.RSA(0), "RS256"}, {ec, "ES256"}} {
+		keys = append(keys, jose.JSONWebKey{Key: k.key, KeyID: rand.Text()[:16], Use: "sig", Algorithm: k.alg})
+	}
+	out, err := json.Marshal(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // tokenAuthRecorder notes how each token request authenticated the client:

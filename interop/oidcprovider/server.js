@@ -1,6 +1,8 @@
 // Starts the certified oidc-provider on 127.0.0.1 for extauth's interop
 // tests. Configuration comes from the environment:
 //
+//   SIGNING_KEYS  JSON array of the provider's private signing keys, as
+//                 JWKs with kid, use and alg (required)
 //   CLIENTS       JSON array of client metadata: client_id, client_secret,
 //                 redirect_uris, token_endpoint_auth_method, and for logout
 //                 post_logout_redirect_uris, backchannel_logout_uri,
@@ -32,7 +34,7 @@
 //
 // When it listens, it prints one JSON line {"issuer": "..."} to stdout. It
 // exits when stdin closes, so it never outlives the test that started it.
-import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import Provider from 'oidc-provider';
@@ -43,15 +45,18 @@ const clients = JSON.parse(process.env.CLIENTS || '[]').map((c) => ({
   ...c,
 }));
 
-// Two signing keys, so an ID token must name its key (kid).
-function signingKey(type, options, alg) {
-  const { privateKey } = generateKeyPairSync(type, options);
-  return { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('hex'), use: 'sig', alg };
+// The signing keys, private JWKs with kid, use and alg (two, so that an
+// ID token must name its key), come from the test. Node 20's crypto
+// deadlocks now and then when a generated key pair is exported as a JWK
+// while a collection finalizes the generation's job (the main thread
+// waits on a mutex it holds: KeyGenJob's destructor inside
+// ExportJWKRsaKey), which hung one start in twenty-five here; a process
+// that generates no key has no such job.
+const keys = JSON.parse(process.env.SIGNING_KEYS || '[]');
+if (keys.length === 0) {
+  process.stderr.write('SIGNING_KEYS: no signing key\n');
+  process.exit(2);
 }
-const keys = [
-  signingKey('rsa', { modulusLength: 2048 }, 'RS256'),
-  signingKey('ec', { namedCurve: 'P-256' }, 'ES256'),
-];
 
 const users = {
   alice: {

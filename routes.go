@@ -361,7 +361,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	// form is tiny, so bound it much harder.
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
-		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failMount(m, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed request", Err: err})
 		return
 	}
@@ -376,7 +376,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		r.Form["idp"], r.Form["op"] = r.Form["op"], nil
 	}
 	if len(r.Form["idp"]) > 1 {
-		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failMount(m, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "the identity provider is named more than once", Err: errors.New("the start request has more than one idp field")})
 		return
 	}
@@ -397,7 +397,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 				d.Return = nil
 			}
 			if err := chooser.Discover(w, r, d); err != nil {
-				a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
+				a.failMount(m, w, r, format, asError(err, name, CodeProviderUnavailable))
 			}
 			return
 		}
@@ -411,11 +411,11 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	}
 	switch {
 	case verdict == startRefuse:
-		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+		a.failMount(m, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("authorize request refused: " + why)})
 		return
 	case verdict == startConfirm && format == "json":
-		a.failOn(m.site, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
+		a.failMount(m, w, r, format, &Error{Code: CodeCSRFDetected, Provider: name,
 			Message: "sign-in must start from this site", Err: errors.New("authorize request without Origin or Sec-Fetch-Site")})
 		return
 	case verdict == startConfirm:
@@ -440,7 +440,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		IdP:      idp,
 	}
 	if e := a.startOptions(r, m, tx); e != nil {
-		a.failOn(m.site, w, r, format, e)
+		a.failMount(m, w, r, format, e)
 		return
 	}
 	var target string
@@ -454,7 +454,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 		target, err = s.Begin(r.Context(), tx)
 	}
 	if err != nil {
-		a.failOn(m.site, w, r, format, asError(err, name, CodeProviderUnavailable))
+		a.failMount(m, w, r, format, asError(err, name, CodeProviderUnavailable))
 		return
 	}
 	if tx.Binding == "" {
@@ -463,7 +463,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	cookieName := m.cookieName(tx.Binding)
 	value := a.sealer.Seal(cookieName, encodeTransaction(tx))
 	if len(cookieName)+len(value) > maxCookieBytes {
-		a.failOn(m.site, w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
+		a.failMount(m, w, r, format, &Error{Code: CodeMisconfigured, Provider: name,
 			Message: "sign-in state too large", Err: errors.New("transaction cookie exceeds 4000 bytes")})
 		return
 	}
@@ -472,7 +472,7 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, m mount, format
 	if chooser != nil {
 		m.rememberChoice(w, tx.IdP)
 	}
-	telemetry.FromContext(r.Context()).Started()
+	m.tel.Started(r.Context())
 	if form != nil {
 		if format == "json" {
 			writeJSON(w, http.StatusOK, map[string]any{"post_to": target, "form": form})
@@ -504,7 +504,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
-		a.failOn(m.site, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
+		a.failMount(m, w, r, format, &Error{Code: CodeInvalidResponse, Provider: name,
 			Message: "malformed or oversized callback", Err: err})
 		return
 	}
@@ -521,7 +521,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 			storeErr = &Error{Code: CodeInvalidState, Provider: name,
 				Message: "this sign-in is not valid any more; please start again", Err: err}
 		}
-		a.failOn(m.site, w, r, format, storeErr)
+		a.failMount(m, w, r, format, storeErr)
 		return
 	}
 	if !unsolicited {
@@ -551,7 +551,7 @@ func (a *Auth) callback(w http.ResponseWriter, r *http.Request, m mount, format 
 				m.log.Warn("extauth: cannot release a failed callback's transaction", "provider", name, "err", rerr)
 			}
 		}
-		a.failOn(m.site, w, r, format, asError(err, name, CodeInvalidResponse))
+		a.failMount(m, w, r, format, asError(err, name, CodeInvalidResponse))
 		return
 	}
 	id.Provider = name
@@ -793,11 +793,25 @@ func (a *Auth) failOn(st *site, w http.ResponseWriter, r *http.Request, format s
 	a.failAt(st.tenant, st.log, w, r, format, err)
 }
 
+// failMount answers a failure of a request to m's authorize or callback
+// route, and counts it at m's provider: an authorize request has no
+// operation in its context to carry it (telemetry.Provider.Start).
+func (a *Auth) failMount(m mount, w http.ResponseWriter, r *http.Request, format string, err *Error) {
+	m.tel.Failed(r.Context(), string(err.Code))
+	a.answerFailure(m.site.tenant, m.site.log, w, r, format, err)
+}
+
 // failAt answers a failure at tenant, also one whose site could not be
 // built, logging it with log.
 func (a *Auth) failAt(tenant string, log *slog.Logger, w http.ResponseWriter, r *http.Request, format string, err *Error) {
-	log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
 	a.tel.Failed(r.Context(), tenant, err.Provider, string(err.Code))
+	a.answerFailure(tenant, log, w, r, format, err)
+}
+
+// answerFailure logs a failure at tenant with log and hands it to the
+// host's OnFailure.
+func (a *Auth) answerFailure(tenant string, log *slog.Logger, w http.ResponseWriter, r *http.Request, format string, err *Error) {
+	log.Warn("extauth: sign-in failed", "provider", err.Provider, "code", string(err.Code), "err", err.Err)
 	a.onFailure(w, r.WithContext(withTx(r.Context(), "", format, tenant)), err)
 }
 

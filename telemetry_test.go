@@ -404,6 +404,79 @@ func TestTelemetrySignInFailures(t *testing.T) {
 	}
 }
 
+// Without spans (no tracer provider, or a sampler that keeps none) an
+// authorize request carries no operation: its start and its failure are
+// counted at once, at its own provider and tenant, as with spans.
+func TestTelemetryMetricsWithoutSpans(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+	}{
+		{"no tracer provider", nil},
+		{"sampled out", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := newOtelKit(t)
+			rec := tracetest.NewSpanRecorder()
+			a := newApp(t, func(o *extauth.Options) {
+				o.MeterProvider = k.mp
+				if c.sampler != nil {
+					tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(c.sampler), sdktrace.WithSpanProcessor(rec))
+					t.Cleanup(func() { tp.Shutdown(context.Background()) })
+					o.TracerProvider = tp
+				}
+			})
+			b := harness.NewBrowser(t).NoFollow()
+			cb := a.approve(b, a.start(b, nil))
+			if got := k.point(t, "extauth.signin.started", blog()).value; got != 1 {
+				t.Errorf("started = %v after the authorize route", got)
+			}
+			if resp := b.Get(cb); resp.StatusCode != http.StatusOK {
+				t.Fatalf("callback: %d %s", resp.StatusCode, resp.Body)
+			}
+			if got := k.point(t, "extauth.signin.completed", blog("outcome", "success")).value; got != 1 {
+				t.Errorf("completed = %v", got)
+			}
+
+			cross := harness.NewBrowser(t).NoFollow()
+			cross.Header.Set("Sec-Fetch-Site", "cross-site")
+			if resp := cross.PostForm(a.URL+"/users/auth/blog_oauth2", nil); !strings.Contains(resp.Body, "csrf_detected") {
+				t.Fatalf("cross-site start: %d %q", resp.StatusCode, resp.Body)
+			}
+			if got := k.point(t, "extauth.signin.completed", blog("outcome", "failure", "code", "csrf_detected")).value; got != 1 {
+				t.Errorf("failures with csrf_detected: %v", got)
+			}
+			if ps := k.points(t, "extauth.signin.completed"); len(ps) != 2 {
+				t.Errorf("completed series: %v", ps)
+			}
+			if got := k.point(t, "extauth.signin.started", blog()).value; got != 1 {
+				t.Errorf("started = %v after a refused start", got)
+			}
+			if n := len(rec.Ended()); n != 0 {
+				t.Errorf("%d spans recorded", n)
+			}
+		})
+	}
+
+	// At a tenant: counted at that tenant, not as an unknown one.
+	k := newOtelKit(t)
+	ta := newTenantApp(t, []string{"city-a"}, func(_ *tenantApp, o *extauth.Options) { o.MeterProvider = k.mp })
+	if resp := ta.browser().PostForm(ta.url("city-a", "/users/auth/oidc"), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("OIDC at city-a: %d %s", resp.StatusCode, resp.Body)
+	}
+	cross := ta.browser()
+	cross.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp := cross.PostForm(ta.url("city-a", "/users/auth/oidc"), nil); !strings.Contains(resp.Body, "csrf_detected") {
+		t.Fatalf("cross-site start at city-a: %d %q", resp.StatusCode, resp.Body)
+	}
+	if got := k.point(t, "extauth.signin.started", map[string]string{"provider": "oidc", "tenant": "city-a"}).value; got != 1 {
+		t.Errorf("started at city-a: %v", got)
+	}
+	if got := k.point(t, "extauth.signin.completed", map[string]string{"provider": "oidc", "tenant": "city-a", "outcome": "failure", "code": "csrf_detected"}).value; got != 1 {
+		t.Errorf("failures with csrf_detected at city-a: %v", got)
+	}
+}
+
 // failingStore is a store that is down.
 type failingStore struct{}
 

@@ -166,13 +166,17 @@ func FromContext(ctx context.Context) *Op {
 // Start begins the operation of an authorize (callback false) or callback
 // request with ctx, and its span, "extauth.authorize" or
 // "extauth.callback"; End ends it. It returns the request's context from
-// then on, and the operation, or nil when nothing would be recorded: no
-// sign-in instrument enabled, and no span made or one that records
-// nothing and is not sampled (the common set-up of a parent-based sampler
-// that keeps few traces). The context then carries that span, so that the
-// requests and store calls made under it make no span either and the
-// trace's decision still reaches the provider, without the operation's
-// allocation.
+// then on, and the operation, or nil when the request needs none: no span
+// made, or one that records nothing and is not sampled (the common set-up
+// of a parent-based sampler that keeps few traces), and, for a callback,
+// no sign-in instrument enabled. The context then carries that span, so
+// that the requests and store calls made under it make no span either and
+// the trace's decision still reaches the provider, without the
+// operation's allocation, nor the request's copy that would carry it. An
+// authorize request without an operation has its metrics recorded at
+// once, by Provider.Started and Provider.Failed: its one measurement
+// needs no state across the request, and the operation and the copy cost
+// it several times what the measurement does.
 func (p *Provider) Start(ctx context.Context, callback bool) (context.Context, *Op) {
 	t := p.t
 	var span trace.Span
@@ -183,11 +187,11 @@ func (p *Provider) Start(ctx context.Context, callback bool) (context.Context, *
 			name = "extauth.callback"
 		}
 		sctx, span = t.tracer.Start(ctx, name, internalSpan...)
-		if !span.IsRecording() && !span.SpanContext().IsSampled() && !t.metered(ctx, callback) {
+		if !span.IsRecording() && !span.SpanContext().IsSampled() && (!callback || !t.metered(ctx)) {
 			span.End()
 			return sctx, nil
 		}
-	} else if !t.metered(ctx, callback) {
+	} else if !callback || !t.metered(ctx) {
 		return ctx, nil
 	}
 	o := &Op{Context: sctx, p: p, span: span, code: -1, callback: callback}
@@ -198,19 +202,37 @@ func (p *Provider) Start(ctx context.Context, callback bool) (context.Context, *
 	return o, o
 }
 
-// metered reports whether an instrument of an authorize (callback false)
-// or callback operation records: asked only where the answer decides
-// whether to make the operation, not on a span that records anyway.
-func (t *T) metered(ctx context.Context, callback bool) bool {
-	return t.completed.Enabled(ctx) || t.started.Enabled(ctx) ||
-		callback && (t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx))
+// metered reports whether an instrument of a callback operation records:
+// asked only where the answer decides whether to make the operation, not
+// on a span that records anyway.
+func (t *T) metered(ctx context.Context) bool {
+	return t.completed.Enabled(ctx) || t.callbackDur.Enabled(ctx) || t.signInDur.Enabled(ctx)
 }
 
-// Started records that the authorize request sent the browser to the
-// provider: the sign-in started.
-func (o *Op) Started() {
-	if o != nil {
+// Started records that the authorize request whose context is ctx sent
+// the browser to the provider: the sign-in started. With an operation
+// (Start), its End counts it; without one, it is counted now.
+func (p *Provider) Started(ctx context.Context) {
+	if o := FromContext(ctx); o != nil && !o.callback {
 		o.started = true
+		return
+	}
+	if t := p.t; t.started.Enabled(ctx) {
+		t.started.Add(measureContext(ctx, nil), 1, p.signInSet(slotStarted).add...)
+	}
+}
+
+// Failed records that the authorize or callback request whose context is
+// ctx failed with code: its operation ends as failed, or, for a request
+// without one (an authorize request, see Start), the failure is counted
+// now, at this provider.
+func (p *Provider) Failed(ctx context.Context, code string) {
+	if o := FromContext(ctx); o != nil {
+		o.fail(code)
+		return
+	}
+	if t := p.t; t.completed.Enabled(ctx) {
+		t.completed.Add(measureContext(ctx, nil), 1, p.signInSet(slotCode0+codeIndex(code)).add...)
 	}
 }
 

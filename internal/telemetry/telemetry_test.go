@@ -318,8 +318,8 @@ func BenchmarkSpanFloor(b *testing.B) {
 		})
 		b.Run(c.name+"/extauth", func(b *testing.B) {
 			run(b, func() {
-				_, op := p.Start(ctx, false)
-				op.Started()
+				octx, op := p.Start(ctx, false)
+				p.Started(octx)
 				if op != nil {
 					op.End()
 				}

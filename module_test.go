@@ -101,7 +101,7 @@ func checkImporter(t *testing.T, root string, pkgs, stores []string) []string {
 	// What the other modules of the workspace require for the tests, the
 	// examples and the benchmarks.
 	devdeps := map[string]bool{}
-	for _, m := range []string{"internal/devdeps", "examples", "bench"} {
+	for _, m := range []string{"internal/devdeps", "examples", "bench", "internal/apicheck"} {
 		n := 0
 		for _, r := range goModRequires(t, filepath.Join(root, m, "go.mod")) {
 			if !r.Indirect && r.Path != "github.com/extauth/extauth" {
@@ -244,8 +244,8 @@ func TestWorkspaceKeepsTheLibrarysVersions(t *testing.T) {
 
 // The workspace is every module of the repository: each directory holding a
 // go.mod is in go.work, each module but the library's builds it from this
-// tree (replace ../), and .ci/run tests each one the root's ./... does not
-// reach (CI_MODULES).
+// tree (a replacement by the directory around it), and .ci/run tests each
+// one the root's ./... does not reach (CI_MODULES).
 func TestWorkspaceModules(t *testing.T) {
 	var work struct{ Use []struct{ DiskPath string } }
 	if err := json.Unmarshal([]byte(goCmd(t, ".", nil, "work", "edit", "-json")), &work); err != nil {
@@ -300,10 +300,13 @@ func TestWorkspaceModules(t *testing.T) {
 		if err := json.Unmarshal([]byte(goCmd(t, ".", nil, "mod", "edit", "-json", dir+"/go.mod")), &mod); err != nil {
 			t.Fatal(err)
 		}
+		// The library is the tree around the module: ../ for bench,
+		// ../../ for internal/apicheck.
+		root := strings.Repeat("../", strings.Count(dir, "/")+1)
 		if !slices.ContainsFunc(mod.Replace, func(r struct{ Old, New struct{ Path string } }) bool {
-			return r.Old.Path == "github.com/extauth/extauth" && r.New.Path == "../"
+			return r.Old.Path == "github.com/extauth/extauth" && r.New.Path == root
 		}) {
-			t.Errorf("%s/go.mod does not replace github.com/extauth/extauth with ../", dir)
+			t.Errorf("%s/go.mod does not replace github.com/extauth/extauth with %s", dir, root)
 		}
 	}
 	if len(listed) < 2 {

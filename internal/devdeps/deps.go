@@ -8,8 +8,9 @@
 // `go test ./...` finds them; the repository's go.work adds this module to
 // the build, so they compile there. Nothing builds this file: its imports
 // only keep `go mod tidy` in this directory from dropping the requirements.
-// The examples and the benchmarks are modules of their own (examples/,
-// bench/), with their own go.mod. docs/development.md says how to add one.
+// The examples, the benchmarks and the API record's checker are modules of
+// their own (examples/, bench/, internal/apicheck/), with their own go.mod.
+// docs/development.md says how to add one.
 package devdeps
 
 import (
@@ -23,10 +24,6 @@ import (
 	_ "go.opentelemetry.io/otel/sdk/metric"
 	_ "go.opentelemetry.io/otel/sdk/trace"
 
-	// internal/apicheck: the exported API's record, and apidiff's verdict
-	// on the changes since the latest release.
-	_ "golang.org/x/exp/apidiff"
+	// The release gate's tests: module versions and zips.
 	_ "golang.org/x/mod/semver"
-	_ "golang.org/x/tools/go/gcexportdata"
-	_ "golang.org/x/tools/go/packages"
 )

@@ -388,10 +388,7 @@ func checkShape(root *etree.Element) (*etree.Element, error) {
 		case is(el, nsDSig, "Signature"):
 			sigs = append(sigs, el)
 		}
-		if id := attr(el, "ID"); id != "" {
-			dupID = dupID || ids[id]
-			ids[id] = true
-		}
+		dupID = reusedID(ids, el) || dupID
 		return true
 	})
 	if dupID {
@@ -427,11 +424,8 @@ func checkDecrypted(a *etree.Element) error {
 		case is(el, nsDSig, "Signature") && el.Parent() != a:
 			err = errors.New("a signature inside the decrypted assertion")
 		}
-		if id := attr(el, "ID"); id != "" {
-			if ids[id] {
-				err = errors.New("two elements with one ID")
-			}
-			ids[id] = true
+		if reusedID(ids, el) {
+			err = errors.New("two elements with one ID")
 		}
 		return err == nil
 	})

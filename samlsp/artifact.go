@@ -725,11 +725,8 @@ func checkArtifactResponseShape(ar *etree.Element) error {
 	ids := map[string]bool{}
 	var err error
 	walk(ar, func(el *etree.Element) bool {
-		if id := attr(el, "ID"); id != "" {
-			if ids[id] {
-				err = errors.New("two elements with one ID")
-			}
-			ids[id] = true
+		if reusedID(ids, el) {
+			err = errors.New("two elements with one ID")
 		}
 		return err == nil
 	})

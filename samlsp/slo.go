@@ -417,11 +417,8 @@ func checkLogoutShape(root *etree.Element) error {
 		if is(el, nsDSig, "Signature") && el.Parent() != root {
 			err = errors.New("a signature inside the message")
 		}
-		if id := attr(el, "ID"); id != "" {
-			if ids[id] {
-				err = errors.New("two elements with one ID")
-			}
-			ids[id] = true
+		if reusedID(ids, el) {
+			err = errors.New("two elements with one ID")
 		}
 		return err == nil
 	})

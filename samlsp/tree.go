@@ -154,3 +154,17 @@ func declareInScope(el *etree.Element) {
 }
 
 var errNotSigned = errors.New("not signed")
+
+// reusedID records el's ID in ids and reports whether an element seen
+// before had it: a message that gives one ID to two elements lets a
+// reference name another element than the one checked (signature
+// wrapping), so every check of a message's shape refuses it.
+func reusedID(ids map[string]bool, el *etree.Element) bool {
+	id := attr(el, "ID")
+	if id == "" {
+		return false
+	}
+	seen := ids[id]
+	ids[id] = true
+	return seen
+}

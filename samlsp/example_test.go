@@ -1,6 +1,7 @@
 package samlsp_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -13,39 +14,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
-	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
-
-// ExampleOptions configures the SAML strategy for an older IdP that still
-// signs with RSA-SHA1 and verifies only signatures inside the XML.
-func ExampleOptions() {
-	cfg, err := extauth.LoadConfig("config/secrets.yml")
-	if err != nil {
-		log.Fatal(err)
-	}
-	cookieKey := []byte("0123456789abcdef0123456789abcdef")
-	onSuccess := func(w http.ResponseWriter, r *http.Request, id *extauth.Identity) {}
-
-	auth, err := extauth.New(cfg, extauth.Options{
-		BaseURL:   "https://app.example.org",
-		CookieKey: cookieKey,
-		OnSuccess: onSuccess,
-		SAML: samlsp.Options{
-			// The IdP signs with RSA-SHA1 and cannot move to RSA-SHA256 yet.
-			AllowSHA1: true,
-			// The IdP verifies only XML signatures: send AuthnRequests by POST.
-			AuthnRequestBinding: samlsp.BindingPOST,
-		},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer auth.Close()
-}
 
 // ExampleSP_CertificateExpiries reads the not-after times of the
 // certificates an SP depends on, as a monitoring job or an expiry gauge
@@ -76,7 +50,7 @@ func ExampleSP_CertificateExpiries() {
 		CallbackURL: "https://app.example.org/users/auth/saml/callback",
 		// No network here: the IdP metadata never comes.
 		HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("offline") })},
-		Store:      extauth.NewMemoryStore(extauth.MemoryStoreOptions{}),
+		Store:      &oneInstanceStore{seen: map[string]time.Time{}},
 	}, samlsp.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -87,6 +61,26 @@ func ExampleSP_CertificateExpiries() {
 	}
 	// Output:
 	// sp sign+decrypt CN=My App 2036-01-31
+}
+
+// oneInstanceStore remembers single-use IDs in one process. A host passes
+// extauth's Options.Store (extauth.NewMemoryStore, or a store that its
+// instances share) and never builds one. These examples do not import
+// extauth: it imports this package, so go test would compile it again for
+// this package's tests.
+type oneInstanceStore struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (s *oneInstanceStore) Consume(_ context.Context, key string, until time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u, ok := s.seen[key]; ok && time.Now().Before(u) {
+		return false, nil
+	}
+	s.seen[key] = until
+	return true, nil
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -16,7 +14,6 @@ import (
 	"html"
 	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,59 +64,19 @@ func newSAMLIdP(t *testing.T) *samlidp.IdP {
 	return idp
 }
 
-// testKeys lends this package's tests their RSA keys (the fake IdPs', the
-// SP's, those of dated certificates), since a 2048-bit key costs 0.1 to
-// 0.5 CPU-seconds to generate and the package used some seventy (a
-// quarter of its CPU time went to generating keys): each key a top-level
-// test asks for is one of internal/testkeys' that no other key of that
-// test is, and a new one past those. Tests share keys, which none can
-// see, since each has IdPs and apps of its own.
-var testKeys struct {
-	sync.Mutex
-	lent map[string]int // keys lent so far, by top-level test
-}
-
-// testRSAKey is the next key of t's top-level test.
+// testRSAKey lends t a key (internal/testkeys.Lend), since a 2048-bit key
+// costs 0.1 to 0.5 CPU-seconds to generate and the package used some
+// seventy (a quarter of its CPU time went to generating keys).
 func testRSAKey(t *testing.T) *rsa.PrivateKey {
 	t.Helper()
-	test, _, _ := strings.Cut(t.Name(), "/")
-	testKeys.Lock()
-	if testKeys.lent == nil {
-		testKeys.lent = map[string]int{}
-	}
-	n := testKeys.lent[test]
-	testKeys.lent[test]++
-	testKeys.Unlock()
-	if n < testkeys.N {
-		return testkeys.RSA(n)
-	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
+	return testkeys.Lend(t)
 }
 
-// testKeyPair is the next key of t's top-level test with a self-signed
-// certificate named cn, valid from notBefore to notAfter.
+// testKeyPair lends t a key with a self-signed certificate named cn, valid
+// from notBefore to notAfter.
 func testKeyPair(t *testing.T, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
 	t.Helper()
-	key := testRSAKey(t)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert
+	return testkeys.LendPair(t, cn, notBefore, notAfter)
 }
 
 // idpKeyPair is the key pair for the next IdP that t makes, as

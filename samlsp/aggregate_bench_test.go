@@ -26,7 +26,7 @@ import (
 	"github.com/crewjam/saml"
 	dsig "github.com/russellhaering/goxmldsig"
 
-	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/internal/testkeys"
 )
 
 // A federation aggregate of n entities, about 8.7 KB each as the UK
@@ -39,10 +39,7 @@ func generateAggregate(tb testing.TB, n int, k fedKeys, validUntil time.Time) []
 	tb.Helper()
 	certs := make([]string, 4)
 	for i := range certs {
-		_, c, err := samlidp.NewKeyPair(fmt.Sprintf("IdP signing key %d", i), time.Now().Add(-time.Hour))
-		if err != nil {
-			tb.Fatal(err)
-		}
+		_, c := testkeys.LendPair(tb, fmt.Sprintf("IdP signing key %d", i), time.Now().Add(-2*time.Hour), time.Now().AddDate(10, 0, 0))
 		certs[i] = base64.StdEncoding.EncodeToString(c.Raw)
 	}
 	rng := mrand.New(mrand.NewPCG(1, 2))

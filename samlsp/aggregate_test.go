@@ -21,6 +21,7 @@ import (
 	dsig "github.com/russellhaering/goxmldsig"
 
 	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/providers"
 )
 
@@ -32,10 +33,7 @@ type fedKeys struct {
 
 func newFedKeys(t testing.TB) fedKeys {
 	t.Helper()
-	k, c, err := samlidp.NewKeyPair("Test Federation Signer", time.Now().Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, c := testkeys.LendPair(t, "Test Federation Signer", time.Now().Add(-2*time.Hour), time.Now().AddDate(10, 0, 0))
 	return fedKeys{k, c}
 }
 
@@ -53,7 +51,8 @@ const spEntity = `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:met
 // testIdPEntity is a fake IdP's metadata as a federation publishes it.
 func testIdPEntity(t testing.TB, base string, e samlidp.Entity) (*samlidp.IdP, []byte) {
 	t.Helper()
-	idp, err := samlidp.New(samlidp.Options{BaseURL: base, AutoApprove: true})
+	key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now().Add(-time.Hour), time.Now().AddDate(10, 0, 0))
+	idp, err := samlidp.New(samlidp.Options{BaseURL: base, AutoApprove: true, Key: key, Certificate: cert})
 	if err != nil {
 		t.Fatal(err)
 	}

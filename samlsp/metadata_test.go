@@ -200,7 +200,8 @@ func TestEntitiesDescriptor(t *testing.T) {
 }
 
 func TestRefreshSchedule(t *testing.T) {
-	p, err := samlidp.New(samlidp.Options{BaseURL: "https://idp.example"})
+	key, cert := testKey(t, 0)
+	p, err := samlidp.New(samlidp.Options{BaseURL: "https://idp.example", Key: key, Certificate: cert})
 	if err != nil {
 		t.Fatal(err)
 	}

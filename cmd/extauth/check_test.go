@@ -533,10 +533,7 @@ func TestRedactURL(t *testing.T) {
 // its algorithms and verifies the metadata's signature as the application
 // will.
 func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
-	mdKey, mdCert, err := samlidp.NewKeyPair("metadata signer", testNow)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mdKey, mdCert := lendKeyPair(t, "metadata signer", testNow)
 	sign := func(t *testing.T, doc []byte, o samlidp.SignOptions) []byte {
 		out, err := samlidp.SignMetadata(doc, &samlidp.MetadataSigner{Key: mdKey, Cert: mdCert, Sign: o})
 		if err != nil {

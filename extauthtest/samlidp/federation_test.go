@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -25,11 +26,10 @@ const mdPrefixed = `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:m
 // entities). What it signs verifies as the SAML strategy verifies a
 // federation's aggregate.
 func TestAggregateOfFederationSize(t *testing.T) {
-	key, cert, err := samlidp.NewKeyPair("Test Federation", time.Now().Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idp, err := samlidp.New(samlidp.Options{BaseURL: "https://idp0.example.org/idp"})
+	now := time.Now()
+	key, cert := testkeys.LendPair(t, "Test Federation", now.Add(-2*time.Hour), now.AddDate(10, 0, 0))
+	idpKey, idpCert := testkeys.LendPair(t, "Fake SAML IdP", now.Add(-time.Hour), now.AddDate(10, 0, 0))
+	idp, err := samlidp.New(samlidp.Options{BaseURL: "https://idp0.example.org/idp", Key: idpKey, Certificate: idpCert})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -54,21 +56,71 @@ func RSA(i int) *rsa.PrivateKey { return keys()[i] }
 // extauthtest/samlidp.NewKeyPair makes, without generating the key.
 func Pair(i int, cn string, now time.Time) (*rsa.PrivateKey, *x509.Certificate, error) {
 	key := RSA(i)
+	cert, err := certify(key, cn, now.Add(-time.Hour), now.AddDate(10, 0, 0))
+	return key, cert, err
+}
+
+// Named is how many keys, RSA(0) to RSA(Named-1), are for the tests that
+// name a key by its index; Lend lends the others.
+const Named = 3
+
+// lent counts the keys Lend has lent, by top-level test.
+var lent struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// Lend returns a key for t's top-level test that no earlier call for that
+// test returned: RSA(Named) to RSA(N-1) in turn, then keys it generates.
+// Tests share these keys, which none can see, since each has IdPs and
+// applications of its own.
+func Lend(t testing.TB) *rsa.PrivateKey {
+	t.Helper()
+	test, _, _ := strings.Cut(t.Name(), "/")
+	lent.Lock()
+	if lent.n == nil {
+		lent.n = map[string]int{}
+	}
+	i := Named + lent.n[test]
+	lent.n[test]++
+	lent.Unlock()
+	if i < N {
+		return RSA(i)
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// LendPair is Lend with a new self-signed certificate named cn, valid from
+// notBefore to notAfter.
+func LendPair(t testing.TB, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	key := Lend(t)
+	cert, err := certify(key, cn, notBefore, notAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert
+}
+
+func certify(key *rsa.PrivateKey, cn string, notBefore, notAfter time.Time) (*x509.Certificate, error) {
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.AddDate(10, 0, 0),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	return key, cert, err
+	return x509.ParseCertificate(der)
 }

@@ -138,7 +138,9 @@ func (a *Auth) StepUp(w http.ResponseWriter, r *http.Request, id *Identity, need
 	}
 	st, err := a.siteNamed(r.Context(), id.Tenant)
 	if err != nil {
-		a.fail(w, r, "", asError(err, id.Provider, CodeProviderUnavailable))
+		// As a route's request to a tenant that cannot be built: one
+		// "(unknown)" tenant in the metrics, its name in the log.
+		a.failAt(id.Tenant, a.log.With("tenant", id.Tenant), w, r, "", asError(err, id.Provider, CodeProviderUnavailable))
 		return
 	}
 	s, ok := st.strategies[id.Provider]

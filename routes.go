@@ -788,9 +788,12 @@ func (a *Auth) fail(w http.ResponseWriter, r *http.Request, format string, err *
 	a.failOn(a.site, w, r, format, err)
 }
 
-// failOn answers a failure on st, logging it with st's tenant.
+// failOn answers a failure on st, logging it with st's tenant and
+// counting it at st's provider: st was built, so its tenant is no
+// unknown one (failAt).
 func (a *Auth) failOn(st *site, w http.ResponseWriter, r *http.Request, format string, err *Error) {
-	a.failAt(st.tenant, st.log, w, r, format, err)
+	st.tel.Lookup(err.Provider).Failed(r.Context(), string(err.Code))
+	a.answerFailure(st.tenant, st.log, w, r, format, err)
 }
 
 // failMount answers a failure of a request to m's authorize or callback

@@ -622,6 +622,26 @@ func TestTelemetryTenant(t *testing.T) {
 		k.point(t, "extauth.outbound.duration", map[string]string{"provider": "oidc", "tenant": "city-a", "endpoint": e, "result": "ok"})
 	}
 	k.point(t, "extauth.document.age", map[string]string{"provider": "oidc", "tenant": "city-a", "document": "discovery"})
+	// A step-up that fails before any sign-in starts is city-a's
+	// failure, not that of a tenant that could not be built.
+	rec := httptest.NewRecorder()
+	ta.Auth.StepUp(rec, httptest.NewRequest(http.MethodGet, ta.url("city-a", "/account"), nil),
+		&extauth.Identity{Tenant: "city-a", Provider: "oidc", UID: "u1"}, extauth.Assurance{Level: "no-such-level"})
+	if !strings.Contains(rec.Body.String(), string(extauth.CodeInsufficientAuthentication)) {
+		t.Fatalf("step-up to a level oidc lacks: %d %s", rec.Code, rec.Body)
+	}
+	if got := k.point(t, "extauth.signin.completed", map[string]string{"provider": "oidc", "tenant": "city-a", "outcome": "failure",
+		"code": string(extauth.CodeInsufficientAuthentication)}).value; got != 1 {
+		t.Errorf("the failed step-up at city-a: %v", got)
+	}
+	// One for a tenant that does not exist is that of an unknown one.
+	rec = httptest.NewRecorder()
+	ta.Auth.StepUp(rec, httptest.NewRequest(http.MethodGet, ta.url("city-a", "/account"), nil),
+		&extauth.Identity{Tenant: "city-z", Provider: "oidc", UID: "u1"}, extauth.Assurance{Level: "no-such-level"})
+	if got := k.point(t, "extauth.signin.completed", map[string]string{"provider": "oidc", "tenant": "(unknown)", "outcome": "failure",
+		"code": string(extauth.CodeProviderUnavailable)}).value; got != 1 {
+		t.Errorf("the failed step-up at a tenant that does not exist: %v", got)
+	}
 	if got := k.point(t, "extauth.tenant.builds", map[string]string{"outcome": "success"}).value; got != 1 {
 		t.Errorf("builds: %v", got)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
@@ -57,7 +58,7 @@ func newArtifactIdP(t *testing.T) *artifactIdP {
 	p.tls.Config.ErrorLog = log.New(io.Discard, "", 0)
 	p.tls.StartTLS()
 	t.Cleanup(p.tls.Close)
-	key, cert := idpKeyPair(t)
+	key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	harness.Serve(t, func(base string) http.Handler {
 		idp, err := samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert,
 			ArtifactResolutionURL: p.tls.URL + "/idp/ars"})

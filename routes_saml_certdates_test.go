@@ -14,13 +14,14 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/testkeys"
 )
 
 // datedIdP is a fake IdP that signs with a certificate valid from nb to
 // na, whatever today is.
 func datedIdP(t *testing.T, nb, na time.Time) *samlidp.IdP {
 	t.Helper()
-	key, _ := idpKeyPair(t)
+	key, _ := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "dated IdP"}, NotBefore: nb, NotAfter: na,
 		KeyUsage: x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)

@@ -26,6 +26,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/samlsp"
 )
 
@@ -46,10 +47,7 @@ type federation struct {
 
 func newFederation(t *testing.T) *federation {
 	t.Helper()
-	k, c, err := lentKeyPair(t, "Test Federation", time.Now().Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, c := testkeys.LendPair(t, "Test Federation", time.Now().Add(-time.Hour))
 	f := &federation{t: t, A: newSAMLIdP(t), B: newSAMLIdP(t), signer: &samlidp.MetadataSigner{Key: k, Cert: c}}
 	f.publish(time.Now().Add(7 * 24 * time.Hour))
 	srv := harness.Serve(t, func(string) http.Handler {
@@ -408,10 +406,7 @@ func TestSAMLFederationExpiredAggregate(t *testing.T) {
 // configuration.
 func federationCertPEM(t *testing.T) string {
 	t.Helper()
-	_, c, err := lentKeyPair(t, "Test Federation", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := testkeys.LendPair(t, "Test Federation", time.Now())
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
 }
 

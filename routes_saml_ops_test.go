@@ -2,7 +2,6 @@ package extauth_test
 
 import (
 	"context"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	"github.com/extauth/extauth"
 	"github.com/extauth/extauth/extauthtest/samlidp"
 	"github.com/extauth/extauth/internal/harness"
+	"github.com/extauth/extauth/internal/testkeys"
 	"github.com/extauth/extauth/providers"
 	"github.com/extauth/extauth/samlsp"
 )
@@ -259,7 +259,7 @@ func TestSAMLLogoutEchoesNameID(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var idp *samlidp.IdP
 			var user samlidp.User
-			key, cert := idpKeyPair(t)
+			key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 			harness.Serve(t, func(base string) http.Handler {
 				// The IdP's entity ID is its metadata URL.
 				user = c.user(base + "/idp/metadata")
@@ -335,17 +335,10 @@ func testSAMLEnv() providers.Env {
 		Store: extauth.NewMemoryStore(extauth.MemoryStoreOptions{}), Logger: slog.New(slog.DiscardHandler)}
 }
 
-// datedKeyPair makes an RSA key pair whose certificate is valid from
-// notBefore to notAfter.
-func datedKeyPair(t *testing.T, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
-	t.Helper()
-	return testKeyPair(t, cn, notBefore, notAfter)
-}
-
-// datedPEMPair is datedKeyPair in PEM, certificate then key.
+// datedPEMPair is testkeys.LendDated in PEM, certificate then key.
 func datedPEMPair(t *testing.T, cn string, notBefore, notAfter time.Time) [2]string {
 	t.Helper()
-	key, cert := datedKeyPair(t, cn, notBefore, notAfter)
+	key, cert := testkeys.LendDated(t, cn, notBefore, notAfter)
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +382,7 @@ func TestSAMLCertificateExpiryThroughRoutes(t *testing.T) {
 		}
 	})
 	expiredIdP := func(t *testing.T) *samlidp.IdP {
-		key, cert := datedKeyPair(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
+		key, cert := testkeys.LendDated(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
 		var idp *samlidp.IdP
 		harness.Serve(t, func(base string) http.Handler {
 			var err error
@@ -477,7 +470,7 @@ func logLine(t *testing.T, logs, msg string) string {
 func TestSAMLCertificateExpiryPerTenant(t *testing.T) {
 	now := time.Now()
 	good := newSAMLIdP(t)
-	key, cert := datedKeyPair(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
+	key, cert := testkeys.LendDated(t, "expired IdP", now.AddDate(-2, 0, 0), now.Add(-time.Hour))
 	var bad *samlidp.IdP
 	harness.Serve(t, func(base string) http.Handler {
 		var err error

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -51,7 +50,7 @@ type samlApp struct {
 // newSAMLIdP starts a fake IdP signing in the demo user without a page.
 func newSAMLIdP(t *testing.T) *samlidp.IdP {
 	t.Helper()
-	key, cert := idpKeyPair(t)
+	key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	var idp *samlidp.IdP
 	harness.Serve(t, func(base string) http.Handler {
 		var err error
@@ -62,29 +61,6 @@ func newSAMLIdP(t *testing.T) *samlidp.IdP {
 		return idp
 	})
 	return idp
-}
-
-// testRSAKey lends t a key (internal/testkeys.Lend), since a 2048-bit key
-// costs 0.1 to 0.5 CPU-seconds to generate and the package used some
-// seventy (a quarter of its CPU time went to generating keys).
-func testRSAKey(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
-	return testkeys.Lend(t)
-}
-
-// testKeyPair lends t a key with a self-signed certificate named cn, valid
-// from notBefore to notAfter.
-func testKeyPair(t *testing.T, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
-	t.Helper()
-	return testkeys.LendPair(t, cn, notBefore, notAfter)
-}
-
-// idpKeyPair is the key pair for the next IdP that t makes, as
-// samlidp.NewKeyPair makes them.
-func idpKeyPair(t *testing.T) (*rsa.PrivateKey, *x509.Certificate) {
-	t.Helper()
-	now := time.Now()
-	return testKeyPair(t, "Fake SAML IdP", now.Add(-time.Hour), now.AddDate(10, 0, 0))
 }
 
 // newSAMLApp mounts extauth with SAML configured for idp, registers the
@@ -251,10 +227,7 @@ func TestSAMLSignInThroughRoutes(t *testing.T) {
 func TestSAMLTamperThroughCallbackRoute(t *testing.T) {
 	idp := newSAMLIdP(t)
 	a := newSAMLApp(t, idp, nil)
-	attackerKey, attackerCert, err := lentKeyPair(t, "attacker", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	attackerKey, attackerCert := testkeys.LendPair(t, "attacker", time.Now())
 	acs := a.URL + "/users/auth/saml/callback"
 	for _, tc := range idp.Tampers(samlidp.Target{EntityID: samlEntityID, ACS: acs, AttackerKey: attackerKey, AttackerCert: attackerCert}) {
 		t.Run(tc.Name, func(t *testing.T) {
@@ -508,7 +481,7 @@ func TestSAMLSingleLogoutRoute(t *testing.T) {
 func spKeyPair(t *testing.T) (certPEM, keyPEM string) {
 	t.Helper()
 	now := time.Now()
-	key, cert := testKeyPair(t, "extauth test SP", now.Add(-time.Hour), now.AddDate(10, 0, 0))
+	key, cert := testkeys.LendPair(t, "extauth test SP", now)
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -972,10 +945,7 @@ func TestSAMLFirstSignInAfterIdPRecovers(t *testing.T) {
 // idp_metadata_certificate the app signs in against signed metadata only.
 func TestSAMLSignedIdPMetadata(t *testing.T) {
 	t.Parallel() // it waits on time-outs and retries more than it computes: it runs beside the others that do
-	mdKey, mdCert, err := lentKeyPair(t, "federation metadata signer", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	mdKey, mdCert := testkeys.LendPair(t, "federation metadata signer", time.Now())
 	certPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: mdCert.Raw}))
 	pin := func(c *extauth.Config, _ *extauth.Options) { c.SAML.Additional.IdPMetadataCertificate = certPEM }
 
@@ -1013,7 +983,7 @@ func TestSAMLSignedIdPMetadata(t *testing.T) {
 func TestSAMLMetadataFollowsRedirect(t *testing.T) {
 	var idp *samlidp.IdP
 	var redirected atomic.Int64
-	key, cert := idpKeyPair(t)
+	key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	srv := harness.Serve(t, func(base string) http.Handler {
 		var err error
 		idp, err = samlidp.New(samlidp.Options{BaseURL: base + "/idp", AutoApprove: true, Key: key, Certificate: cert})
@@ -1038,11 +1008,4 @@ func TestSAMLMetadataFollowsRedirect(t *testing.T) {
 	if resp := a.callback(b, idpForm(t, b, redirect)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign-in with moved metadata: %d %s", resp.StatusCode, resp.Body)
 	}
-}
-
-// lentKeyPair is samlidp.NewKeyPair with a key of testRSAKey's.
-func lentKeyPair(t *testing.T, cn string, now time.Time) (*rsa.PrivateKey, *x509.Certificate, error) {
-	t.Helper()
-	key, cert := testKeyPair(t, cn, now.Add(-time.Hour), now.AddDate(10, 0, 0))
-	return key, cert, nil
 }

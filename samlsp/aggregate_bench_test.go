@@ -39,7 +39,7 @@ func generateAggregate(tb testing.TB, n int, k fedKeys, validUntil time.Time) []
 	tb.Helper()
 	certs := make([]string, 4)
 	for i := range certs {
-		_, c := testkeys.LendPair(tb, fmt.Sprintf("IdP signing key %d", i), time.Now().Add(-2*time.Hour), time.Now().AddDate(10, 0, 0))
+		_, c := testkeys.LendPair(tb, fmt.Sprintf("IdP signing key %d", i), time.Now().Add(-time.Hour))
 		certs[i] = base64.StdEncoding.EncodeToString(c.Raw)
 	}
 	rng := mrand.New(mrand.NewPCG(1, 2))

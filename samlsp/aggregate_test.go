@@ -33,7 +33,7 @@ type fedKeys struct {
 
 func newFedKeys(t testing.TB) fedKeys {
 	t.Helper()
-	k, c := testkeys.LendPair(t, "Test Federation Signer", time.Now().Add(-2*time.Hour), time.Now().AddDate(10, 0, 0))
+	k, c := testkeys.LendPair(t, "Test Federation Signer", time.Now().Add(-time.Hour))
 	return fedKeys{k, c}
 }
 
@@ -51,7 +51,7 @@ const spEntity = `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:met
 // testIdPEntity is a fake IdP's metadata as a federation publishes it.
 func testIdPEntity(t testing.TB, base string, e samlidp.Entity) (*samlidp.IdP, []byte) {
 	t.Helper()
-	key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now().Add(-time.Hour), time.Now().AddDate(10, 0, 0))
+	key, cert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	idp, err := samlidp.New(samlidp.Options{BaseURL: base, AutoApprove: true, Key: key, Certificate: cert})
 	if err != nil {
 		t.Fatal(err)

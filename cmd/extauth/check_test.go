@@ -19,6 +19,7 @@ import (
 	"github.com/extauth/extauth/extauthtest"
 	"github.com/extauth/extauth/extauthtest/enterprise"
 	"github.com/extauth/extauth/extauthtest/samlidp"
+	"github.com/extauth/extauth/internal/testkeys"
 )
 
 func TestCheckAllProviders(t *testing.T) {
@@ -533,7 +534,7 @@ func TestRedactURL(t *testing.T) {
 // its algorithms and verifies the metadata's signature as the application
 // will.
 func TestCheckSAMLSHA1AndSignedMetadata(t *testing.T) {
-	mdKey, mdCert := lendKeyPair(t, "metadata signer", testNow)
+	mdKey, mdCert := testkeys.LendPair(t, "metadata signer", testNow)
 	sign := func(t *testing.T, doc []byte, o samlidp.SignOptions) []byte {
 		out, err := samlidp.SignMetadata(doc, &samlidp.MetadataSigner{Key: mdKey, Cert: mdCert, Sign: o})
 		if err != nil {

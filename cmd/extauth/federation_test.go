@@ -19,19 +19,12 @@ import (
 	"github.com/extauth/extauth/internal/testkeys"
 )
 
-// lendKeyPair is a lent key (internal/testkeys) with the certificate
-// samlidp.NewKeyPair makes: valid from an hour before now for ten years.
-func lendKeyPair(t *testing.T, cn string, now time.Time) (*rsa.PrivateKey, *x509.Certificate) {
-	t.Helper()
-	return testkeys.LendPair(t, cn, now.Add(-time.Hour), now.AddDate(10, 0, 0))
-}
-
 // federationAt is a federation's signing key pair, valid at testNow, and an
 // IdP whose metadata is valid until validUntil.
 func federationAt(t *testing.T, validUntil time.Time) (*rsa.PrivateKey, *x509.Certificate, *samlidp.IdP) {
 	t.Helper()
-	key, cert := lendKeyPair(t, "Test Federation", testNow.Add(-24*time.Hour))
-	idpKey, idpCert := lendKeyPair(t, "Fake SAML IdP", time.Now())
+	key, cert := testkeys.LendPair(t, "Test Federation", testNow.Add(-24*time.Hour))
+	idpKey, idpCert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	idp, err := samlidp.New(samlidp.Options{BaseURL: "https://idp-a.example.org/idp", Key: idpKey, Certificate: idpCert})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +103,7 @@ func TestCheckFederationMDQ(t *testing.T) {
 		!strings.Contains(out.stdout, "no usable answer for https://gone.example.org/idp") {
 		t.Fatalf("exit %d:\n%s%s", out.code, out.stdout, out.stderr)
 	}
-	other, _ := lendKeyPair(t, "Another", testNow.Add(-24*time.Hour))
+	other, _ := testkeys.LendPair(t, "Another", testNow.Add(-24*time.Hour))
 	forged, err := samlidp.SignMetadata(idp.Metadata(), &samlidp.MetadataSigner{Key: other, Cert: cert})
 	if err != nil {
 		t.Fatal(err)
@@ -126,8 +119,8 @@ func TestCheckFederationMDQ(t *testing.T) {
 // about, whether the federation is an aggregate or an MDQ server: both are
 // verified with it.
 func TestCheckFederationCertificateExpiring(t *testing.T) {
-	// lendKeyPair's certificate is valid for ten years from its now.
-	key, cert := lendKeyPair(t, "Expiring Federation", testNow.AddDate(-10, 0, 20))
+	// LendPair's certificate is valid for ten years from its now.
+	key, cert := testkeys.LendPair(t, "Expiring Federation", testNow.AddDate(-10, 0, 20))
 	_, _, idp := federationAt(t, testNow.Add(3*24*time.Hour))
 	signer := &samlidp.MetadataSigner{Key: key, Cert: cert}
 	answer, err := samlidp.SignMetadata(idp.Metadata(), signer)

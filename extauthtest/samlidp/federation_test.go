@@ -26,9 +26,8 @@ const mdPrefixed = `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:m
 // entities). What it signs verifies as the SAML strategy verifies a
 // federation's aggregate.
 func TestAggregateOfFederationSize(t *testing.T) {
-	now := time.Now()
-	key, cert := testkeys.LendPair(t, "Test Federation", now.Add(-2*time.Hour), now.AddDate(10, 0, 0))
-	idpKey, idpCert := testkeys.LendPair(t, "Fake SAML IdP", now.Add(-time.Hour), now.AddDate(10, 0, 0))
+	key, cert := testkeys.LendPair(t, "Test Federation", time.Now().Add(-time.Hour))
+	idpKey, idpCert := testkeys.LendPair(t, "Fake SAML IdP", time.Now())
 	idp, err := samlidp.New(samlidp.Options{BaseURL: "https://idp0.example.org/idp", Key: idpKey, Certificate: idpCert})
 	if err != nil {
 		t.Fatal(err)

@@ -94,9 +94,17 @@ func Lend(t testing.TB) *rsa.PrivateKey {
 	return key
 }
 
-// LendPair is Lend with a new self-signed certificate named cn, valid from
-// notBefore to notAfter.
-func LendPair(t testing.TB, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
+// LendPair is Lend with a new self-signed certificate named cn, valid
+// from an hour before now for ten years, as Pair and
+// extauthtest/samlidp.NewKeyPair make them.
+func LendPair(t testing.TB, cn string, now time.Time) (*rsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	return LendDated(t, cn, now.Add(-time.Hour), now.AddDate(10, 0, 0))
+}
+
+// LendDated is Lend with a new self-signed certificate named cn, valid
+// from notBefore to notAfter.
+func LendDated(t testing.TB, cn string, notBefore, notAfter time.Time) (*rsa.PrivateKey, *x509.Certificate) {
 	t.Helper()
 	key := Lend(t)
 	cert, err := certify(key, cn, notBefore, notAfter)

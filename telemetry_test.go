@@ -624,10 +624,13 @@ func TestTelemetryTenant(t *testing.T) {
 	k.point(t, "extauth.document.age", map[string]string{"provider": "oidc", "tenant": "city-a", "document": "discovery"})
 	// A step-up that fails before any sign-in starts is city-a's
 	// failure, not that of a tenant that could not be built.
-	rec := httptest.NewRecorder()
-	ta.Auth.StepUp(rec, httptest.NewRequest(http.MethodGet, ta.url("city-a", "/account"), nil),
-		&extauth.Identity{Tenant: "city-a", Provider: "oidc", UID: "u1"}, extauth.Assurance{Level: "no-such-level"})
-	if !strings.Contains(rec.Body.String(), string(extauth.CodeInsufficientAuthentication)) {
+	stepUp := func(tenant string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		ta.Auth.StepUp(rec, httptest.NewRequest(http.MethodGet, ta.url("city-a", "/account"), nil),
+			&extauth.Identity{Tenant: tenant, Provider: "oidc", UID: "u1"}, extauth.Assurance{Level: "no-such-level"})
+		return rec
+	}
+	if rec := stepUp("city-a"); !strings.Contains(rec.Body.String(), string(extauth.CodeInsufficientAuthentication)) {
 		t.Fatalf("step-up to a level oidc lacks: %d %s", rec.Code, rec.Body)
 	}
 	if got := k.point(t, "extauth.signin.completed", map[string]string{"provider": "oidc", "tenant": "city-a", "outcome": "failure",
@@ -635,9 +638,7 @@ func TestTelemetryTenant(t *testing.T) {
 		t.Errorf("the failed step-up at city-a: %v", got)
 	}
 	// One for a tenant that does not exist is that of an unknown one.
-	rec = httptest.NewRecorder()
-	ta.Auth.StepUp(rec, httptest.NewRequest(http.MethodGet, ta.url("city-a", "/account"), nil),
-		&extauth.Identity{Tenant: "city-z", Provider: "oidc", UID: "u1"}, extauth.Assurance{Level: "no-such-level"})
+	stepUp("city-z")
 	if got := k.point(t, "extauth.signin.completed", map[string]string{"provider": "oidc", "tenant": "(unknown)", "outcome": "failure",
 		"code": string(extauth.CodeProviderUnavailable)}).value; got != 1 {
 		t.Errorf("the failed step-up at a tenant that does not exist: %v", got)
